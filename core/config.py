@@ -1,0 +1,318 @@
+"""YAML experiment configs: validated by pydantic, paths resolved against the config's folder."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import types
+import typing
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Literal, Union
+
+import yaml
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    model_validator,
+)
+from vx_eval.core.errors import ConfigError, did_you_mean
+
+URI = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://")
+SECRET_KEY = re.compile(r"(^|_)(key|api_key|password|secret|token|connection_string|credential)$", re.I)
+
+DEFAULT_METRICS = ("found@1", "found@3", "found@5", "found@10", "found@20", "mrr", "recall@10", "ndcg@10")
+
+
+def is_uri(location: str) -> bool:
+    """True for ``s3://…``, ``https://…`` and other scheme-qualified locations."""
+    return bool(URI.match(location))
+
+
+def _resolve_location(value: str, info: ValidationInfo) -> str:
+    base = (info.context or {}).get("base_dir")
+    if is_uri(value) or base is None:
+        return value
+    return str((Path(base) / Path(value).expanduser()).resolve())
+
+
+def _resolve_path(value: Path, info: ValidationInfo) -> Path:
+    base = (info.context or {}).get("base_dir")
+    value = value.expanduser()
+    return value if base is None or value.is_absolute() else (Path(base) / value).resolve()
+
+
+Location = Annotated[str, Field(min_length=1), AfterValidator(_resolve_location)]
+"""A path (resolved against the config's folder) or a URI such as ``s3://bucket/key``."""
+
+ConfigPath = Annotated[Path, AfterValidator(_resolve_path)]
+"""A local path in a plugin's options, resolved against the config's folder."""
+
+
+class SecretRef(BaseModel):
+    """A secret named by reference: ``api_key: {env: AZURE_SEARCH_KEY}``. Its value never enters a report."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    env: str = Field(min_length=1)
+
+    def value(self) -> str:
+        try:
+            return os.environ[self.env]
+        except KeyError:
+            raise ConfigError(
+                f"environment variable {self.env} is not set; export it before the run"
+            ) from None
+
+    def __repr__(self) -> str:
+        return f"SecretRef(env={self.env!r})"
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class GoldenSource(Strict):
+    """A golden source spelled out: ``{path: …, format: beir, split: test}``."""
+
+    path: Location
+    format: Literal["auto", "jsonl", "beir"] = "auto"
+    split: str = "test"
+
+
+class TargetConfig(Strict):
+    name: str = Field(min_length=1)
+    engine: str = Field(min_length=1)
+    options: dict[str, Any] = Field(default_factory=dict)
+
+
+class EvaluationConfig(Strict):
+    metrics: list[str] = Field(default_factory=lambda: list(DEFAULT_METRICS))
+    depth: int = Field(20, ge=1, le=10_000)
+    primary: str = "found@10"
+    balance: float = Field(4.0, ge=0, le=100)
+    time: float = Field(8.0, ge=0, le=100)
+    seed: int = 0
+    bootstrap: int = Field(1000, ge=0, le=100_000)
+
+
+class ExperimentConfig(Strict):
+    name: str = Field(min_length=1)
+    golden: Location | GoldenSource
+    save_to: Location = "runs"
+    corpus: Location | None = None
+    targets: list[TargetConfig] = Field(min_length=1)
+    evaluation: EvaluationConfig = Field(default_factory=EvaluationConfig)
+
+    @model_validator(mode="after")
+    def _unique_target_names(self) -> ExperimentConfig:
+        seen: set[str] = set()
+        for target in self.targets:
+            if target.name in seen:
+                raise ValueError(f"two targets are named '{target.name}'; give each a name of its own")
+            seen.add(target.name)
+        return self
+
+    @property
+    def golden_source(self) -> GoldenSource:
+        return self.golden if isinstance(self.golden, GoldenSource) else GoldenSource(path=self.golden)
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """A loaded config: the validated model, each target's validated options, and where it came from."""
+
+    config: ExperimentConfig
+    options: tuple[Any, ...]
+    path: Path | None
+    sha256: str
+
+    @property
+    def base_dir(self) -> Path:
+        return self.path.parent if self.path else Path.cwd()
+
+
+# ---------------------------------------------------------------------------------------------- errors
+
+
+def _yaml_line(node: yaml.Node | None, loc: tuple[Any, ...]) -> int | None:
+    """1-based line of the deepest YAML node that `loc` reaches (the key's line for a mapping entry)."""
+    line = node.start_mark.line + 1 if node is not None else None
+    for part in loc:
+        if isinstance(node, yaml.MappingNode):
+            match = next(((k, v) for k, v in node.value if k.value == part), None)
+            if match is None:
+                break
+            line = match[0].start_mark.line + 1
+            node = match[1]
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
+            node = node.value[part]
+            line = node.start_mark.line + 1
+        else:
+            break
+    return line
+
+
+def _dotted(loc: tuple[Any, ...]) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "(top level)"
+
+
+def _model_at(model: Any, loc: tuple[Any, ...]) -> type[BaseModel] | None:
+    """The pydantic model that the YAML mapping at `loc` is validated against, if any."""
+    for part in loc:
+        if not (isinstance(model, type) and issubclass(model, BaseModel)):
+            return None
+        if isinstance(part, int):
+            return None
+        info = model.model_fields.get(part)
+        if info is None:
+            return None
+        model = _unwrap(info.annotation)
+        if typing.get_origin(model) is list:
+            model = _unwrap(typing.get_args(model)[0])
+            continue  # the next part is the list index
+    return model if isinstance(model, type) and issubclass(model, BaseModel) else None
+
+
+def _unwrap(annotation: Any) -> Any:
+    """The model type inside ``X | None`` or ``str | X``: the first BaseModel, else the annotation."""
+    if typing.get_origin(annotation) in (Union, types.UnionType):
+        for arg in typing.get_args(annotation):
+            if isinstance(arg, type) and issubclass(arg, BaseModel):
+                return arg
+    return annotation
+
+
+def _strip_index(loc: tuple[Any, ...]) -> tuple[Any, ...]:
+    """Drop the list indices from `loc` so that it walks models: ``targets.0.name`` -> ``targets.name``."""
+    return tuple(p for p in loc if not isinstance(p, int))
+
+
+def format_validation_error(
+    exc: ValidationError,
+    model: type[BaseModel],
+    *,
+    prefix: tuple[Any, ...] = (),
+    source: str = "config",
+    root: yaml.Node | None = None,
+) -> list[str]:
+    """One line per pydantic error: ``file:line: yaml.path: what is wrong; what to write instead``."""
+    lines = []
+    for err in exc.errors():
+        loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and _UNION_TAG.match(p)))
+        full = prefix + loc
+        line = _yaml_line(root, full)
+        where = f"{source}:{line}" if line else source
+        if err["type"] == "extra_forbidden":
+            parent = _model_at(model, _strip_index(loc[:-1]))
+            known = list(parent.model_fields) if parent else []
+            hint = did_you_mean(str(loc[-1]), known) or (f"; known keys: {', '.join(known)}" if known else "")
+            lines.append(f"{where}: {_dotted(full)}: unknown key{hint}")
+        elif err["type"] == "missing":
+            lines.append(f"{where}: {_dotted(full)}: required but missing")
+        else:
+            msg = err["msg"].removeprefix("Value error, ")
+            lines.append(f"{where}: {_dotted(full)}: {msg} (got {_short(err.get('input'))})")
+    return lines
+
+
+# pydantic names the member of a union it tried inside `loc` ("str", "GoldenSource", "function-after[…]");
+# config keys are lower-case words, so these tags are told apart from them and dropped.
+_UNION_TAG = re.compile(r"^(str|int|float|bool|none|[A-Z]\w*|function-.*|constrained-.*)$")
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+# ---------------------------------------------------------------------------------------------- loading
+
+
+def _check_secrets(options: dict[str, Any], prefix: str) -> list[str]:
+    """Options whose key names a secret must reference an environment variable, never hold the value."""
+    problems = []
+    for key, value in options.items():
+        if isinstance(value, dict):
+            problems += _check_secrets(value, f"{prefix}.{key}")
+        elif isinstance(value, str) and value and SECRET_KEY.search(key):
+            problems.append(
+                f"{prefix}.{key}: a secret is written into the config; write `{key}: {{env: VARIABLE}}` "
+                "and export VARIABLE instead"
+            )
+    return problems
+
+
+def load_config(path: str | Path, plugins: Any) -> Experiment:
+    """Read, validate and resolve an experiment config; every problem is reported at once."""
+    path = Path(path)
+    try:
+        raw_bytes = path.read_bytes()
+    except FileNotFoundError:
+        raise ConfigError(f"config file {path} does not exist") from None
+    except IsADirectoryError:
+        raise ConfigError(f"{path} is a folder; name the YAML config file inside it") from None
+    return parse_config(raw_bytes, plugins, path=path.resolve(), source=str(path))
+
+
+def parse_config(raw_bytes: bytes, plugins: Any, *, path: Path | None, source: str = "config") -> Experiment:
+    text = raw_bytes.decode("utf-8", errors="replace")
+    try:
+        root = yaml.compose(text)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{source}:{mark.line + 1}:{mark.column + 1}" if mark else source
+        raise ConfigError(f"{where}: not valid YAML: {getattr(exc, 'problem', exc)}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(
+            f"{source}: a config is a YAML mapping with name, golden, targets (got {_short(data)})"
+        )
+    base_dir = path.parent if path else Path.cwd()
+    context = {"base_dir": base_dir}
+    try:
+        config = ExperimentConfig.model_validate(data, context=context)
+    except ValidationError as exc:
+        lines = format_validation_error(exc, ExperimentConfig, source=source, root=root)
+        raise ConfigError("\n".join(lines)) from None
+
+    problems: list[str] = []
+    options: list[Any] = []
+    for i, target in enumerate(config.targets):
+        where = ("targets", i)
+        if target.engine not in plugins.engines:
+            line = _yaml_line(root, (*where, "engine"))
+            problems.append(
+                f"{source}:{line}: {_dotted((*where, 'engine'))}: no engine named '{target.engine}'"
+                f"{did_you_mean(target.engine, plugins.engines.names())} "
+                f"(installed: {', '.join(plugins.engines.names()) or 'none'}; see `vx-eval plugins`)"
+            )
+            options.append(None)
+            continue
+        secret_problems = _check_secrets(target.options, _dotted((*where, "options")))
+        problems += [f"{source}:{_yaml_line(root, (*where, 'options'))}: {p}" for p in secret_problems]
+        engine_cls = plugins.engines.get(target.engine)
+        try:
+            options.append(engine_cls.Options.model_validate(target.options, context=context))
+        except ValidationError as exc:
+            problems += format_validation_error(
+                exc, engine_cls.Options, prefix=(*where, "options"), source=source, root=root
+            )
+            options.append(None)
+
+    from vx_eval.core.metrics import check_metrics  # the registry of measures lives with the measures
+
+    problems += [
+        f"{source}:{_yaml_line(root, loc)}: {_dotted(loc)}: {msg}"
+        for loc, msg in check_metrics(config.evaluation)
+    ]
+    if problems:
+        raise ConfigError("\n".join(problems))
+    return Experiment(config, tuple(options), path, hashlib.sha256(raw_bytes).hexdigest())

@@ -1,0 +1,182 @@
+"""What engines, targets and setups look like to the core: documents, hits, handles and setups."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict
+
+KEYWORD = "keyword"
+
+
+@dataclass(frozen=True)
+class Document:
+    """One document of a collection. `pages` holds per-page text for paged documents (PDF reports)."""
+
+    id: str
+    text: str
+    title: str = ""
+    pages: tuple[str, ...] = ()
+    metadata: dict[str, Any] = field(default_factory=dict, compare=False)
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One search result as the engine returned it; `page` is 1-based where the unit is a page."""
+
+    doc_id: str
+    score: float
+    page: int | None = None
+    chunk_id: str | None = None
+
+    @property
+    def unit(self) -> str:
+        """The finest unit this hit names: ``doc`` or ``doc#page=N``."""
+        return self.doc_id if self.page is None else f"{self.doc_id}#page={self.page}"
+
+
+@dataclass(frozen=True)
+class Query:
+    """One search request: the question, how many results, and which capability of the handle runs it."""
+
+    text: str
+    k: int
+    capability: str = KEYWORD
+
+
+class Corpus(Protocol):
+    """Documents declared by a config, with a fingerprint that changes when their content does."""
+
+    fingerprint: str
+    source: str
+
+    def __iter__(self) -> Iterator[Document]: ...
+
+    def __len__(self) -> int: ...
+
+
+class Progress(Protocol):
+    """Where long work reports how far it is (the CLI shows a bar; tests pass a silent one)."""
+
+    def start(self, description: str, total: int | None) -> Callable[[int], None]: ...
+
+    def note(self, message: str) -> None: ...
+
+
+class SilentProgress:
+    """A `Progress` that shows nothing."""
+
+    def start(self, description: str, total: int | None) -> Callable[[int], None]:
+        return lambda advance: None
+
+    def note(self, message: str) -> None:
+        return None
+
+
+@dataclass(frozen=True)
+class OpenContext:
+    """What an engine gets besides its options when a target is opened."""
+
+    target_name: str
+    config_dir: Path
+    corpus: Corpus | None = None
+    progress: Progress = field(default_factory=SilentProgress)
+
+
+@runtime_checkable
+class EngineHandle(Protocol):
+    """An opened engine on one collection: what it can do, what it holds, and one search at a time."""
+
+    def capabilities(self) -> frozenset[str]:
+        """Capability names setups compose over: ``keyword``, later ``dense:<model>`` and others."""
+        ...
+
+    def describe(self) -> dict[str, Any]:
+        """``collection``, ``documents`` (count), ``models`` and ``version`` for the report."""
+        ...
+
+    def search(self, query: Query) -> list[Hit]:
+        """Results in the engine's order, at most ``query.k``."""
+        ...
+
+    def missing(self, doc_ids: Iterable[str]) -> set[str]:
+        """The ids among `doc_ids` that this collection does not hold."""
+        ...
+
+    def document_ids(self) -> list[str]:
+        """Every document id, sorted."""
+        ...
+
+    def documents(self, doc_ids: Iterable[str]) -> list[Document]:
+        """The documents with these ids (those held), in the order asked."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class EngineOptions(BaseModel):
+    """Base for an engine's nested ``Options``: unknown keys are errors."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Engine:
+    """Base class for engine plugins: a ``name``, an ``Options`` model and ``open``."""
+
+    name: ClassVar[str]
+    Options: ClassVar[type[EngineOptions]] = EngineOptions
+
+    def open(self, options: Any, context: OpenContext) -> EngineHandle:
+        raise NotImplementedError
+
+
+def slug(name: str) -> str:
+    """A stable key fragment from a name people read: ``"Azure AI Search"`` -> ``"azure-ai-search"``."""
+    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "target"
+
+
+@dataclass
+class Target:
+    """One opened engine handle on one collection, with the name people read."""
+
+    name: str
+    engine: str
+    handle: EngineHandle
+    options: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def key(self) -> str:
+        return slug(self.name)
+
+    @property
+    def capabilities(self) -> frozenset[str]:
+        return self.handle.capabilities()
+
+
+@dataclass(frozen=True)
+class Setup:
+    """One way of searching one target: method x model(s) x ranker, with a stable key."""
+
+    key: str
+    target: str
+    engine: str
+    method: str
+    label: str
+    run: Callable[[str, int], list[Hit]] = field(compare=False, repr=False)
+    models: tuple[str, ...] = ()
+    ranker: str | None = None
+
+    def search(self, text: str, k: int) -> list[Hit]:
+        return self.run(text, k)
+
+
+class SetupProvider(Protocol):
+    """A setup plugin: the setups it can compose over one target's capabilities."""
+
+    name: ClassVar[str]
+
+    def setups(self, target: Target) -> Iterable[Setup]: ...

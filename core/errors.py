@@ -1,0 +1,42 @@
+"""One small error hierarchy: every `VxEvalError` is a user-facing message, anything else is a bug."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+
+
+class VxEvalError(Exception):
+    """An error the user can fix: the CLI prints its message and exits with code 2."""
+
+    exit_code = 2
+
+
+class ConfigError(VxEvalError):
+    """The experiment config (YAML) is wrong."""
+
+
+class GoldenError(VxEvalError):
+    """The golden file is wrong or cannot be read."""
+
+
+class PluginError(VxEvalError):
+    """A plugin is missing, misnamed or registered twice."""
+
+
+class EngineError(VxEvalError):
+    """An engine could not be opened, indexed or searched."""
+
+
+class StoreError(VxEvalError):
+    """A location could not be read or written."""
+
+
+class MetricError(VxEvalError):
+    """A measure name could not be parsed."""
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    """Return `"; did you mean 'x'?"` for the closest choice, or `""` when nothing is close."""
+    close = difflib.get_close_matches(word, sorted(set(choices)), n=1, cutoff=0.6)
+    return f"; did you mean '{close[0]}'?" if close else ""

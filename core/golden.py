@@ -1,0 +1,217 @@
+"""Golden data: JSONL questions with the units that answer them; read, lint, save."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from vx_eval.core.errors import GoldenError, did_you_mean
+
+
+class GoldenRow(BaseModel):
+    """One line of a golden file, as written."""
+
+    model_config = ConfigDict(extra="forbid", strict=False)
+
+    id: str | None = None
+    question: str = ""
+    expected: list[str] = Field(default_factory=list)
+    grades: dict[str, int] = Field(default_factory=dict)
+    reference: str | None = None
+    hint: str | None = None
+    evidence: list[str] | None = None
+    draft: bool = False
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("id", mode="before")
+    @classmethod
+    def _id_text(cls, value: Any) -> Any:
+        return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+    @field_validator("grades")
+    @classmethod
+    def _grade_range(cls, value: dict[str, int]) -> dict[str, int]:
+        for unit, grade in value.items():
+            if not 0 <= grade <= 10:
+                raise ValueError(f"grade of '{unit}' is {grade}; grades run from 0 (not relevant) to 3 or 5")
+        return value
+
+
+FIELDS = tuple(GoldenRow.model_fields)
+
+
+@dataclass(frozen=True)
+class Question:
+    """A filled golden question: what is asked and which units answer it, with optional grades."""
+
+    id: str
+    question: str
+    expected: tuple[str, ...]
+    grades: Mapping[str, int] = field(default_factory=dict)
+    reference: str | None = None
+    draft: bool = False
+
+    def relevance(self) -> dict[str, int]:
+        """Every judged unit and its grade: expected units default to 1; `grades` may add grade-0 units."""
+        judged = {unit: self.grades.get(unit, 1) for unit in self.expected}
+        judged.update({unit: g for unit, g in self.grades.items() if unit not in judged})
+        return judged
+
+
+@dataclass(frozen=True)
+class Defect:
+    line: int
+    column: int | None
+    message: str
+
+    def render(self, source: str) -> str:
+        where = f"{source}:{self.line}" + (f":{self.column}" if self.column else "")
+        return f"{where}: {self.message}"
+
+
+@dataclass(frozen=True)
+class GoldenSet:
+    """What reading a golden file gives: the filled questions, the file's identity and its counts."""
+
+    questions: tuple[Question, ...]
+    sha256: str
+    raw: bytes
+    source: str
+    unfilled: int = 0
+    drafts: int = 0
+
+    @property
+    def labelled(self) -> int:
+        return len(self.questions)
+
+
+def _normalise(question: str) -> str:
+    return re.sub(r"\s+", " ", question).strip().casefold()
+
+
+def default_id(question: str) -> str:
+    """A stable id for a row written without one: the start of the question's SHA-1."""
+    return "q-" + hashlib.sha1(_normalise(question).encode()).hexdigest()[:10]
+
+
+def lint(raw: bytes) -> tuple[list[Defect], list[tuple[int, GoldenRow]]]:
+    """Every defect on every line at once, and the rows that parsed, with their line numbers."""
+    defects: list[Defect] = []
+    rows: list[tuple[int, GoldenRow]] = []
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        return [Defect(line, None, "not UTF-8 text; save the file as UTF-8")], []
+    ids: dict[str, int] = {}
+    questions: dict[str, int] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            data = json.loads(line)
+        except json.JSONDecodeError as exc:
+            defects.append(Defect(number, exc.colno, f"invalid JSON: {exc.msg}"))
+            continue
+        if not isinstance(data, dict):
+            defects.append(
+                Defect(number, None, 'each line is one JSON object: {"question": …, "expected": […]}')
+            )
+            continue
+        for key in data:
+            if key not in FIELDS:
+                defects.append(
+                    Defect(
+                        number,
+                        None,
+                        f"unknown field '{key}'{did_you_mean(key, FIELDS)} (fields: {', '.join(FIELDS)})",
+                    )
+                )
+        known = {k: v for k, v in data.items() if k in FIELDS}
+        try:
+            row = GoldenRow.model_validate(known)
+        except ValidationError as exc:
+            for err in exc.errors():
+                where = ".".join(str(p) for p in err["loc"])
+                msg = err["msg"].removeprefix("Value error, ")
+                defects.append(
+                    Defect(number, None, f"{where}: {msg} (got {json.dumps(err.get('input'))[:60]})")
+                )
+            continue
+        if row.question.strip():
+            if not [u for u in row.expected if u.strip()]:
+                defects.append(
+                    Defect(number, None, "expected is empty: name the ids of the documents that answer it")
+                )
+            key = _normalise(row.question)
+            if key in questions:
+                defects.append(Defect(number, None, f"the same question as line {questions[key]}"))
+            else:
+                questions[key] = number
+        if any(not u.strip() for u in row.expected):
+            defects.append(Defect(number, None, "expected holds an empty id"))
+        row_id = (
+            row.id if row.id is not None else (default_id(row.question) if row.question.strip() else None)
+        )
+        if row_id is not None:
+            if row_id in ids:
+                defects.append(Defect(number, None, f"id '{row_id}' is already used on line {ids[row_id]}"))
+            else:
+                ids[row_id] = number
+        rows.append((number, row))
+    if not rows and not defects:
+        defects.append(Defect(1, None, "the file holds no rows; write one JSON object a line"))
+    return defects, rows
+
+
+def parse_golden(raw: bytes, source: str) -> GoldenSet:
+    """Parse golden bytes; every defect in the file is raised at once as one `GoldenError`."""
+    defects, rows = lint(raw)
+    if defects:
+        shown = [d.render(source) for d in defects[:50]]
+        more = f"\n… and {len(defects) - 50} more" if len(defects) > 50 else ""
+        raise GoldenError("\n".join(shown) + more + f"\n(`vx-eval golden check {source}` lists them all)")
+    questions, unfilled, drafts = [], 0, 0
+    for _, row in rows:
+        if not row.question.strip():
+            unfilled += 1
+            continue
+        drafts += row.draft
+        questions.append(
+            Question(
+                id=row.id if row.id is not None else default_id(row.question),
+                question=row.question.strip(),
+                expected=tuple(dict.fromkeys(u.strip() for u in row.expected)),
+                grades=dict(row.grades),
+                reference=row.reference,
+                draft=row.draft,
+            )
+        )
+    return GoldenSet(tuple(questions), hashlib.sha256(raw).hexdigest(), raw, source, unfilled, drafts)
+
+
+def dump_rows(rows: Iterable[Mapping[str, Any]]) -> bytes:
+    """JSONL bytes, one object a line, fields in the documented order, empty optional fields left out."""
+    lines = []
+    for row in rows:
+        ordered = {k: row[k] for k in FIELDS if k in row and row[k] not in (None, {}, [])}
+        ordered.setdefault("question", row.get("question", ""))
+        ordered.setdefault("expected", list(row.get("expected", [])))
+        lines.append(json.dumps(ordered, ensure_ascii=False))
+    return ("\n".join(lines) + "\n").encode() if lines else b""
+
+
+def question_row(q: Question) -> dict[str, Any]:
+    return {
+        "id": q.id,
+        "question": q.question,
+        "expected": list(q.expected),
+        "grades": dict(q.grades),
+        "reference": q.reference,
+        "draft": q.draft or None,
+    }

@@ -1,0 +1,64 @@
+"""Every hook vx-eval calls, typed and documented in one place (pluggy hookspecs).
+
+Each hook receives a registry and adds plugin classes to it by their stable ``name``; all implementations
+are called (none is first-result), in pluggy's order. A name registered twice is an error.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pluggy
+
+if TYPE_CHECKING:
+    from vx_eval.core.plugins import Registry
+
+PROJECT = "vx_eval"
+
+hookspec = pluggy.HookspecMarker(PROJECT)
+hookimpl = pluggy.HookimplMarker(PROJECT)
+
+
+@hookspec
+def vx_eval_register_engines(register: Registry) -> None:
+    """Called once when plugins load. Add `Engine` classes: ``register.add(MyEngine)``.
+
+    An engine class has a ``name`` (used as ``engine:`` in YAML), a nested pydantic ``Options`` model for its
+    ``options:`` block, and ``open(options, context) -> EngineHandle``. Returns nothing.
+    """
+
+
+@hookspec
+def vx_eval_register_setups(register: Registry) -> None:
+    """Called once when plugins load. Add `SetupProvider` classes: ``register.add(MyFusion)``.
+
+    A provider has a ``name`` and ``setups(target) -> Iterable[Setup]``: the ways it can search that target,
+    composed from the target's capabilities (so one fusion or reranker provider serves every engine).
+    Returns nothing.
+    """
+
+
+@hookspec
+def vx_eval_register_stores(register: Registry) -> None:
+    """Called once when plugins load. Add `Store` classes: ``register.add(S3Store)``.
+
+    A store has a ``name``, ``handles(location) -> bool`` and read/write/exists/list on locations.
+    Returns nothing.
+    """
+
+
+@hookspec
+def vx_eval_register_writers(register: Registry) -> None:
+    """Called once when plugins load. Add `QuestionWriter` classes that draft golden rows from documents.
+
+    A writer has a ``name`` (used as ``--writer``) and ``write(documents, n, seed) -> list[dict]``.
+    Returns nothing.
+    """
+
+
+@hookspec
+def vx_eval_register_judges(register: Registry) -> None:
+    """Called once when plugins load. Add `Judge` classes that grade (question, document) pairs 0–3.
+
+    Reserved: the run does not call judges yet. Returns nothing.
+    """

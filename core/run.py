@@ -1,0 +1,327 @@
+"""The run: open targets, check the golden file against them, search every setup, score, rank, pick, save."""
+
+from __future__ import annotations
+
+import datetime as dt
+import fnmatch
+import random
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from vx_eval.core import metrics, picks, stats
+from vx_eval.core.config import Experiment
+from vx_eval.core.engine import OpenContext, Progress, Setup, SilentProgress, Target
+from vx_eval.core.errors import EngineError, GoldenError, PluginError, VxEvalError
+from vx_eval.core.golden import GoldenSet, Question
+from vx_eval.core.report import FORMAT, new_run_id, provenance, save_report
+from vx_eval.core.sources import read_corpus, read_golden
+from vx_eval.core.stores import Stores
+from vx_eval.core.units import document_of, first_position, judge
+
+FOUND_DEPTHS = (1, 3, 5, 10, 20)
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """Choices made on the command line for one run, over what the config says."""
+
+    save_to: str | None = None
+    only: tuple[str, ...] = ()
+    skip: tuple[str, ...] = ()
+    balance: float | None = None
+    time: float | None = None
+    save: bool = True
+    progress: Progress = field(default_factory=SilentProgress)
+
+
+@dataclass
+class SetupRun:
+    """One setup's searches: results (finest unit, score), times and errors per question."""
+
+    setup: Setup
+    error: str | None = None
+    results: list[list[tuple[str, float]]] = field(default_factory=list)
+    times_ms: list[float | None] = field(default_factory=list)
+    errors: list[str | None] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class RunResult:
+    report: dict[str, Any]
+    location: str | None
+
+
+def measures_for(experiment: Experiment) -> list[metrics.Measure]:
+    """The configured measures plus found@1/3/5/10/20 (those the depth allows), each once, in order."""
+    ev = experiment.config.evaluation
+    names = [f"found@{k}" for k in FOUND_DEPTHS if k <= ev.depth] + list(ev.metrics) + [ev.primary]
+    out: dict[str, metrics.Measure] = {}
+    for name in names:
+        measure = metrics.parse(name)
+        out.setdefault(measure.name, measure)
+    return list(out.values())
+
+
+def open_targets(experiment: Experiment, plugins: Any, stores: Stores, progress: Progress) -> list[Target]:
+    config = experiment.config
+    corpus = read_corpus(config.corpus, stores) if config.corpus else None
+    targets = []
+    for target_config, options in zip(config.targets, experiment.options, strict=True):
+        engine = plugins.engines.get(target_config.engine, where=f"target {target_config.name}")()
+        context = OpenContext(target_config.name, experiment.base_dir, corpus, progress)
+        handle = engine.open(options, context)
+        targets.append(Target(target_config.name, target_config.engine, handle, target_config.options))
+    return targets
+
+
+def check_missing(golden: GoldenSet, targets: Sequence[Target]) -> dict[str, dict[str, list[str]]]:
+    """Per target: expected documents it does not hold, and the questions none of whose answers it holds."""
+    wanted = {document_of(u) for q in golden.questions for u in q.expected}
+    report: dict[str, dict[str, list[str]]] = {}
+    for target in targets:
+        absent = target.handle.missing(wanted)
+        if not absent:
+            continue
+        lost = [q.id for q in golden.questions if all(document_of(u) in absent for u in q.expected)]
+        hurt = [
+            q.id
+            for q in golden.questions
+            if q.id not in lost and any(document_of(u) in absent for u in q.expected)
+        ]
+        report[target.name] = {"documents": sorted(absent), "questions": lost, "partly": hurt}
+    return report
+
+
+def missing_notes(missing: dict[str, dict[str, list[str]]]) -> list[str]:
+    """The missing documents in the words the command line and the report page use."""
+    notes = []
+    for target, info in missing.items():
+        docs = info["documents"]
+        shown = ", ".join(docs[:10]) + (f" and {len(docs) - 10} more" if len(docs) > 10 else "")
+        line = f"{target} does not hold {len(docs)} expected document{'s' * (len(docs) != 1)}: {shown}."
+        if info["questions"]:
+            qs = info["questions"]
+            line += (
+                f" {len(qs)} question{'s' * (len(qs) != 1)} cannot be found there: "
+                + ", ".join(qs[:10])
+                + (" …" if len(qs) > 10 else "")
+                + "."
+            )
+        line += " They stay in and score 0; correct the ids in the golden file, or add the documents."
+        notes.append(line)
+    return notes
+
+
+def enumerate_setups(targets: Sequence[Target], plugins: Any, options: RunOptions) -> list[Setup]:
+    setups: dict[str, Setup] = {}
+    for target in targets:
+        for provider in plugins.setups:
+            for setup in provider().setups(target):
+                if setup.key in setups:
+                    raise PluginError(
+                        f"two setups share the key '{setup.key}' (from provider '{provider.name}')"
+                    )
+                setups[setup.key] = setup
+    if not setups:
+        caps = {t.name: sorted(t.capabilities) for t in targets}
+        raise EngineError(f"no setup can search these targets (capabilities: {caps}); is anything indexed?")
+    chosen = list(setups.values())
+    if options.only:
+        for pattern in options.only:
+            if not any(fnmatch.fnmatchcase(s.key, pattern) for s in chosen):
+                raise VxEvalError(f"--only {pattern} matches no setup; setups: {', '.join(setups)}")
+        chosen = [s for s in chosen if any(fnmatch.fnmatchcase(s.key, p) for p in options.only)]
+    if options.skip:
+        methods = {s.method for s in chosen}
+        for method in options.skip:
+            if method not in methods:
+                raise VxEvalError(
+                    f"--skip {method} names no method of these setups; methods: {', '.join(sorted(methods))}"
+                )
+        chosen = [s for s in chosen if s.method not in options.skip]
+        if not chosen:
+            raise VxEvalError("--skip leaves no setup to run")
+    return chosen
+
+
+def search_all(
+    setups: Sequence[Setup], questions: Sequence[Question], depth: int, seed: int, progress: Progress
+) -> list[SetupRun]:
+    """One untimed warm-up per setup, then every question through every live setup, in a seeded shuffle."""
+    runs = [SetupRun(s) for s in setups]
+    for run in runs:
+        try:
+            run.setup.search(questions[0].question, depth)
+        except Exception as exc:  # an engine's failure is a finding about that setup, not a crash of the run
+            run.error = f"warm-up search failed: {type(exc).__name__}: {exc}"
+    live = [r for r in runs if r.error is None]
+    rng = random.Random(seed)
+    advance = progress.start("Searching", len(questions) * len(live))
+    for question in questions:
+        order = live[:]
+        rng.shuffle(order)
+        for run in order:
+            start = time.perf_counter()
+            try:
+                hits = run.setup.search(question.question, depth)
+                elapsed = (time.perf_counter() - start) * 1000
+                run.results.append([(h.unit, float(h.score)) for h in hits[:depth]])
+                run.times_ms.append(elapsed)
+                run.errors.append(None)
+            except Exception as exc:
+                run.results.append([])
+                run.times_ms.append(None)
+                run.errors.append(f"{type(exc).__name__}: {exc}")
+            advance(1)
+    for run in live:
+        failures = [e for e in run.errors if e]
+        if failures:
+            run.error = f"{len(failures)} of {len(questions)} searches failed; first: {failures[0]}"
+    return runs
+
+
+def score_setup(
+    run: SetupRun,
+    questions: Sequence[Question],
+    measures: Sequence[metrics.Measure],
+    settings: dict[str, Any],
+) -> dict[str, Any]:
+    setup = run.setup
+    entry: dict[str, Any] = {
+        "key": setup.key,
+        "target": setup.target,
+        "engine": setup.engine,
+        "method": setup.method,
+        "models": list(setup.models),
+        "ranker": setup.ranker,
+        "label": setup.label,
+        "error": run.error,
+    }
+    if not run.results:  # the warm-up failed: nothing was searched
+        entry.update(summary={}, ci={}, times_ms={"median": None, "p95": None}, per_question={})
+        return entry
+    values = np.zeros((len(questions), len(measures)))
+    positions: list[int | None] = []
+    for i, (question, results) in enumerate(zip(questions, run.results, strict=True)):
+        judged = judge(results, question)
+        values[i] = [m(judged) for m in measures]
+        positions.append(first_position(judged))
+    ci = stats.bootstrap_ci(values, samples=settings["bootstrap"], seed=settings["seed"])
+    names = [m.name for m in measures]
+    entry["summary"] = {n: float(v) for n, v in zip(names, values.mean(axis=0), strict=True)}
+    entry["ci"] = {n: [float(lo), float(hi)] for n, (lo, hi) in zip(names, ci, strict=True)}
+    entry["times_ms"] = stats.median_p95([t for t in run.times_ms if t is not None])
+    entry["per_question"] = {
+        "status": ["failed" if e else "evaluated" for e in run.errors],
+        "errors": run.errors,
+        "positions": positions,
+        "times_ms": [round(t, 4) if t is not None else None for t in run.times_ms],
+        "metrics": {n: values[:, j].tolist() for j, n in enumerate(names)},
+        "results": [[[u, s] for u, s in results] for results in run.results],
+    }
+    return entry
+
+
+def rank_and_pick(
+    entries: list[dict[str, Any]], primary: str, balance: float, time_points: float
+) -> dict[str, Any]:
+    scored = [
+        picks.Scored(
+            key=e["key"],
+            primary=e["summary"].get(primary, 0.0),
+            at1=e["summary"].get("found@1", 0.0),
+            median_ms=e["times_ms"]["median"] if e["times_ms"]["median"] is not None else float("inf"),
+            failed=e["error"] is not None,
+        )
+        for e in entries
+    ]
+    order = {s.key: i for i, s in enumerate(picks.ranked(scored), start=1)}
+    near = picks.neighbours(entries)
+    for e in entries:
+        e["rank"] = order[e["key"]]
+        e["neighbours"] = near[e["key"]]
+    entries.sort(key=lambda e: e["rank"])
+    return {
+        "picks": picks.picks(scored, balance=balance, time=time_points),
+        "frontier": picks.frontier(scored),
+    }
+
+
+def run_experiment(experiment: Experiment, plugins: Any, options: RunOptions | None = None) -> RunResult:
+    """Everything `vx-eval run` does, without printing: returns the report and where it was saved."""
+    options = options or RunOptions()
+    config = experiment.config
+    ev = config.evaluation
+    stores = Stores(plugins)
+    started = dt.datetime.now(dt.UTC)
+    golden = read_golden(config.golden_source, stores)
+    if not golden.questions:
+        raise GoldenError(
+            f"{golden.source} has no filled questions ({golden.unfilled} rows wait for one); write what "
+            "somebody would ask in each row's `question` field"
+        )
+    measures = measures_for(experiment)
+    targets = open_targets(experiment, plugins, stores, options.progress)
+    try:
+        missing = check_missing(golden, targets)
+        for note in missing_notes(missing):
+            options.progress.note(note)
+        setups = enumerate_setups(targets, plugins, options)
+        runs = search_all(setups, golden.questions, ev.depth, ev.seed, options.progress)
+        describe = {
+            t.name: {"engine": t.engine, **t.handle.describe(), "capabilities": sorted(t.capabilities)}
+            for t in targets
+        }
+    finally:
+        for target in targets:
+            target.handle.close()
+
+    balance = ev.balance if options.balance is None else options.balance
+    time_points = ev.time if options.time is None else options.time
+    settings = {
+        "metrics": [m.name for m in measures],
+        "primary": metrics.parse(ev.primary).name,
+        "depth": ev.depth,
+        "balance_points": balance,
+        "time_points": time_points,
+        "seed": ev.seed,
+        "bootstrap": ev.bootstrap,
+        "relevance_threshold": 1,
+        "confidence": 0.95,
+    }
+    entries = [score_setup(r, golden.questions, measures, settings) for r in runs]
+    chosen = rank_and_pick(entries, settings["primary"], balance, time_points)
+    report: dict[str, Any] = {
+        "format": FORMAT,
+        "id": new_run_id(started),
+        "name": config.name,
+        "status": "done" if any(e["error"] is None for e in entries) else "failed",
+        "created_at": started.isoformat(timespec="seconds"),
+        "duration_s": round((dt.datetime.now(dt.UTC) - started).total_seconds(), 3),
+        "config": {"path": str(experiment.path) if experiment.path else None, "sha256": experiment.sha256},
+        "golden": {
+            "source": golden.source,
+            "sha256": golden.sha256,
+            "questions": golden.labelled + golden.unfilled,
+            "labelled": golden.labelled,
+            "unfilled": golden.unfilled,
+            "drafts": golden.drafts,
+        },
+        "question_ids": [q.id for q in golden.questions],
+        "collections": sorted({d.get("collection", name) for name, d in describe.items()}),
+        "targets": describe,
+        "missing": missing,
+        "missing_notes": missing_notes(missing),
+        "settings": settings,
+        "setups": entries,
+        **chosen,
+        "provenance": provenance(plugins, {n: d.get("models", []) for n, d in describe.items()}),
+    }
+    location = None
+    if options.save:
+        save_to = options.save_to or config.save_to
+        location = save_report(report, golden.raw, stores, save_to)
+    return RunResult(report, location)

@@ -1,0 +1,160 @@
+"""Where golden questions and documents come from: JSONL files, BEIR folders, any store."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from vx_eval.core.config import GoldenSource, is_uri
+from vx_eval.core.engine import Document
+from vx_eval.core.errors import GoldenError, VxEvalError
+from vx_eval.core.golden import GoldenSet, dump_rows, parse_golden
+from vx_eval.core.stores import Stores, join
+
+
+class CorpusError(VxEvalError):
+    """The declared corpus cannot be read."""
+
+
+def is_beir_folder(location: str) -> bool:
+    return not is_uri(location) and (Path(location) / "queries.jsonl").is_file()
+
+
+# ---------------------------------------------------------------------------------------------- golden
+
+
+def read_golden(source: GoldenSource | str, stores: Stores) -> GoldenSet:
+    """Read golden questions from a JSONL file in any store, or import a BEIR folder's queries and qrels."""
+    if isinstance(source, str):
+        source = GoldenSource(path=source)
+    beir = source.format == "beir" or (source.format == "auto" and is_beir_folder(source.path))
+    if beir:
+        return parse_golden(
+            beir_golden_bytes(source.path, source.split), f"{source.path} (BEIR {source.split})"
+        )
+    if not is_uri(source.path) and Path(source.path).is_dir():
+        raise GoldenError(
+            f"golden {source.path} is a folder without queries.jsonl; name a .jsonl file or a BEIR folder"
+        )
+    return parse_golden(stores.read(source.path), source.path)
+
+
+def read_qrels(text: str, where: str) -> dict[str, dict[str, int]]:
+    """TREC (``qid 0 doc grade``) or BEIR (``query-id corpus-id score``, header optional) judgements."""
+    qrels: dict[str, dict[str, int]] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        parts = line.split()
+        if not parts or (number == 1 and not parts[-1].lstrip("-").isdigit()):
+            continue  # blank line or a header
+        if len(parts) == 4:
+            qid, _, doc, grade = parts
+        elif len(parts) == 3:
+            qid, doc, grade = parts
+        else:
+            raise GoldenError(f"{where}:{number}: a judgement is 'query doc grade' or 'query 0 doc grade'")
+        try:
+            qrels.setdefault(qid, {})[doc] = int(grade)
+        except ValueError:
+            raise GoldenError(f"{where}:{number}: grade '{grade}' is not a whole number") from None
+    return qrels
+
+
+def beir_golden_bytes(folder: str, split: str) -> bytes:
+    """A BEIR folder's questions as golden JSONL: grade > 0 is expected; other grades go to `grades`."""
+    root = Path(folder)
+    qrels_path = root / "qrels" / f"{split}.tsv"
+    if not qrels_path.is_file():
+        splits = sorted(p.stem for p in (root / "qrels").glob("*.tsv"))
+        raise GoldenError(
+            f"{qrels_path} does not exist; this BEIR folder has splits: {', '.join(splits) or 'none'}"
+        )
+    qrels = read_qrels(qrels_path.read_text(encoding="utf-8"), str(qrels_path))
+    rows = []
+    with (root / "queries.jsonl").open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                query = json.loads(line)
+                qid, text = str(query["_id"]), query["text"]
+            except (json.JSONDecodeError, KeyError, TypeError) as exc:
+                raise GoldenError(f"{root / 'queries.jsonl'}:{number}: not a BEIR query ({exc})") from None
+            judged = qrels.get(qid, {})
+            expected = [doc for doc, grade in judged.items() if grade > 0]
+            if expected:
+                grades = {doc: g for doc, g in judged.items() if g != 1}
+                rows.append({"id": qid, "question": text, "expected": expected, "grades": grades})
+    if not rows:
+        raise GoldenError(f"no query in {root / 'queries.jsonl'} has a relevant judgement in {qrels_path}")
+    return dump_rows(rows)
+
+
+# ---------------------------------------------------------------------------------------------- corpus
+
+
+@dataclass
+class FileCorpus:
+    """Documents from JSONL bytes (``id``/``_id``, ``title``, ``text`` or ``pages``, ``metadata``)."""
+
+    raw: bytes = field(repr=False)
+    source: str
+    fingerprint: str = ""
+
+    def __post_init__(self) -> None:
+        self.fingerprint = hashlib.sha256(self.raw).hexdigest()
+        self._count: int | None = None
+
+    def __iter__(self) -> Iterator[Document]:
+        seen: set[str] = set()
+        for number, line in enumerate(io.StringIO(self.raw.decode("utf-8-sig")), start=1):
+            if not line.strip():
+                continue
+            doc = self._parse(line, number)
+            if doc.id in seen:
+                raise CorpusError(f"{self.source}:{number}: document id '{doc.id}' appears twice")
+            seen.add(doc.id)
+            yield doc
+
+    def __len__(self) -> int:
+        if self._count is None:
+            self._count = sum(1 for line in self.raw.splitlines() if line.strip())
+        return self._count
+
+    def _parse(self, line: str, number: int) -> Document:
+        where = f"{self.source}:{number}"
+        try:
+            data = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise CorpusError(f"{where}:{exc.colno}: invalid JSON: {exc.msg}") from None
+        if not isinstance(data, dict):
+            raise CorpusError(f"{where}: each line is one JSON object with id and text")
+        doc_id = data.get("id", data.get("_id"))
+        if doc_id is None or str(doc_id).strip() == "":
+            raise CorpusError(f'{where}: the document has no id (write "id": "…")')
+        pages = data.get("pages") or ()
+        text = data.get("text", "")
+        if not isinstance(text, str) or not all(isinstance(p, str) for p in pages):
+            raise CorpusError(f"{where}: text must be a string and pages a list of strings")
+        if not text.strip() and not any(p.strip() for p in pages):
+            text = ""  # an empty document is kept: it exists, it just cannot be found by its words
+        return Document(
+            id=str(doc_id),
+            text=text or "\n\n".join(pages),
+            title=str(data.get("title") or ""),
+            pages=tuple(pages),
+            metadata=data.get("metadata") or {},
+        )
+
+
+def read_corpus(location: str, stores: Stores) -> FileCorpus:
+    """The corpus at a JSONL location, or the ``corpus.jsonl`` of a BEIR folder."""
+    if not is_uri(location) and Path(location).is_dir():
+        inner = join(location, "corpus.jsonl")
+        if not Path(inner).is_file():
+            raise CorpusError(f"corpus {location} is a folder without corpus.jsonl; name the JSONL file")
+        location = inner
+    return FileCorpus(stores.read(location), location)

@@ -1,0 +1,96 @@
+"""Locations: which store plugin handles a path or URI, and safe joins below a root."""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import re
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+from typing import Any, ClassVar, Protocol
+
+from vx_eval.core.config import is_uri
+from vx_eval.core.errors import StoreError
+
+
+class StoreNotFound(StoreError):
+    """Nothing is at that location."""
+
+
+class StoreDenied(StoreError):
+    """The location exists (or may) but the credentials in use may not read or write it."""
+
+
+class Store(Protocol):
+    """A store plugin: bytes at locations it `handles`, written atomically."""
+
+    name: ClassVar[str]
+
+    @classmethod
+    def handles(cls, location: str) -> bool: ...
+
+    def read(self, location: str) -> bytes: ...
+
+    def write(self, location: str, data: bytes) -> None: ...
+
+    def exists(self, location: str) -> bool: ...
+
+    def list(self, prefix: str) -> list[str]: ...
+
+
+class Fetcher(Protocol):
+    """Any object that reads a location for the caller, around a client the caller built."""
+
+    def fetch(self, uri: str) -> bytes: ...
+
+
+_SAFE_PART = re.compile(r"^[A-Za-z0-9._=+-][A-Za-z0-9._=+@-]*$")
+
+
+def join(base: str, *parts: str) -> str:
+    """`base` / parts, where each part is one plain name (no ``..``, no separators): names from outside
+    (run ids, file names) can never climb out of the store's root."""
+    for part in parts:
+        for piece in PurePosixPath(part).parts:
+            if piece in ("..", ".") or not _SAFE_PART.match(piece):
+                raise StoreError(
+                    f"'{part}' is not a plain name below {base}: use letters, digits, '.', '_', '-' only"
+                )
+    if is_uri(base):
+        return posixpath.join(base.rstrip("/"), *parts)
+    return os.path.join(base, *parts)
+
+
+@dataclass
+class Stores:
+    """Reads and writes any location through the store plugin that handles it (or a caller's fetcher)."""
+
+    plugins: Any
+    fetcher: Fetcher | None = None
+
+    def store_for(self, location: str) -> Store:
+        for cls in self.plugins.stores:
+            if cls.handles(location):
+                return cls()
+        scheme = location.split("://", 1)[0] if is_uri(location) else "a local path"
+        raise StoreError(
+            f"no store plugin handles {location} ({scheme}); installed stores: "
+            f"{', '.join(self.plugins.stores.names()) or 'none'} (see `vx-eval plugins`)"
+        )
+
+    def read(self, location: str) -> bytes:
+        if self.fetcher is not None:
+            try:
+                return self.fetcher.fetch(location)
+            except Exception as exc:  # a caller's fetcher may raise anything: say whose it was
+                raise StoreError(f"the fetcher could not read {location}: {exc}") from exc
+        return self.store_for(location).read(location)
+
+    def write(self, location: str, data: bytes) -> None:
+        self.store_for(location).write(location, data)
+
+    def exists(self, location: str) -> bool:
+        return self.store_for(location).exists(location)
+
+    def list(self, prefix: str) -> list[str]:
+        return self.store_for(prefix).list(prefix)

@@ -1,0 +1,1 @@
+"""Built-in engine plugins."""

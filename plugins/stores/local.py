@@ -1,0 +1,69 @@
+"""The local-path store: files on this machine, written atomically (temp file + rename)."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import ClassVar
+
+from vx_eval.core.config import is_uri
+from vx_eval.core.stores import StoreDenied, StoreNotFound
+
+from vx_eval import hookimpl
+
+
+class LocalStore:
+    """Paths and ``file://`` URIs on the local file system."""
+
+    name: ClassVar[str] = "local"
+
+    @classmethod
+    def handles(cls, location: str) -> bool:
+        return not is_uri(location) or location.startswith("file://")
+
+    @staticmethod
+    def _path(location: str) -> Path:
+        return Path(location.removeprefix("file://")).expanduser()
+
+    def read(self, location: str) -> bytes:
+        path = self._path(location)
+        try:
+            return path.read_bytes()
+        except FileNotFoundError:
+            raise StoreNotFound(f"{path} does not exist") from None
+        except IsADirectoryError:
+            raise StoreNotFound(f"{path} is a folder, not a file") from None
+        except PermissionError:
+            raise StoreDenied(f"no permission to read {path}") from None
+
+    def write(self, location: str, data: bytes) -> None:
+        path = self._path(location)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        except PermissionError:
+            raise StoreDenied(f"no permission to write in {path.parent}") from None
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+    def exists(self, location: str) -> bool:
+        return self._path(location).exists()
+
+    def list(self, prefix: str) -> list[str]:
+        root = self._path(prefix)
+        if not root.is_dir():
+            return []
+        return sorted(str(p) for p in root.iterdir() if not p.name.startswith("."))
+
+
+@hookimpl
+def vx_eval_register_stores(register):
+    register.add(LocalStore)

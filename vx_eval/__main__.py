@@ -1,0 +1,5 @@
+"""`python -m vx_eval` runs the command line."""
+
+from vx_eval.cli import main
+
+main()

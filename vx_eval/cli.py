@@ -1,0 +1,206 @@
+"""The `vx-eval` command line: parses arguments, calls the core, shows the result. Nothing else."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from vx_eval import __version__
+from vx_eval.core.config import load_config
+from vx_eval.core.errors import GoldenError, VxEvalError
+from vx_eval.core.golden import dump_rows, lint
+from vx_eval.core.plugins import load_plugins
+from vx_eval.core.run import RunOptions, open_targets, run_experiment
+from vx_eval.core.sources import beir_golden_bytes
+from vx_eval.core.stores import Stores
+from vx_eval.core.template import sample_documents
+from vx_eval.display import RichProgress, show_run
+
+err = Console(stderr=True)
+out = Console()
+
+
+def _location(value: str | None) -> str | None:
+    """A location given on the command line: local paths are relative to the current folder."""
+    from vx_eval.core.config import is_uri
+
+    return value if value is None or is_uri(value) else str(Path(value).expanduser().resolve())
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="vx-eval")
+def cli() -> None:
+    """Evaluate every search setup on your own golden questions."""
+
+
+@cli.command()
+@click.argument("config", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--save-to", help="Where the report goes (overrides the config's save_to).")
+@click.option("--only", multiple=True, metavar="KEY", help="Run only these setup keys (globs allowed).")
+@click.option("--skip", multiple=True, metavar="METHOD", help="Leave out a method (keyword, dense, …).")
+@click.option("--balance", type=click.FloatRange(0, 100), help="Points for best_for_balance (default 4).")
+@click.option(
+    "--time", "time_points", type=click.FloatRange(0, 100), help="Points for best_for_time (default 8)."
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON instead of the table.")
+@click.option("--no-save", is_flag=True, help="Do not save the report.")
+def run(config, save_to, only, skip, balance, time_points, as_json, no_save) -> None:
+    """Index what CONFIG declares, search every setup, print the ranking and the picks, save the report."""
+    plugins = load_plugins()
+    experiment = load_config(config, plugins)
+    with RichProgress(err) as progress:
+        options = RunOptions(
+            save_to=_location(save_to),
+            only=only,
+            skip=skip,
+            balance=balance,
+            time=time_points,
+            save=not no_save,
+            progress=progress,
+        )
+        result = run_experiment(experiment, plugins, options)
+    if as_json:
+        click.echo(json.dumps(result.report, indent=1, ensure_ascii=False))
+    else:
+        show_run(out, result.report, result.location)
+    if result.report["status"] == "failed":
+        err.print("[red]error:[/] the run failed: no setup could search (see the errors above)")
+        sys.exit(1)
+
+
+@cli.group()
+def golden() -> None:
+    """Write, check and import golden questions."""
+
+
+@golden.command("check")
+@click.argument("file")
+@click.option(
+    "--config",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Also look every expected id up on this config's targets.",
+)
+def golden_check(file: str, config: Path | None) -> None:
+    """Lint a golden FILE: every defect on every line, at once."""
+    plugins = load_plugins()
+    stores = Stores(plugins)
+    raw = stores.read(_location(file))
+    defects, rows = lint(raw)
+    for defect in defects:
+        err.print(escape(defect.render(file)), highlight=False)
+    filled = [r for _, r in rows if r.question.strip()]
+    problems = len(defects)
+    if config is not None and not defects:
+        experiment = load_config(config, plugins)
+        targets = open_targets(experiment, plugins, stores, RichProgress(err))
+        wanted = {u.split("#page=")[0] for r in filled for u in r.expected}
+        for target in targets:
+            absent = sorted(target.handle.missing(wanted))
+            target.handle.close()
+            for doc in absent:
+                err.print(f"{file}: expected document '{doc}' is not in {target.name}", highlight=False)
+            problems += len(absent)
+    if problems:
+        err.print(f"[red]{problems} problem{'s' * (problems != 1)}[/] in {file}")
+        sys.exit(2)
+    unfilled = len(rows) - len(filled)
+    out.print(
+        f"{file}: {len(filled)} questions ok" + (f", {unfilled} rows still to fill" if unfilled else "")
+    )
+
+
+@golden.command("template")
+@click.argument("config", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--out", "out_file", required=True, help="The golden file to write (never overwritten).")
+@click.option("-n", "count", default=50, show_default=True, type=click.IntRange(1), help="Rows to write.")
+@click.option("--seed", default=0, show_default=True, help="Same seed + same collection = same rows.")
+@click.option("--writer", default="template", show_default=True, help="Question writer plugin.")
+@click.option("--force", is_flag=True, help="Overwrite an existing file.")
+def golden_template(config: Path, out_file: str, count: int, seed: int, writer: str, force: bool) -> None:
+    """Rows to fill in from the collection's own documents: expected filled, hint = start of the text."""
+    plugins = load_plugins()
+    stores = Stores(plugins)
+    target_location = _location(out_file)
+    if stores.exists(target_location) and not force:
+        raise GoldenError(f"{out_file} exists; choose another --out, or pass --force to overwrite it")
+    writer_obj = plugins.writers.get(writer, where="--writer")()
+    experiment = load_config(config, plugins)
+    with RichProgress(err) as progress:
+        targets = open_targets(experiment, plugins, stores, progress)
+    try:
+        documents = sample_documents(targets[0].handle, count, seed)
+    finally:
+        for target in targets:
+            target.handle.close()
+    rows = writer_obj.rows(documents)
+    stores.write(target_location, dump_rows(rows))
+    out.print(f"Wrote {len(rows)} rows to {out_file} from {targets[0].name}; fill in each `question`.")
+
+
+@golden.command("import")
+@click.option("--from", "fmt", type=click.Choice(["beir"]), required=True, help="The source format.")
+@click.argument("source", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--out", "out_file", required=True, help="The golden JSONL to write.")
+@click.option("--split", default="test", show_default=True, help="The qrels split to read.")
+@click.option("--force", is_flag=True, help="Overwrite an existing file.")
+def golden_import(fmt: str, source: Path, out_file: str, split: str, force: bool) -> None:
+    """Convert a BEIR folder (queries.jsonl + qrels/SPLIT.tsv) into a golden file."""
+    stores = Stores(load_plugins())
+    target_location = _location(out_file)
+    if stores.exists(target_location) and not force:
+        raise GoldenError(f"{out_file} exists; choose another --out, or pass --force to overwrite it")
+    data = beir_golden_bytes(str(source), split)
+    stores.write(target_location, data)
+    count = len(data.splitlines())
+    out.print(f"Wrote {count} questions to {out_file}")
+
+
+@cli.command("plugins")
+@click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
+def plugins_command(as_json: bool) -> None:
+    """What is installed: engines, setups, stores, writers, judges, with the packages that ship them."""
+    plugins = load_plugins()
+    roles = {
+        role: getattr(plugins, role).names() for role in ("engines", "setups", "stores", "writers", "judges")
+    }
+    if as_json:
+        click.echo(json.dumps({"roles": roles, "plugins": plugins.distributions()}, indent=1))
+        return
+    table = Table(title="vx-eval plugins", title_justify="left")
+    for column in ("plugin", "package", "version", "module"):
+        table.add_column(column)
+    for row in plugins.distributions():
+        table.add_row(row["name"], row["package"] or "", row["version"] or "", row["module"])
+    out.print(table)
+    for role, names in roles.items():
+        out.print(f"{role}: {', '.join(names) or '—'}", highlight=False)
+    disabled = os.environ.get("VX_EVAL_DISABLE_PLUGINS")
+    if disabled:
+        out.print(f"disabled by VX_EVAL_DISABLE_PLUGINS: {disabled}", highlight=False)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: a `VxEvalError` is a one-line message and exit 2; anything else is a bug (exit 1)."""
+    try:
+        cli.main(args=argv, prog_name="vx-eval", standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(2)
+    except click.exceptions.Abort:
+        err.print("aborted")
+        sys.exit(130)
+    except VxEvalError as exc:
+        lines = str(exc).splitlines() or [type(exc).__name__]
+        err.print(f"[red]error:[/] {escape(lines[0])}", highlight=False)
+        for line in lines[1:]:
+            err.print(f"  {escape(line)}", highlight=False)
+        sys.exit(exc.exit_code)

@@ -1,0 +1,159 @@
+"""How a run looks in a terminal: progress bars while it works, then the ranked table and the picks."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskProgressColumn,
+    TextColumn,
+    TimeRemainingColumn,
+)
+from rich.table import Table
+
+PICK_TEXT = {
+    "finds_the_most": "Finds the most",
+    "best_for_balance": "Best for balance",
+    "best_for_time": "Best for time",
+}
+PICK_MARK = {"finds_the_most": "★", "best_for_balance": "◆", "best_for_time": "⚡"}
+
+
+class RichProgress:
+    """The `Progress` the CLI passes to the core: a bar per stage, notes printed above the bars."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self.bars = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TaskProgressColumn(),
+            TextColumn("{task.fields[rate]}"),
+            TimeRemainingColumn(),
+            console=console,
+            transient=False,
+        )
+
+    def __enter__(self) -> RichProgress:
+        self.bars.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.bars.stop()
+
+    def start(self, description: str, total: int | None) -> Callable[[int], None]:
+        task = self.bars.add_task(description, total=total, rate="")
+
+        def advance(n: int) -> None:
+            self.bars.advance(task, n)
+            speed = self.bars.tasks[task].speed
+            if speed:
+                self.bars.update(task, rate=f"{speed:,.0f}/s")
+
+        return advance
+
+    def note(self, message: str) -> None:
+        self.bars.console.print(f"[yellow]warning:[/] {message}", highlight=False)
+
+
+def _is_share(metric: str) -> bool:
+    return metric.split("@")[0] in ("found", "recall", "p")
+
+
+def _fmt(metric: str, value: float | None) -> str:
+    if value is None:
+        return "–"
+    return f"{value * 100:.1f}%" if _is_share(metric) else f"{value:.3f}"
+
+
+def _ms(value: float | None) -> str:
+    return "–" if value is None else (f"{value:.1f}" if value < 100 else f"{value:,.0f}")
+
+
+def run_table(report: dict[str, Any]) -> Table:
+    settings = report["settings"]
+    lead = ["found@1", "found@10", "mrr"]
+    extra = [m for m in settings["metrics"] if m not in lead and not m.startswith("found@")]
+    columns = [m for m in lead if m in settings["metrics"]] + extra
+    many_targets = len(report["targets"]) > 1
+    marks: dict[str, str] = {}
+    for pick, key in report["picks"].items():
+        if key:
+            marks[key] = marks.get(key, "") + PICK_MARK[pick]
+    table = Table(
+        title=f"{report['name']}: {report['golden']['labelled']} questions, {len(report['setups'])} setups",
+        title_justify="left",
+    )
+    table.add_column("#", justify="right")
+    table.add_column("setup")
+    if many_targets:
+        table.add_column("target")
+    for name in columns:
+        table.add_column(name, justify="right")
+    table.add_column("median ms", justify="right")
+    table.add_column("p95 ms", justify="right")
+    for setup in report["setups"]:
+        label = f"{setup['label']} [dim]{setup['key']}[/]"
+        if setup["key"] in marks:
+            label = f"{marks[setup['key']]} {label}"
+        row = [str(setup["rank"]), label] + ([setup["target"]] if many_targets else [])
+        if setup["error"] and not setup["summary"]:
+            row += ["failed"] + [""] * len(columns)
+        else:
+            row += [_fmt(m, setup["summary"].get(m)) for m in columns]
+            row += [_ms(setup["times_ms"]["median"]), _ms(setup["times_ms"]["p95"])]
+        table.add_row(*row, style="red" if setup["error"] else None)
+    return table
+
+
+def pick_lines(report: dict[str, Any]) -> list[str]:
+    settings = report["settings"]
+    primary = settings["primary"]
+    by_key = {s["key"]: s for s in report["setups"]}
+    best_key = report["picks"]["finds_the_most"]
+    if best_key is None:
+        return ["[red]No setup can be picked: every setup failed.[/]"]
+    best = by_key[best_key]
+    lines = []
+    for pick, key in report["picks"].items():
+        setup = by_key[key]
+        name = f"{PICK_MARK[pick]} [bold]{PICK_TEXT[pick]}[/]: {setup['label']} [dim]({key})[/] — "
+        value = _fmt(primary, setup["summary"][primary])
+        median = setup["times_ms"]["median"]
+        if pick == "finds_the_most":
+            why = (
+                f"{primary} {value}, found@1 {_fmt('found@1', setup['summary'].get('found@1'))}, "
+                f"median {_ms(median)} ms"
+            )
+        elif key == best_key:
+            points = settings["balance_points" if pick == "best_for_balance" else "time_points"]
+            why = f"the same setup: nothing within {points:g} points of it is faster"
+        else:
+            points = settings["balance_points" if pick == "best_for_balance" else "time_points"]
+            speedup = (best["times_ms"]["median"] or 0) / median if median else float("nan")
+            why = (
+                f"{primary} {value}, within {points:g} points of the most "
+                f"({_fmt(primary, best['summary'][primary])}), {speedup:.1f}× faster ({_ms(median)} ms)"
+            )
+        lines.append(name + why)
+    return lines
+
+
+def show_run(console: Console, report: dict[str, Any], location: str | None) -> None:
+    console.print(run_table(report))
+    for setup in report["setups"]:
+        if setup["error"]:
+            console.print(f"[red]✗ {setup['key']}:[/] {setup['error']} (never picked)", highlight=False)
+    for note in report["missing_notes"]:
+        console.print(f"[yellow]missing:[/] {note}", highlight=False)
+    console.print()
+    for line in pick_lines(report):
+        console.print(line, highlight=False)
+    if location:
+        console.print(f"\nReport: {location}", highlight=False)
