@@ -22,6 +22,7 @@ from pydantic import (
     model_validator,
 )
 from vx_eval.core.errors import ConfigError, did_you_mean
+from vx_eval.core.metrics import check_metrics
 
 URI = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://")
 SECRET_KEY = re.compile(r"(^|_)(key|api_key|password|secret|token|connection_string|credential)$", re.I)
@@ -202,25 +203,33 @@ def format_validation_error(
     prefix: tuple[Any, ...] = (),
     source: str = "config",
     root: yaml.Node | None = None,
-) -> list[str]:
-    """One line per pydantic error: ``file:line: yaml.path: what is wrong; what to write instead``."""
-    lines = []
-    for err in exc.errors():
-        loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and _UNION_TAG.match(p)))
+) -> list[tuple[int, str]]:
+    """(line, message) per pydantic error: ``file:line: yaml.path: what is wrong; what to write instead``.
+
+    An error about a whole value is dropped when another error explains a part of it (a union's members).
+    """
+    errors = [
+        (tuple(p for p in e["loc"] if not (isinstance(p, str) and _UNION_TAG.match(p))), e)
+        for e in exc.errors()
+    ]
+    out = []
+    for loc, err in errors:
+        if any(len(other) > len(loc) and other[: len(loc)] == loc for other, _ in errors):
+            continue
         full = prefix + loc
-        line = _yaml_line(root, full)
+        line = _yaml_line(root, full) or 0
         where = f"{source}:{line}" if line else source
         if err["type"] == "extra_forbidden":
             parent = _model_at(model, _strip_index(loc[:-1]))
             known = list(parent.model_fields) if parent else []
             hint = did_you_mean(str(loc[-1]), known) or (f"; known keys: {', '.join(known)}" if known else "")
-            lines.append(f"{where}: {_dotted(full)}: unknown key{hint}")
+            out.append((line, f"{where}: {_dotted(full)}: unknown key{hint}"))
         elif err["type"] == "missing":
-            lines.append(f"{where}: {_dotted(full)}: required but missing")
+            out.append((line, f"{where}: {_dotted(full)}: required but missing"))
         else:
             msg = err["msg"].removeprefix("Value error, ")
-            lines.append(f"{where}: {_dotted(full)}: {msg} (got {_short(err.get('input'))})")
-    return lines
+            out.append((line, f"{where}: {_dotted(full)}: {msg} (got {_short(err.get('input'))})"))
+    return out
 
 
 # pydantic names the member of a union it tried inside `loc` ("str", "GoldenSource", "function-after[…]");
@@ -236,16 +245,19 @@ def _short(value: Any) -> str:
 # ---------------------------------------------------------------------------------------------- loading
 
 
-def _check_secrets(options: dict[str, Any], prefix: str) -> list[str]:
+def _check_secrets(options: dict[str, Any], prefix: tuple[Any, ...]) -> list[tuple[tuple[Any, ...], str]]:
     """Options whose key names a secret must reference an environment variable, never hold the value."""
     problems = []
     for key, value in options.items():
         if isinstance(value, dict):
-            problems += _check_secrets(value, f"{prefix}.{key}")
-        elif isinstance(value, str) and value and SECRET_KEY.search(key):
+            problems += _check_secrets(value, (*prefix, key))
+        elif isinstance(value, str) and value and SECRET_KEY.search(str(key)):
             problems.append(
-                f"{prefix}.{key}: a secret is written into the config; write `{key}: {{env: VARIABLE}}` "
-                "and export VARIABLE instead"
+                (
+                    (*prefix, key),
+                    f"a secret is written into the config; write `{key}: {{env: VARIABLE}}` "
+                    "and export VARIABLE instead",
+                )
             )
     return problems
 
@@ -263,6 +275,7 @@ def load_config(path: str | Path, plugins: Any) -> Experiment:
 
 
 def parse_config(raw_bytes: bytes, plugins: Any, *, path: Path | None, source: str = "config") -> Experiment:
+    """Validate config bytes; every problem (keys, types, engines, options, measures) is raised at once."""
     text = raw_bytes.decode("utf-8", errors="replace")
     try:
         root = yaml.compose(text)
@@ -275,44 +288,52 @@ def parse_config(raw_bytes: bytes, plugins: Any, *, path: Path | None, source: s
         raise ConfigError(
             f"{source}: a config is a YAML mapping with name, golden, targets (got {_short(data)})"
         )
-    base_dir = path.parent if path else Path.cwd()
-    context = {"base_dir": base_dir}
+    context = {"base_dir": path.parent if path else Path.cwd()}
+    problems: list[tuple[int, str]] = []
+
+    def problem(loc: tuple[Any, ...], message: str) -> None:
+        line = _yaml_line(root, loc) or 0
+        problems.append((line, f"{source}:{line}: {_dotted(loc)}: {message}"))
+
+    config = None
     try:
         config = ExperimentConfig.model_validate(data, context=context)
     except ValidationError as exc:
-        lines = format_validation_error(exc, ExperimentConfig, source=source, root=root)
-        raise ConfigError("\n".join(lines)) from None
+        problems += format_validation_error(exc, ExperimentConfig, source=source, root=root)
 
-    problems: list[str] = []
+    # Engines and their options are checked on the raw targets, so their problems come with the others.
     options: list[Any] = []
-    for i, target in enumerate(config.targets):
-        where = ("targets", i)
-        if target.engine not in plugins.engines:
-            line = _yaml_line(root, (*where, "engine"))
-            problems.append(
-                f"{source}:{line}: {_dotted((*where, 'engine'))}: no engine named '{target.engine}'"
-                f"{did_you_mean(target.engine, plugins.engines.names())} "
-                f"(installed: {', '.join(plugins.engines.names()) or 'none'}; see `vx-eval plugins`)"
+    raw_targets = data.get("targets") if isinstance(data.get("targets"), list) else []
+    for i, target in enumerate(raw_targets):
+        engine = target.get("engine") if isinstance(target, dict) else None
+        raw_options = target.get("options") if isinstance(target, dict) else None
+        if not isinstance(engine, str) or not isinstance(raw_options or {}, dict):
+            options.append(None)
+            continue
+        if engine not in plugins.engines:
+            problem(
+                ("targets", i, "engine"),
+                f"no engine named '{engine}'{did_you_mean(engine, plugins.engines.names())} "
+                f"(installed: {', '.join(plugins.engines.names()) or 'none'}; see `vx-eval plugins`)",
             )
             options.append(None)
             continue
-        secret_problems = _check_secrets(target.options, _dotted((*where, "options")))
-        problems += [f"{source}:{_yaml_line(root, (*where, 'options'))}: {p}" for p in secret_problems]
-        engine_cls = plugins.engines.get(target.engine)
+        for loc, message in _check_secrets(raw_options or {}, ("targets", i, "options")):
+            problem(loc, message)
+        engine_cls = plugins.engines.get(engine)
         try:
-            options.append(engine_cls.Options.model_validate(target.options, context=context))
+            options.append(engine_cls.Options.model_validate(raw_options or {}, context=context))
         except ValidationError as exc:
             problems += format_validation_error(
-                exc, engine_cls.Options, prefix=(*where, "options"), source=source, root=root
+                exc, engine_cls.Options, prefix=("targets", i, "options"), source=source, root=root
             )
             options.append(None)
 
-    from vx_eval.core.metrics import check_metrics  # the registry of measures lives with the measures
-
-    problems += [
-        f"{source}:{_yaml_line(root, loc)}: {_dotted(loc)}: {msg}"
-        for loc, msg in check_metrics(config.evaluation)
-    ]
-    if problems:
-        raise ConfigError("\n".join(problems))
+    evaluation = data.get("evaluation") if isinstance(data.get("evaluation"), dict) else {}
+    depth = evaluation.get("depth", EvaluationConfig.model_fields["depth"].default)
+    depth = depth if isinstance(depth, int) and not isinstance(depth, bool) else None
+    for loc, message in check_metrics(evaluation.get("metrics"), evaluation.get("primary"), depth):
+        problem(loc, message)
+    if problems or config is None:
+        raise ConfigError("\n".join(message for _, message in sorted(problems, key=lambda p: p[0])))
     return Experiment(config, tuple(options), path, hashlib.sha256(raw_bytes).hexdigest())

@@ -129,23 +129,27 @@ def parse(text: str) -> Measure:
     return Measure(definition, k)
 
 
-def check_metrics(evaluation: Any) -> list[tuple[tuple[Any, ...], str]]:
-    """Problems with an ``evaluation:`` block's measures, each with its YAML location."""
+def check_metrics(names: Any, primary: Any, depth: int | None) -> list[tuple[tuple[Any, ...], str]]:
+    """Problems with an ``evaluation:`` block's measures, each with its YAML location.
+
+    `names` and `primary` are read raw (None when absent); the depth check runs when `depth` is known.
+    """
     problems: list[tuple[tuple[Any, ...], str]] = []
-    names = [(("evaluation", "metrics", i), m) for i, m in enumerate(evaluation.metrics)]
-    names.append((("evaluation", "primary"), evaluation.primary))
-    for loc, text in names:
+    spelled = [(("evaluation", "metrics", i), m) for i, m in enumerate(names or []) if isinstance(m, str)]
+    if isinstance(primary, str):
+        spelled.append((("evaluation", "primary"), primary))
+    for loc, text in spelled:
         try:
             measure = parse(text)
         except MetricError as exc:
             problems.append((loc, str(exc)))
             continue
-        if measure.depth > evaluation.depth:
+        if depth is not None and measure.depth > depth:
             problems.append(
                 (
                     loc,
-                    f"{measure.name} reads {measure.depth} results but evaluation.depth is "
-                    f"{evaluation.depth}; set depth: {measure.depth} or more",
+                    f"{measure.name} reads {measure.depth} results but evaluation.depth is {depth}; "
+                    f"set depth: {measure.depth} or more",
                 )
             )
     return problems

@@ -23,8 +23,10 @@ from vx_eval.core.stores import Stores
 from vx_eval.core.template import sample_documents
 from vx_eval.display import RichProgress, show_run
 
-err = Console(stderr=True)
-out = Console()
+# Piped output (CI logs, files) gets a wide page instead of rich's 80 columns; COLUMNS still wins.
+_WIDTH = None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 150
+err = Console(stderr=True, width=_WIDTH)
+out = Console(width=_WIDTH)
 
 
 def _location(value: str | None) -> str | None:

@@ -1,0 +1,153 @@
+"""Measures: values derived from their formulas, names parsed with aliases, and agreement with pytrec_eval."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+import pytrec_eval
+from vx_eval.core import metrics
+from vx_eval.core.errors import MetricError
+from vx_eval.core.golden import Question
+from vx_eval.core.metrics import Judged, parse
+from vx_eval.core.units import first_position, judge
+
+
+def J(returned, grades, ranked=None):
+    ranked = ranked if ranked is not None else tuple(dict.fromkeys(returned))
+    return Judged(tuple(returned), tuple(ranked), grades)
+
+
+def test_found_counts_positions_as_results_came_back():
+    # d1 fills the first three places: the relevant d2 is 4th as returned, 2nd once reduced.
+    j = judge([("d1", 9), ("d1", 8), ("d1", 7), ("d2", 6)], Question("q", "?", ("d2",)))
+    assert parse("found@3")(j) == 0.0
+    assert parse("found@4")(j) == 1.0
+    assert parse("recall@3")(j) == 1.0  # ranking measures read the first occurrence of each unit
+    assert first_position(j) == 4
+
+
+def test_formulas_on_a_hand_worked_list():
+    # ranked: a(rel 3) x b(rel 1) y ; two more relevant (c grade 2, d grade 1) never retrieved
+    j = J(["a", "x", "b", "y"], {"a": 3, "b": 1, "c": 2, "d": 1})
+    assert parse("p@2")(j) == 0.5
+    assert parse("recall@4")(j) == 0.5
+    assert parse("mrr")(j) == 1.0
+    assert parse("map")(j) == pytest.approx((1 / 1 + 2 / 3) / 4)
+    dcg = 3 / math.log2(2) + 1 / math.log2(4)
+    assert parse("dcg@4")(j) == pytest.approx(dcg)
+    ideal = 3 / math.log2(2) + 2 / math.log2(3) + 1 / math.log2(4) + 1 / math.log2(5)
+    assert parse("ndcg@4")(j) == pytest.approx(dcg / ideal)
+    assert parse("ndcg@1")(j) == 1.0
+
+
+def test_no_results_score_zero_and_precision_divides_by_k():
+    j = J([], {"a": 1})
+    for name in ("found@10", "mrr", "recall@10", "p@5", "map", "ndcg@10", "dcg@10"):
+        assert parse(name)(j) == 0.0
+    assert parse("p@10")(J(["a"], {"a": 1})) == 0.1
+
+
+def test_ties_are_ordered_by_score_then_unit_id_descending():
+    q = Question("q", "?", ("b",))
+    j = judge([("a", 1.0), ("b", 1.0), ("c", 2.0)], q)
+    assert j.ranked == ("c", "b", "a")
+    assert parse("mrr")(j) == 0.5
+
+
+def test_page_units_are_judged_by_page_and_document_units_by_document():
+    hits = [("report.pdf#page=3", 2.0), ("report.pdf#page=2", 1.0)]
+    by_page = judge(hits, Question("q", "?", ("report.pdf#page=2",)))
+    by_doc = judge(hits, Question("q", "?", ("report.pdf",)))
+    assert parse("mrr")(by_page) == 0.5
+    assert parse("mrr")(by_doc) == 1.0 and by_doc.ranked == ("report.pdf",)
+
+
+@pytest.mark.parametrize(
+    ("text", "name"),
+    [
+        ("ndcg@10", "ndcg@10"),
+        ("nDCG@10", "ndcg@10"),
+        ("ndcg_cut_10", "ndcg@10"),
+        ("P_5", "p@5"),
+        ("precision@5", "p@5"),
+        ("recip_rank", "mrr"),
+        ("recall_100", "recall@100"),
+        ("hit@10", "found@10"),
+        ("success@1", "found@1"),
+        ("map_cut_10", "map@10"),
+        ("map", "map"),
+        ("mrr@10", "mrr@10"),
+    ],
+)
+def test_names_and_aliases_parse_to_one_canonical_name(text, name):
+    assert parse(text).name == name
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("ndgc@10", "unknown measure 'ndgc@10'; did you mean 'ndcg'?"),
+        ("recall", "measure 'recall' needs a cut-off: write recall@10"),
+        ("found@0", "the cut-off must be at least 1"),
+        ("bogus", "unknown measure 'bogus'"),
+    ],
+)
+def test_bad_measure_names_say_what_to_write(text, message):
+    with pytest.raises(MetricError, match=message.replace("(", r"\(").replace("?", r"\?")):
+        parse(text)
+
+
+TREC = {
+    "ndcg@10": "ndcg_cut_10",
+    "ndcg@5": "ndcg_cut_5",
+    "recall@10": "recall_10",
+    "recall@5": "recall_5",
+    "mrr": "recip_rank",
+    "p@5": "P_5",
+    "p@10": "P_10",
+    "map": "map",
+    "map@10": "map_cut_10",
+    "ndcg": "ndcg",
+}
+
+
+def _compare_with_pytrec(qrels, run):
+    evaluator = pytrec_eval.RelevanceEvaluator(qrels, set(TREC.values()))
+    reference = evaluator.evaluate(run)
+    for qid, judged_docs in qrels.items():
+        question = Question(
+            qid,
+            "?",
+            tuple(d for d, g in judged_docs.items() if g > 0),
+            grades={d: g for d, g in judged_docs.items() if g != 1},
+        )
+        # hand our judge the run in an arbitrary order: it must order ties as trec_eval does
+        results = list(run.get(qid, {}).items())
+        random.Random(qid).shuffle(results)
+        results.sort(key=lambda r: -r[1])
+        judged = judge(results, question)
+        for ours, theirs in TREC.items():
+            expected = reference[qid][theirs] if qid in reference else 0.0
+            assert parse(ours)(judged) == pytest.approx(expected, abs=1e-9), (qid, ours)
+
+
+def test_agrees_with_pytrec_eval_on_random_graded_runs_with_ties():
+    rng = random.Random(7)
+    docs = [f"d{i:02d}" for i in range(40)]
+    qrels, run = {}, {}
+    for q in range(60):
+        qid = f"q{q}"
+        judged = rng.sample(docs, rng.randint(1, 12))
+        qrels[qid] = {d: rng.choice([0, 1, 1, 2, 3]) for d in judged}
+        if not any(g > 0 for g in qrels[qid].values()):
+            qrels[qid][judged[0]] = 1
+        if q % 10 != 0:  # some questions get no results at all (trec_eval -c scores them 0)
+            run[qid] = {d: float(rng.randint(0, 5)) for d in rng.sample(docs, rng.randint(1, 30))}
+    _compare_with_pytrec(qrels, run)
+
+
+def test_registry_holds_only_documented_measures():
+    for definition in metrics.REGISTRY.values():
+        assert definition.doc, definition.name
