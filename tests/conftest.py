@@ -80,13 +80,18 @@ def plugins():
     return load_plugins()
 
 
-@pytest.fixture
-def project(tmp_path: Path):
-    """A folder with docs.jsonl, golden.jsonl and a `write_config(**overrides)` helper returning its path."""
-    write_jsonl(tmp_path / "docs.jsonl", DOCS)
-    write_jsonl(tmp_path / "golden.jsonl", GOLDEN)
+class Project:
+    """A temp folder with docs.jsonl and golden.jsonl; `write_config(**overrides)` writes a config there."""
 
-    def write_config(name: str = "config.yaml", **overrides) -> Path:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        write_jsonl(root / "docs.jsonl", DOCS)
+        write_jsonl(root / "golden.jsonl", GOLDEN)
+
+    def __truediv__(self, name: str) -> Path:
+        return self.root / name
+
+    def write_config(self, name: str = "config.yaml", **overrides) -> Path:
         config = {
             "name": "tiny",
             "golden": "golden.jsonl",
@@ -96,12 +101,14 @@ def project(tmp_path: Path):
             "evaluation": {"metrics": ["found@1", "found@10", "mrr", "recall@10", "ndcg@10"], "depth": 20},
         }
         config.update(overrides)
-        path = tmp_path / name
+        path = self.root / name
         path.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
         return path
 
-    tmp_path.write_config = write_config  # type: ignore[attr-defined]
-    return tmp_path
+
+@pytest.fixture
+def project(tmp_path: Path) -> Project:
+    return Project(tmp_path)
 
 
 @pytest.fixture(scope="session")

@@ -5,8 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from vx_eval.core.config import SecretRef, load_config, parse_config
+from vx_eval.core.config import SecretRef, load_config
 from vx_eval.core.errors import ConfigError
 
 
@@ -24,7 +23,9 @@ BASE = "name: x\ngolden: g.jsonl\ntargets:\n  - name: Local\n    engine: sqlite\
 def test_a_valid_config_resolves_relative_paths_against_its_folder(plugins, tmp_path):
     path = tmp_path / "sub" / "config.yaml"
     path.parent.mkdir()
-    path.write_text(BASE + "    options: {path: idx/a.db}\ncorpus: ../docs.jsonl\nsave_to: s3://bucket/evals\n")
+    path.write_text(
+        BASE + "    options: {path: idx/a.db}\ncorpus: ../docs.jsonl\nsave_to: s3://bucket/evals\n"
+    )
     experiment = load_config(path, plugins)
     assert experiment.config.golden == str(tmp_path / "sub" / "g.jsonl")
     assert experiment.config.corpus == str(tmp_path / "docs.jsonl")
@@ -37,28 +38,51 @@ def test_a_valid_config_resolves_relative_paths_against_its_folder(plugins, tmp_
     ("text", "message"),
     [
         (BASE + "targts: []\n", "config.yaml:6: targts: unknown key; did you mean 'targets'?"),
-        ("name: x\ngolden: g.jsonl\ntargets:\n  - name: Local\n    engin: sqlite\n",
-         "config.yaml:5: targets[0].engin: unknown key; did you mean 'engine'?"),
-        ("name: x\ngolden: g.jsonl\ntargets:\n  - name: Local\n    engin: sqlite\n",
-         "config.yaml:4: targets[0].engine: required but missing"),
-        (BASE.replace("sqlite", "sqlit"),
-         "config.yaml:5: targets[0].engine: no engine named 'sqlit'; did you mean 'sqlite'?"),
-        (BASE + "    options: {chunk_word: 3}\n",
-         "config.yaml:6: targets[0].options.chunk_word: unknown key; did you mean 'chunk_words'?"),
-        (BASE + "    options: {chunk_words: 10, chunk_overlap: 10}\n",
-         "targets[0].options: chunk_overlap (10) must be below chunk_words (10)"),
-        (BASE + "    options: {password: hunter2}\n",
-         "targets[0].options.password: a secret is written into the config; write `password: {env: VARIABLE}`"),
-        (BASE + "evaluation: {depth: twenty}\n",
-         "config.yaml:6: evaluation.depth: Input should be a valid integer"),
-        (BASE + "evaluation:\n  metrics: [ndgc@10]\n",
-         "config.yaml:7: evaluation.metrics[0]: unknown measure 'ndgc@10'; did you mean 'ndcg'?"),
-        (BASE + "evaluation:\n  metrics: [recall@100]\n",
-         "evaluation.metrics[0]: recall@100 reads 100 results but evaluation.depth is 20; set depth: 100"),
-        (BASE + "evaluation: {balance: 400}\n", "evaluation.balance: Input should be less than or equal to 100"),
+        (
+            "name: x\ngolden: g.jsonl\ntargets:\n  - name: Local\n    engin: sqlite\n",
+            "config.yaml:5: targets[0].engin: unknown key; did you mean 'engine'?",
+        ),
+        (
+            "name: x\ngolden: g.jsonl\ntargets:\n  - name: Local\n    engin: sqlite\n",
+            "config.yaml:4: targets[0].engine: required but missing",
+        ),
+        (
+            BASE.replace("sqlite", "sqlit"),
+            "config.yaml:5: targets[0].engine: no engine named 'sqlit'; did you mean 'sqlite'?",
+        ),
+        (
+            BASE + "    options: {chunk_word: 3}\n",
+            "config.yaml:6: targets[0].options.chunk_word: unknown key; did you mean 'chunk_words'?",
+        ),
+        (
+            BASE + "    options: {chunk_words: 10, chunk_overlap: 10}\n",
+            "targets[0].options: chunk_overlap (10) must be below chunk_words (10)",
+        ),
+        (
+            BASE + "    options: {password: hunter2}\n",
+            "targets[0].options.password: a secret is written into the config; write `password: {env: VARIABLE}`",
+        ),
+        (
+            BASE + "evaluation: {depth: twenty}\n",
+            "config.yaml:6: evaluation.depth: Input should be a valid integer",
+        ),
+        (
+            BASE + "evaluation:\n  metrics: [ndgc@10]\n",
+            "config.yaml:7: evaluation.metrics[0]: unknown measure 'ndgc@10'; did you mean 'ndcg'?",
+        ),
+        (
+            BASE + "evaluation:\n  metrics: [recall@100]\n",
+            "evaluation.metrics[0]: recall@100 reads 100 results but evaluation.depth is 20; set depth: 100",
+        ),
+        (
+            BASE + "evaluation: {balance: 400}\n",
+            "evaluation.balance: Input should be less than or equal to 100",
+        ),
         (BASE + "  - name: Local\n    engine: sqlite\n", "two targets are named 'Local'"),
-        ("name: x\ngolden: {path: g.jsonl, formt: beir}\ntargets: [{name: A, engine: sqlite}]\n",
-         "config.yaml:2: golden.formt: unknown key; did you mean 'format'?"),
+        (
+            "name: x\ngolden: {path: g.jsonl, formt: beir}\ntargets: [{name: A, engine: sqlite}]\n",
+            "config.yaml:2: golden.formt: unknown key; did you mean 'format'?",
+        ),
         ("name: x\ntargets: []\n", "golden: required but missing"),
         ("name: x\ngolden: [\n", "config.yaml:3:1: not valid YAML"),
         ("- just\n- a list\n", "a config is a YAML mapping with name, golden, targets"),
@@ -69,8 +93,10 @@ def test_bad_configs_are_named_by_file_line_and_path(plugins, tmp_path, text, me
 
 
 def test_every_problem_is_reported_at_once_in_line_order(plugins, tmp_path):
-    text = ("name: x\ngolden: g.jsonl\ntargts: []\ntargets:\n  - name: A\n    engine: sqlite\n"
-            "    options: {chunk_word: 3}\nevaluation:\n  metrics: [ndgc@10]\n  depht: 3\n")
+    text = (
+        "name: x\ngolden: g.jsonl\ntargts: []\ntargets:\n  - name: A\n    engine: sqlite\n"
+        "    options: {chunk_word: 3}\nevaluation:\n  metrics: [ndgc@10]\n  depht: 3\n"
+    )
     lines = errors_of(text, plugins, tmp_path).splitlines()
     assert [line.split(":")[1] for line in lines] == ["3", "7", "9", "10"]
 
