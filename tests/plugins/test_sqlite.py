@@ -138,7 +138,7 @@ def test_scifact_keyword_matches_lucene_and_pytrec_eval(scifact, plugins, tmp_pa
         qid, doc, grade = line.split("\t")
         qrels.setdefault(qid, {})[doc] = int(grade)
     run = {
-        q: dict(map(tuple, res)) for q, res in zip(report["question_ids"], setup["per_question"]["results"])
+        q: dict(map(tuple, res)) for q, res in zip(report["question_ids"], setup["per_question"]["results"], strict=True)
     }
     names = {
         "ndcg@10": "ndcg_cut_10",
