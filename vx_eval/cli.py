@@ -25,8 +25,8 @@ from vx_eval.display import RichProgress, show_run
 
 # Piped output (CI logs, files) gets a wide page instead of rich's 80 columns; COLUMNS still wins.
 _WIDTH = None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 150
-err = Console(stderr=True, width=_WIDTH)
-out = Console(width=_WIDTH)
+err = Console(stderr=True, width=_WIDTH, soft_wrap=True)
+out = Console(width=_WIDTH, soft_wrap=True)
 
 
 def _location(value: str | None) -> str | None:

@@ -1,0 +1,149 @@
+"""The command line: what a person sees, exit codes, and one-line errors for bad input."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from vx_eval import cli
+from vx_eval.cli import main
+
+from .conftest import REPO
+
+
+def call(capsys, *argv: str) -> tuple[int, str, str]:
+    try:
+        main(list(argv))
+        code = 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+@pytest.fixture
+def quickstart(tmp_path: Path) -> Path:
+    """The shipped quickstart config and collection, copied so that runs write only into tmp."""
+    shutil.copytree(REPO / "configs" / "quickstart", tmp_path / "configs" / "quickstart")
+    shutil.copy(REPO / "configs" / "quickstart.yaml", tmp_path / "configs" / "quickstart.yaml")
+    return tmp_path / "configs" / "quickstart.yaml"
+
+
+def test_run_prints_the_ranked_table_the_picks_and_the_report_location(capsys, quickstart):
+    code, out, err = call(capsys, "run", str(quickstart))
+    assert code == 0, err
+    assert "quickstart: 26 questions, 1 setups" in out
+    assert "Keyword (BM25)" in out and "found@10" in out and "median ms" in out
+    for line in ("★ Finds the most: Keyword (BM25) (local.keyword)", "◆ Best for balance:", "⚡ Best for time:"):
+        assert line in out
+    report = Path(out.split("Report: ")[1].split()[0])
+    assert report.parent.parent == quickstart.parent.parent / "runs" / "retrieval" / "runs"
+    assert json.loads(report.read_text())["picks"]["finds_the_most"] == "local.keyword"
+
+
+def test_run_json_prints_the_report(capsys, quickstart, tmp_path):
+    code, out, _ = call(capsys, "run", str(quickstart), "--json", "--save-to", str(tmp_path / "elsewhere"))
+    assert code == 0
+    report = json.loads(out)
+    assert report["golden"]["labelled"] == 26 and report["settings"]["balance_points"] == 4
+    assert (tmp_path / "elsewhere" / "retrieval" / "runs" / report["id"] / "report.json").is_file()
+
+
+def test_balance_and_time_points_are_settable(capsys, quickstart):
+    code, out, _ = call(capsys, "run", str(quickstart), "--json", "--no-save", "--balance", "3", "--time", "6")
+    settings = json.loads(out)["settings"]
+    assert (settings["balance_points"], settings["time_points"]) == (3, 6)
+
+
+def test_a_bad_config_is_one_clear_error_and_exit_2(capsys, tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: x\ngolden: g.jsonl\ntargets:\n  - name: A\n    engine: sqlte\n")
+    code, out, err = call(capsys, "run", str(bad))
+    assert code == 2 and out == ""
+    assert err.startswith(f"error: {bad}:5: targets[0].engine: no engine named 'sqlte'; did you mean 'sqlite'?")
+
+
+def test_a_missing_config_and_a_bad_option_exit_2(capsys, tmp_path):
+    assert call(capsys, "run", str(tmp_path / "nope.yaml"))[2].startswith("error: config file")
+    code, _, err = call(capsys, "run", "x.yaml", "--balance", "101")
+    assert code == 2 and "101.0 is not in the range 0<=x<=100" in err
+
+
+def test_golden_check_lists_every_defect_and_exits_2(capsys, tmp_path):
+    path = tmp_path / "g.jsonl"
+    path.write_text('{"question": "a", "expected": []}\n{"question": "b", "expectd": ["x"]}\n{oops\n')
+    code, _, err = call(capsys, "golden", "check", str(path))
+    assert code == 2
+    assert f"{path}:1: expected is empty" in err
+    assert f"{path}:2: unknown field 'expectd'; did you mean 'expected'?" in err
+    assert f"{path}:3:2: invalid JSON" in err
+    assert "4 problems in" in err  # line 2 also has an empty expected
+
+
+def test_golden_check_with_a_config_looks_every_expected_id_up(capsys, quickstart, tmp_path):
+    golden = quickstart.parent / "quickstart" / "golden.jsonl"
+    code, out, _ = call(capsys, "golden", "check", str(golden), "--config", str(quickstart))
+    assert code == 0 and "26 questions ok" in out
+    bad = tmp_path / "g.jsonl"
+    bad.write_text('{"question": "where?", "expected": ["fdic", "no-such-doc"]}\n')
+    code, _, err = call(capsys, "golden", "check", str(bad), "--config", str(quickstart))
+    assert code == 2 and "expected document 'no-such-doc' is not in Local" in err
+
+
+def test_golden_template_is_seeded_and_never_overwrites(capsys, quickstart, tmp_path):
+    out_file = tmp_path / "template.jsonl"
+    code, out, _ = call(capsys, "golden", "template", str(quickstart), "--out", str(out_file), "-n", "5")
+    assert code == 0 and "Wrote 5 rows" in out
+    rows = [json.loads(line) for line in out_file.read_text().splitlines()]
+    assert [r["question"] for r in rows] == [""] * 5
+    assert all(len(r["expected"]) == 1 and r["hint"] for r in rows)
+    first = out_file.read_bytes()
+    code, _, err = call(capsys, "golden", "template", str(quickstart), "--out", str(out_file), "-n", "5")
+    assert code == 2 and "exists; choose another --out, or pass --force" in err
+    call(capsys, "golden", "template", str(quickstart), "--out", str(out_file), "-n", "5", "--force")
+    assert out_file.read_bytes() == first  # same seed, same collection: same rows
+    call(capsys, "golden", "template", str(quickstart), "--out", str(out_file), "-n", "5", "--force", "--seed", "1")
+    assert out_file.read_bytes() != first
+    call(capsys, "golden", "template", str(quickstart), "--out", str(out_file), "-n", "500", "--force")
+    assert len(out_file.read_text().splitlines()) == 52  # every document once
+    code, out, _ = call(capsys, "golden", "check", str(out_file))
+    assert code == 0 and "0 questions ok, 52 rows still to fill" in out
+
+
+def test_golden_import_from_beir(capsys, scifact, tmp_path):
+    out_file = tmp_path / "scifact.jsonl"
+    code, out, _ = call(capsys, "golden", "import", "--from", "beir", str(scifact), "--out", str(out_file))
+    assert code == 0 and "Wrote 300 questions" in out
+    assert call(capsys, "golden", "check", str(out_file))[0] == 0
+
+
+def test_plugins_lists_what_is_installed(capsys):
+    code, out, _ = call(capsys, "plugins", "--json")
+    listing = json.loads(out)
+    assert listing["roles"]["engines"] == ["sqlite"] and "keyword" in listing["roles"]["setups"]
+    assert {p["name"]: p["package"] for p in listing["plugins"]}["sqlite"] == "vx-eval"
+    code, out, _ = call(capsys, "plugins")
+    assert code == 0 and "vx_eval.plugins.engines.sqlite" in out
+
+
+def test_plugins_can_be_disabled_by_name(capsys, monkeypatch, quickstart):
+    monkeypatch.setenv("VX_EVAL_DISABLE_PLUGINS", "sqlite")
+    code, out, _ = call(capsys, "plugins", "--json")
+    assert json.loads(out)["roles"]["engines"] == []
+    code, _, err = call(capsys, "run", str(quickstart))
+    assert code == 2 and "no engine named 'sqlite' (installed: none" in err
+    monkeypatch.setenv("VX_EVAL_DISABLE_PLUGINS", "sqlte")
+    code, _, err = call(capsys, "plugins")
+    assert code == 2 and "VX_EVAL_DISABLE_PLUGINS names 'sqlte', which is not an installed plugin; did you mean 'sqlite'?" in err
+
+
+def test_anything_but_a_user_error_is_a_bug_and_keeps_its_traceback(monkeypatch):
+    def broken():
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(cli, "load_plugins", broken)
+    with pytest.raises(RuntimeError, match="a bug"):
+        main(["plugins"])
