@@ -21,6 +21,7 @@ from pydantic import (
     ValidationInfo,
     model_validator,
 )
+
 from vx_eval.core.errors import ConfigError, did_you_mean
 from vx_eval.core.metrics import check_metrics
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
 from vx_eval.core.errors import GoldenError, did_you_mean
 
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pluggy
+
 from vx_eval.core import hookspecs
 from vx_eval.core.errors import PluginError, did_you_mean
 

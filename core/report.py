@@ -10,9 +10,8 @@ import secrets
 import sys
 from typing import Any
 
-from vx_eval.core.stores import Stores, join
-
 from vx_eval import __version__
+from vx_eval.core.stores import Stores, join
 
 FORMAT = 1
 REPORT_NAME = "report.json"

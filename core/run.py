@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+
 from vx_eval.core import metrics, picks, stats
 from vx_eval.core.config import Experiment
 from vx_eval.core.engine import OpenContext, Progress, Setup, SilentProgress, Target

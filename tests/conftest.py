@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+
 from vx_eval.core.plugins import load_plugins
 
 REPO = Path(__file__).resolve().parents[1]

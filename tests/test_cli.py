@@ -37,7 +37,11 @@ def test_run_prints_the_ranked_table_the_picks_and_the_report_location(capsys, q
     assert code == 0, err
     assert "quickstart: 26 questions, 1 setups" in out
     assert "Keyword (BM25)" in out and "found@10" in out and "median ms" in out
-    for line in ("★ Finds the most: Keyword (BM25) (local.keyword)", "◆ Best for balance:", "⚡ Best for time:"):
+    for line in (
+        "★ Finds the most: Keyword (BM25) (local.keyword)",
+        "◆ Best for balance:",
+        "⚡ Best for time:",
+    ):
         assert line in out
     report = Path(out.split("Report: ")[1].split()[0])
     assert report.parent.parent == quickstart.parent.parent / "runs" / "retrieval" / "runs"
@@ -53,7 +57,7 @@ def test_run_json_prints_the_report(capsys, quickstart, tmp_path):
 
 
 def test_balance_and_time_points_are_settable(capsys, quickstart):
-    code, out, _ = call(capsys, "run", str(quickstart), "--json", "--no-save", "--balance", "3", "--time", "6")
+    _, out, _ = call(capsys, "run", str(quickstart), "--json", "--no-save", "--balance", "3", "--time", "6")
     settings = json.loads(out)["settings"]
     assert (settings["balance_points"], settings["time_points"]) == (3, 6)
 
@@ -63,7 +67,9 @@ def test_a_bad_config_is_one_clear_error_and_exit_2(capsys, tmp_path):
     bad.write_text("name: x\ngolden: g.jsonl\ntargets:\n  - name: A\n    engine: sqlte\n")
     code, out, err = call(capsys, "run", str(bad))
     assert code == 2 and out == ""
-    assert err.startswith(f"error: {bad}:5: targets[0].engine: no engine named 'sqlte'; did you mean 'sqlite'?")
+    assert err.startswith(
+        f"error: {bad}:5: targets[0].engine: no engine named 'sqlte'; did you mean 'sqlite'?"
+    )
 
 
 def test_a_missing_config_and_a_bad_option_exit_2(capsys, tmp_path):
@@ -105,7 +111,19 @@ def test_golden_template_is_seeded_and_never_overwrites(capsys, quickstart, tmp_
     assert code == 2 and "exists; choose another --out, or pass --force" in err
     call(capsys, "golden", "template", str(quickstart), "--out", str(out_file), "-n", "5", "--force")
     assert out_file.read_bytes() == first  # same seed, same collection: same rows
-    call(capsys, "golden", "template", str(quickstart), "--out", str(out_file), "-n", "5", "--force", "--seed", "1")
+    call(
+        capsys,
+        "golden",
+        "template",
+        str(quickstart),
+        "--out",
+        str(out_file),
+        "-n",
+        "5",
+        "--force",
+        "--seed",
+        "1",
+    )
     assert out_file.read_bytes() != first
     call(capsys, "golden", "template", str(quickstart), "--out", str(out_file), "-n", "500", "--force")
     assert len(out_file.read_text().splitlines()) == 52  # every document once
@@ -137,7 +155,11 @@ def test_plugins_can_be_disabled_by_name(capsys, monkeypatch, quickstart):
     assert code == 2 and "no engine named 'sqlite' (installed: none" in err
     monkeypatch.setenv("VX_EVAL_DISABLE_PLUGINS", "sqlte")
     code, _, err = call(capsys, "plugins")
-    assert code == 2 and "VX_EVAL_DISABLE_PLUGINS names 'sqlte', which is not an installed plugin; did you mean 'sqlite'?" in err
+    assert (
+        code == 2
+        and "VX_EVAL_DISABLE_PLUGINS names 'sqlte', which is not an installed plugin; did you mean 'sqlite'?"
+        in err
+    )
 
 
 def test_anything_but_a_user_error_is_a_bug_and_keeps_its_traceback(monkeypatch):

@@ -89,17 +89,35 @@ def toy_site(tmp_path_factory) -> Path:
     (root / "pkg" / "vx_eval_toy.py").write_text(textwrap.dedent(PLUGIN))
     site = root / "site"
     subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
-         "--target", str(site), str(root / "pkg")],
-        check=True, capture_output=True, text=True,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--no-build-isolation",
+            "--target",
+            str(site),
+            str(root / "pkg"),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
     )
     return site
 
 
 def vx_eval(site: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(site), "COLUMNS": "200"}
-    return subprocess.run([sys.executable, "-m", "vx_eval", *args], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "vx_eval", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_the_plugin_is_listed_with_its_package_and_version(toy_site, tmp_path):
@@ -112,10 +130,12 @@ def test_the_plugin_is_listed_with_its_package_and_version(toy_site, tmp_path):
 
 
 def test_vx_eval_run_discovers_and_runs_the_third_party_engine(toy_site, project):
-    config = project.write_config(targets=[
-        {"name": "Local", "engine": "sqlite", "options": {"path": ".vx/tiny.db"}},
-        {"name": "Toy Engine", "engine": "toy", "options": {"boost_title": True}},
-    ])
+    config = project.write_config(
+        targets=[
+            {"name": "Local", "engine": "sqlite", "options": {"path": ".vx/tiny.db"}},
+            {"name": "Toy Engine", "engine": "toy", "options": {"boost_title": True}},
+        ]
+    )
     done = vx_eval(toy_site, "run", str(config), "--json", cwd=project.root)
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
@@ -127,7 +147,9 @@ def test_vx_eval_run_discovers_and_runs_the_third_party_engine(toy_site, project
 
 
 def test_the_third_party_engine_validates_its_own_options(toy_site, project):
-    config = project.write_config(targets=[{"name": "Toy", "engine": "toy", "options": {"boost_titel": True}}])
+    config = project.write_config(
+        targets=[{"name": "Toy", "engine": "toy", "options": {"boost_titel": True}}]
+    )
     done = vx_eval(toy_site, "run", str(config), cwd=project.root)
     assert done.returncode == 2
     assert "targets[0].options.boost_titel: unknown key; did you mean 'boost_title'?" in done.stderr

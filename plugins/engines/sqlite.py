@@ -17,12 +17,12 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
+
+from vx_eval import hookimpl
 from vx_eval.core.config import ConfigPath
 from vx_eval.core.engine import KEYWORD, Corpus, Document, Engine, EngineOptions, Hit, OpenContext, Query
 from vx_eval.core.errors import EngineError
 from vx_eval.plugins.engines.text import chunk_words, fts_match, query_terms
-
-from vx_eval import hookimpl
 
 FORMAT = 1
 

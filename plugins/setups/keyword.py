@@ -5,9 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import ClassVar
 
-from vx_eval.core.engine import KEYWORD, Query, Setup, Target
-
 from vx_eval import hookimpl
+from vx_eval.core.engine import KEYWORD, Query, Setup, Target
 
 
 class KeywordSetups:

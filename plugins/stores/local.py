@@ -7,10 +7,9 @@ import tempfile
 from pathlib import Path
 from typing import ClassVar
 
+from vx_eval import hookimpl
 from vx_eval.core.config import is_uri
 from vx_eval.core.stores import StoreDenied, StoreNotFound
-
-from vx_eval import hookimpl
 
 
 class LocalStore:

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from vx_eval import hookimpl
 from vx_eval.core.engine import Document
 from vx_eval.core.template import hint
-
-from vx_eval import hookimpl
 
 
 class TemplateQuestionWriter:

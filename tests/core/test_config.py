@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from vx_eval.core.config import SecretRef, load_config
 from vx_eval.core.errors import ConfigError
 

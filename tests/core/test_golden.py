@@ -6,6 +6,7 @@ import hashlib
 import json
 
 import pytest
+
 from vx_eval.core.errors import GoldenError
 from vx_eval.core.golden import default_id, dump_rows, lint, parse_golden
 from vx_eval.core.sources import beir_golden_bytes, read_golden

@@ -7,6 +7,7 @@ import random
 
 import pytest
 import pytrec_eval
+
 from vx_eval.core import metrics
 from vx_eval.core.errors import MetricError
 from vx_eval.core.golden import Question

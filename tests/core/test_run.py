@@ -8,14 +8,14 @@ import types
 from pathlib import Path
 
 import pytest
+
+from vx_eval import hookimpl
 from vx_eval.core.config import load_config
 from vx_eval.core.engine import Hit, Setup
 from vx_eval.core.errors import GoldenError, VxEvalError
 from vx_eval.core.plugins import get_plugin_manager, load_plugins
 from vx_eval.core.report import new_run_id
 from vx_eval.core.run import RunOptions, run_experiment
-
-from vx_eval import hookimpl
 
 
 class Notes:

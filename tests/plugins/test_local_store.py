@@ -62,5 +62,7 @@ def test_join_keeps_uris_and_paths_apart():
 
 
 def test_a_location_no_store_handles_names_the_installed_stores(plugins):
-    with pytest.raises(StoreError, match=r"no store plugin handles s3://bucket/g.jsonl \(s3\); installed stores: local"):
+    with pytest.raises(
+        StoreError, match=r"no store plugin handles s3://bucket/g.jsonl \(s3\); installed stores: local"
+    ):
         Stores(plugins).read("s3://bucket/g.jsonl")

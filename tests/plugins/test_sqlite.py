@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import pytrec_eval
+
 from vx_eval.core.config import load_config
 from vx_eval.core.engine import KEYWORD, OpenContext, Query
 from vx_eval.core.errors import EngineError
@@ -138,7 +139,8 @@ def test_scifact_keyword_matches_lucene_and_pytrec_eval(scifact, plugins, tmp_pa
         qid, doc, grade = line.split("\t")
         qrels.setdefault(qid, {})[doc] = int(grade)
     run = {
-        q: dict(map(tuple, res)) for q, res in zip(report["question_ids"], setup["per_question"]["results"], strict=True)
+        q: dict(map(tuple, res))
+        for q, res in zip(report["question_ids"], setup["per_question"]["results"], strict=True)
     }
     names = {
         "ndcg@10": "ndcg_cut_10",
