@@ -1,0 +1,25 @@
+"""The Python API mirrors the command line."""
+
+from __future__ import annotations
+
+import pytest
+
+from vx_eval.api import evaluate, read_golden, save_golden
+from vx_eval.core.errors import GoldenError
+from vx_eval.core.golden import Question
+
+
+def test_save_read_and_evaluate(project):
+    questions = [
+        Question("a", "Can a customer postpone a loan payment?", ("deferment",), grades={"deferment": 3}),
+        Question("b", "What does a wire abroad cost?", ("wire",), reference="35 dollars"),
+    ]
+    target = project / "mine.jsonl"
+    save_golden(questions, target)
+    golden = read_golden(target)
+    assert golden.questions == tuple(questions)
+    with pytest.raises(GoldenError, match="exists; pass overwrite=True"):
+        save_golden(questions, target)
+    result = evaluate(project.write_config(golden="mine.jsonl"), save=False)
+    assert result.location is None
+    assert result.report["question_ids"] == ["a", "b"]
