@@ -66,9 +66,7 @@ class SecretRef(BaseModel):
         try:
             return os.environ[self.env]
         except KeyError:
-            raise ConfigError(
-                f"environment variable {self.env} is not set; export it before the run"
-            ) from None
+            raise ConfigError(f"environment variable {self.env} is not set; export it before the run") from None
 
     def __repr__(self) -> str:
         return f"SecretRef(env={self.env!r})"
@@ -100,6 +98,15 @@ class EvaluationConfig(Strict):
     time: float = Field(8.0, ge=0, le=100)
     seed: int = 0
     bootstrap: int = Field(1000, ge=0, le=100_000)
+    """Bootstrap resamples for the 95% intervals (0: none)."""
+    permutations: int = Field(10_000, ge=0, le=1_000_000)
+    """Random sign flips for the paired tests against the leader (0: no tests)."""
+    alpha: float = Field(0.05, gt=0, lt=1)
+    """Family-wise significance level of those tests (Holm-corrected)."""
+    relevance_threshold: int = Field(1, ge=1, le=10)
+    """Binary measures count a unit as relevant from this grade on (Databricks: 2)."""
+    relevance_field: str | None = Field(None, pattern=r"^[A-Za-z_][\w-]*(\.[A-Za-z_][\w-]*)*$")
+    """Grade results by this field's value (dotted path, e.g. metadata.frame_key) instead of document id."""
 
 
 class ExperimentConfig(Strict):
@@ -209,10 +216,7 @@ def format_validation_error(
 
     An error about a whole value is dropped when another error explains a part of it (a union's members).
     """
-    errors = [
-        (tuple(p for p in e["loc"] if not (isinstance(p, str) and _UNION_TAG.match(p))), e)
-        for e in exc.errors()
-    ]
+    errors = [(tuple(p for p in e["loc"] if not (isinstance(p, str) and _UNION_TAG.match(p))), e) for e in exc.errors()]
     out = []
     for loc, err in errors:
         if any(len(other) > len(loc) and other[: len(loc)] == loc for other, _ in errors):
@@ -286,9 +290,7 @@ def parse_config(raw_bytes: bytes, plugins: Any, *, path: Path | None, source: s
         where = f"{source}:{mark.line + 1}:{mark.column + 1}" if mark else source
         raise ConfigError(f"{where}: not valid YAML: {getattr(exc, 'problem', exc)}") from None
     if not isinstance(data, dict):
-        raise ConfigError(
-            f"{source}: a config is a YAML mapping with name, golden, targets (got {_short(data)})"
-        )
+        raise ConfigError(f"{source}: a config is a YAML mapping with name, golden, targets (got {_short(data)})")
     context = {"base_dir": path.parent if path else Path.cwd()}
     problems: list[tuple[int, str]] = []
 

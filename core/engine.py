@@ -32,6 +32,8 @@ class Hit:
     score: float
     page: int | None = None
     chunk_id: str | None = None
+    fields: dict[str, Any] = field(default_factory=dict, compare=False)
+    """Fields the engine returned with the result (payload); `relevance_field` looks here first."""
 
     @property
     def unit(self) -> str:

@@ -120,9 +120,7 @@ def lint(raw: bytes) -> tuple[list[Defect], list[tuple[int, GoldenRow]]]:
             defects.append(Defect(number, exc.colno, f"invalid JSON: {exc.msg}"))
             continue
         if not isinstance(data, dict):
-            defects.append(
-                Defect(number, None, 'each line is one JSON object: {"question": …, "expected": […]}')
-            )
+            defects.append(Defect(number, None, 'each line is one JSON object: {"question": …, "expected": […]}'))
             continue
         for key in data:
             if key not in FIELDS:
@@ -140,15 +138,11 @@ def lint(raw: bytes) -> tuple[list[Defect], list[tuple[int, GoldenRow]]]:
             for err in exc.errors():
                 where = ".".join(str(p) for p in err["loc"])
                 msg = err["msg"].removeprefix("Value error, ")
-                defects.append(
-                    Defect(number, None, f"{where}: {msg} (got {json.dumps(err.get('input'))[:60]})")
-                )
+                defects.append(Defect(number, None, f"{where}: {msg} (got {json.dumps(err.get('input'))[:60]})"))
             continue
         if row.question.strip():
             if not [u for u in row.expected if u.strip()]:
-                defects.append(
-                    Defect(number, None, "expected is empty: name the ids of the documents that answer it")
-                )
+                defects.append(Defect(number, None, "expected is empty: name the ids of the documents that answer it"))
             key = _normalise(row.question)
             if key in questions:
                 defects.append(Defect(number, None, f"the same question as line {questions[key]}"))
@@ -156,9 +150,7 @@ def lint(raw: bytes) -> tuple[list[Defect], list[tuple[int, GoldenRow]]]:
                 questions[key] = number
         if any(not u.strip() for u in row.expected):
             defects.append(Defect(number, None, "expected holds an empty id"))
-        row_id = (
-            row.id if row.id is not None else (default_id(row.question) if row.question.strip() else None)
-        )
+        row_id = row.id if row.id is not None else (default_id(row.question) if row.question.strip() else None)
         if row_id is not None:
             if row_id in ids:
                 defects.append(Defect(number, None, f"id '{row_id}' is already used on line {ids[row_id]}"))

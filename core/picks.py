@@ -25,9 +25,7 @@ def ranked(rows: Sequence[Scored]) -> list[Scored]:
     return sorted(rows, key=lambda r: (r.failed, -r.primary, -r.at1, r.median_ms, r.key))
 
 
-def picks(
-    rows: Sequence[Scored], *, balance: float, time: float, scale: float = 100.0
-) -> dict[str, str | None]:
+def picks(rows: Sequence[Scored], *, balance: float, time: float, scale: float = 100.0) -> dict[str, str | None]:
     """The three picks. `balance` and `time` are points on a 0-100 scale (the primary measure x `scale`)."""
     eligible = [r for r in rows if not r.failed]
     if not eligible:

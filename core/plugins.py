@@ -100,9 +100,7 @@ def get_plugin_manager() -> pluggy.PluginManager:
         pm.set_blocked(name)
     known = {ep.name for ep in importlib.metadata.entry_points(group=hookspecs.PROJECT)}
     for name in disabled_plugins() - known:
-        raise PluginError(
-            f"{DISABLE_ENV} names '{name}', which is not an installed plugin{did_you_mean(name, known)}"
-        )
+        raise PluginError(f"{DISABLE_ENV} names '{name}', which is not an installed plugin{did_you_mean(name, known)}")
     try:
         pm.load_setuptools_entrypoints(hookspecs.PROJECT)
     except ImportError as exc:

@@ -6,7 +6,7 @@ import datetime as dt
 import fnmatch
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -14,13 +14,13 @@ import numpy as np
 
 from vx_eval.core import metrics, picks, stats
 from vx_eval.core.config import Experiment
-from vx_eval.core.engine import OpenContext, Progress, Setup, SilentProgress, Target
+from vx_eval.core.engine import Hit, OpenContext, Progress, Setup, SilentProgress, Target
 from vx_eval.core.errors import EngineError, GoldenError, PluginError, VxEvalError
 from vx_eval.core.golden import GoldenSet, Question
 from vx_eval.core.report import FORMAT, new_run_id, provenance, save_report
 from vx_eval.core.sources import read_corpus, read_golden
 from vx_eval.core.stores import Stores
-from vx_eval.core.units import document_of, first_position, judge
+from vx_eval.core.units import FieldUnits, document_of, first_position, judge
 
 FOUND_DEPTHS = (1, 3, 5, 10, 20)
 
@@ -88,9 +88,7 @@ def check_missing(golden: GoldenSet, targets: Sequence[Target]) -> dict[str, dic
             continue
         lost = [q.id for q in golden.questions if all(document_of(u) in absent for u in q.expected)]
         hurt = [
-            q.id
-            for q in golden.questions
-            if q.id not in lost and any(document_of(u) in absent for u in q.expected)
+            q.id for q in golden.questions if q.id not in lost and any(document_of(u) in absent for u in q.expected)
         ]
         report[target.name] = {"documents": sorted(absent), "questions": lost, "partly": hurt}
     return report
@@ -122,9 +120,7 @@ def enumerate_setups(targets: Sequence[Target], plugins: Any, options: RunOption
         for provider in plugins.setups:
             for setup in provider().setups(target):
                 if setup.key in setups:
-                    raise PluginError(
-                        f"two setups share the key '{setup.key}' (from provider '{provider.name}')"
-                    )
+                    raise PluginError(f"two setups share the key '{setup.key}' (from provider '{provider.name}')")
                 setups[setup.key] = setup
     if not setups:
         caps = {t.name: sorted(t.capabilities) for t in targets}
@@ -148,8 +144,20 @@ def enumerate_setups(targets: Sequence[Target], plugins: Any, options: RunOption
     return chosen
 
 
+UnitOf = Callable[[str, Hit], "str | None"]
+
+
+def _finest_unit(target: str, hit: Hit) -> str:
+    return hit.unit
+
+
 def search_all(
-    setups: Sequence[Setup], questions: Sequence[Question], depth: int, seed: int, progress: Progress
+    setups: Sequence[Setup],
+    questions: Sequence[Question],
+    depth: int,
+    seed: int,
+    progress: Progress,
+    unit_of: UnitOf = _finest_unit,
 ) -> list[SetupRun]:
     """One untimed warm-up per setup, then every question through every live setup, in a seeded shuffle."""
     runs = [SetupRun(s) for s in setups]
@@ -169,13 +177,14 @@ def search_all(
             try:
                 hits = run.setup.search(question.question, depth)
                 elapsed = (time.perf_counter() - start) * 1000
-                run.results.append([(h.unit, float(h.score)) for h in hits[:depth]])
-                run.times_ms.append(elapsed)
-                run.errors.append(None)
             except Exception as exc:
                 run.results.append([])
                 run.times_ms.append(None)
                 run.errors.append(f"{type(exc).__name__}: {exc}")
+            else:
+                run.results.append([(unit_of(run.setup.target, h), float(h.score)) for h in hits[:depth]])
+                run.times_ms.append(elapsed)
+                run.errors.append(None)
             advance(1)
     for run in live:
         failures = [e for e in run.errors if e]
@@ -184,12 +193,23 @@ def search_all(
     return runs
 
 
+def question_status(run: SetupRun, index: int, relevance_field: str | None) -> tuple[str, str | None]:
+    """evaluated, skipped (with why) or failed (with the error) for one question of one setup."""
+    if run.errors[index]:
+        return "failed", run.errors[index]
+    results = run.results[index]
+    if relevance_field and results and all(u is None for u, _ in results):
+        return "skipped", f"none of the {len(results)} results has the field '{relevance_field}'"
+    return "evaluated", None
+
+
 def score_setup(
     run: SetupRun,
     questions: Sequence[Question],
     measures: Sequence[metrics.Measure],
     settings: dict[str, Any],
 ) -> dict[str, Any]:
+    """A setup's report entry: summary, intervals, times, counts and every question's status and measures."""
     setup = run.setup
     entry: dict[str, Any] = {
         "key": setup.key,
@@ -200,42 +220,99 @@ def score_setup(
         "ranker": setup.ranker,
         "label": setup.label,
         "error": run.error,
+        "summary": {},
+        "ci": {},
+        "times_ms": {"median": None, "p95": None},
+        "per_question": {},
+        "counts": {"total": len(questions), "evaluated": 0, "skipped": 0, "failed": 0},
     }
     if not run.results:  # the warm-up failed: nothing was searched
-        entry.update(summary={}, ci={}, times_ms={"median": None, "p95": None}, per_question={})
+        entry["counts"]["failed"] = len(questions)
         return entry
-    values = np.zeros((len(questions), len(measures)))
-    positions: list[int | None] = []
-    for i, (question, results) in enumerate(zip(questions, run.results, strict=True)):
-        judged = judge(results, question)
-        values[i] = [m(judged) for m in measures]
-        positions.append(first_position(judged))
-    ci = stats.bootstrap_ci(values, samples=settings["bootstrap"], seed=settings["seed"])
+    statuses = [question_status(run, i, settings["relevance_field"]) for i in range(len(questions))]
+    threshold = settings["relevance_threshold"]
+    judged = [judge(results, q, threshold) for q, results in zip(questions, run.results, strict=True)]
+    batch = metrics.Batch.of(judged, settings["depth"])
+    values = np.column_stack([m.compute(batch) for m in measures])
+    notes: list[str | None] = []
+    for i, (status, _) in enumerate(statuses):
+        entry["counts"][status] += 1
+        if status == "skipped":
+            values[i] = np.nan
+        reasons = [r for m in measures if (r := m.unscorable(judged[i], settings["depth"]))]
+        notes.append("; ".join(reasons) or None)
     names = [m.name for m in measures]
-    entry["summary"] = {n: float(v) for n, v in zip(names, values.mean(axis=0), strict=True)}
-    entry["ci"] = {n: [float(lo), float(hi)] for n, (lo, hi) in zip(names, ci, strict=True)}
     entry["times_ms"] = stats.median_p95([t for t in run.times_ms if t is not None])
     entry["per_question"] = {
-        "status": ["failed" if e else "evaluated" for e in run.errors],
-        "errors": run.errors,
-        "positions": positions,
+        "status": [s for s, _ in statuses],
+        "errors": [why for _, why in statuses],
+        "notes": notes,
+        "positions": [
+            first_position(j) if s == "evaluated" else None for j, (s, _) in zip(judged, statuses, strict=True)
+        ],
         "times_ms": [round(t, 4) if t is not None else None for t in run.times_ms],
-        "metrics": {n: values[:, j].tolist() for j, n in enumerate(names)},
+        "metrics": {n: [None if np.isnan(v) else float(v) for v in values[:, j]] for j, n in enumerate(names)},
         "results": [[[u, s] for u, s in results] for results in run.results],
     }
+    if entry["counts"]["evaluated"] == 0:
+        first = next(why for _, why in statuses if why)
+        entry["error"] = entry["error"] or f"every question was skipped or failed; first: {first}"
+        return entry
+    ci = stats.bootstrap_ci(values, samples=settings["bootstrap"], seed=settings["seed"])
+    with np.errstate(invalid="ignore"):
+        means = np.nanmean(values, axis=0) if len(values) else np.zeros(len(names))
+    entry["summary"] = {n: (None if np.isnan(v) else float(v)) for n, v in zip(names, means, strict=True)}
+    entry["ci"] = {n: [float(lo), float(hi)] for n, (lo, hi) in zip(names, ci, strict=True) if not np.isnan(lo)}
+    evaluated = [i for i, (s, _) in enumerate(statuses) if s == "evaluated"]
+    entry["relevance_distribution"] = metrics.relevance_distribution(
+        metrics.Batch.of([judged[i] for i in evaluated], settings["depth"]), 10
+    )
     return entry
 
 
-def rank_and_pick(
-    entries: list[dict[str, Any]], primary: str, balance: float, time_points: float
-) -> dict[str, Any]:
+def compare_with_best(entries: list[dict[str, Any]], best: str | None, settings: dict[str, Any]) -> dict[str, Any]:
+    """Paired randomization tests of every setup against `finds_the_most` on the primary measure, Holm-corrected;
+    setups the tests cannot tell from it are marked tied. Returns the smallest difference these questions
+    could detect."""
+    primary = settings["primary"]
+    by_key = {e["key"]: e for e in entries}
+    if best is None or not settings["permutations"]:
+        return {"metric": primary, "value": None}
+    leader = np.array(by_key[best]["per_question"]["metrics"][primary], dtype=float)
+    others = [e for e in entries if e["key"] != best and e["summary"] and e["error"] is None]
+    pvalues, mdes = [], []
+    for e in others:
+        values = np.array(e["per_question"]["metrics"][primary], dtype=float)
+        pvalues.append(
+            stats.paired_randomization(leader, values, samples=settings["permutations"], seed=settings["seed"])
+        )
+        lo, hi = stats.paired_bootstrap_ci(values, leader, samples=settings["bootstrap"], seed=settings["seed"])
+        e["vs_best"] = {"metric": primary, "delta": float(np.nanmean(values - leader)), "ci": [lo, hi]}
+        mdes.append(stats.detectable_difference(leader - values))
+    for e, p, adjusted in zip(others, pvalues, stats.holm(pvalues), strict=True):
+        e["vs_best"].update(p=p, p_holm=adjusted)
+        e["tied_with_best"] = adjusted >= settings["alpha"]
+    by_key[best]["tied_with_best"] = True
+    known = [m for m in mdes if m is not None]
+    if not known:  # one setup: assume a rival as variable as the leader and uncorrelated with it
+        single = stats.detectable_difference(leader - np.nanmean(leader))
+        known = [single * np.sqrt(2)] if single is not None else []
+    return {
+        "metric": primary,
+        "value": float(np.median(known)) if known else None,
+        "meaning": "the smallest mean difference in the primary measure a paired test on these questions "
+        "would detect (two-sided 5%, 80% power); smaller differences cannot be told from noise",
+    }
+
+
+def rank_and_pick(entries: list[dict[str, Any]], primary: str, balance: float, time_points: float) -> dict[str, Any]:
     scored = [
         picks.Scored(
             key=e["key"],
-            primary=e["summary"].get(primary, 0.0),
-            at1=e["summary"].get("found@1", 0.0),
+            primary=e["summary"].get(primary) or 0.0,
+            at1=e["summary"].get("found@1") or 0.0,
             median_ms=e["times_ms"]["median"] if e["times_ms"]["median"] is not None else float("inf"),
-            failed=e["error"] is not None,
+            failed=e["error"] is not None or not e["summary"],
         )
         for e in entries
     ]
@@ -244,6 +321,7 @@ def rank_and_pick(
     for e in entries:
         e["rank"] = order[e["key"]]
         e["neighbours"] = near[e["key"]]
+        e.setdefault("tied_with_best", False)
     entries.sort(key=lambda e: e["rank"])
     return {
         "picks": picks.picks(scored, balance=balance, time=time_points),
@@ -267,14 +345,16 @@ def run_experiment(experiment: Experiment, plugins: Any, options: RunOptions | N
     measures = measures_for(experiment)
     targets = open_targets(experiment, plugins, stores, options.progress)
     try:
-        missing = check_missing(golden, targets)
+        missing = {} if ev.relevance_field else check_missing(golden, targets)
         for note in missing_notes(missing):
             options.progress.note(note)
         setups = enumerate_setups(targets, plugins, options)
-        runs = search_all(setups, golden.questions, ev.depth, ev.seed, options.progress)
+        unit_of = (
+            FieldUnits(ev.relevance_field, {t.name: t.handle for t in targets}) if ev.relevance_field else _finest_unit
+        )
+        runs = search_all(setups, golden.questions, ev.depth, ev.seed, options.progress, unit_of)
         describe = {
-            t.name: {"engine": t.engine, **t.handle.describe(), "capabilities": sorted(t.capabilities)}
-            for t in targets
+            t.name: {"engine": t.engine, **t.handle.describe(), "capabilities": sorted(t.capabilities)} for t in targets
         }
     finally:
         for target in targets:
@@ -290,16 +370,20 @@ def run_experiment(experiment: Experiment, plugins: Any, options: RunOptions | N
         "time_points": time_points,
         "seed": ev.seed,
         "bootstrap": ev.bootstrap,
-        "relevance_threshold": 1,
+        "permutations": ev.permutations,
+        "alpha": ev.alpha,
+        "relevance_threshold": ev.relevance_threshold,
+        "relevance_field": ev.relevance_field,
         "confidence": 0.95,
     }
     entries = [score_setup(r, golden.questions, measures, settings) for r in runs]
     chosen = rank_and_pick(entries, settings["primary"], balance, time_points)
+    detectable = compare_with_best(entries, chosen["picks"]["finds_the_most"], settings)
     report: dict[str, Any] = {
         "format": FORMAT,
         "id": new_run_id(started),
         "name": config.name,
-        "status": "done" if any(e["error"] is None for e in entries) else "failed",
+        "status": "done" if chosen["picks"]["finds_the_most"] else "failed",
         "created_at": started.isoformat(timespec="seconds"),
         "duration_s": round((dt.datetime.now(dt.UTC) - started).total_seconds(), 3),
         "config": {"path": str(experiment.path) if experiment.path else None, "sha256": experiment.sha256},
@@ -319,6 +403,7 @@ def run_experiment(experiment: Experiment, plugins: Any, options: RunOptions | N
         "settings": settings,
         "setups": entries,
         **chosen,
+        "detectable_difference": detectable,
         "provenance": provenance(plugins, {n: d.get("models", []) for n, d in describe.items()}),
     }
     location = None

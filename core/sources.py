@@ -33,9 +33,7 @@ def read_golden(source: GoldenSource | str, stores: Stores) -> GoldenSet:
         source = GoldenSource(path=source)
     beir = source.format == "beir" or (source.format == "auto" and is_beir_folder(source.path))
     if beir:
-        return parse_golden(
-            beir_golden_bytes(source.path, source.split), f"{source.path} (BEIR {source.split})"
-        )
+        return parse_golden(beir_golden_bytes(source.path, source.split), f"{source.path} (BEIR {source.split})")
     if not is_uri(source.path) and Path(source.path).is_dir():
         raise GoldenError(
             f"golden {source.path} is a folder without queries.jsonl; name a .jsonl file or a BEIR folder"
@@ -69,9 +67,7 @@ def beir_golden_bytes(folder: str, split: str) -> bytes:
     qrels_path = root / "qrels" / f"{split}.tsv"
     if not qrels_path.is_file():
         splits = sorted(p.stem for p in (root / "qrels").glob("*.tsv"))
-        raise GoldenError(
-            f"{qrels_path} does not exist; this BEIR folder has splits: {', '.join(splits) or 'none'}"
-        )
+        raise GoldenError(f"{qrels_path} does not exist; this BEIR folder has splits: {', '.join(splits) or 'none'}")
     qrels = read_qrels(qrels_path.read_text(encoding="utf-8"), str(qrels_path))
     rows = []
     with (root / "queries.jsonl").open(encoding="utf-8") as handle:

@@ -53,9 +53,7 @@ def join(base: str, *parts: str) -> str:
     for part in parts:
         for piece in PurePosixPath(part).parts:
             if piece in ("..", ".") or not _SAFE_PART.match(piece):
-                raise StoreError(
-                    f"'{part}' is not a plain name below {base}: use letters, digits, '.', '_', '-' only"
-                )
+                raise StoreError(f"'{part}' is not a plain name below {base}: use letters, digits, '.', '_', '-' only")
     if is_uri(base):
         return posixpath.join(base.rstrip("/"), *parts)
     return os.path.join(base, *parts)

@@ -67,9 +67,7 @@ def test_a_bad_config_is_one_clear_error_and_exit_2(capsys, tmp_path):
     bad.write_text("name: x\ngolden: g.jsonl\ntargets:\n  - name: A\n    engine: sqlte\n")
     code, out, err = call(capsys, "run", str(bad))
     assert code == 2 and out == ""
-    assert err.startswith(
-        f"error: {bad}:5: targets[0].engine: no engine named 'sqlte'; did you mean 'sqlite'?"
-    )
+    assert err.startswith(f"error: {bad}:5: targets[0].engine: no engine named 'sqlte'; did you mean 'sqlite'?")
 
 
 def test_a_missing_config_and_a_bad_option_exit_2(capsys, tmp_path):
@@ -157,8 +155,7 @@ def test_plugins_can_be_disabled_by_name(capsys, monkeypatch, quickstart):
     code, _, err = call(capsys, "plugins")
     assert (
         code == 2
-        and "VX_EVAL_DISABLE_PLUGINS names 'sqlte', which is not an installed plugin; did you mean 'sqlite'?"
-        in err
+        and "VX_EVAL_DISABLE_PLUGINS names 'sqlte', which is not an installed plugin; did you mean 'sqlite'?" in err
     )
 
 

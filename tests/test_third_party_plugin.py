@@ -147,9 +147,7 @@ def test_vx_eval_run_discovers_and_runs_the_third_party_engine(toy_site, project
 
 
 def test_the_third_party_engine_validates_its_own_options(toy_site, project):
-    config = project.write_config(
-        targets=[{"name": "Toy", "engine": "toy", "options": {"boost_titel": True}}]
-    )
+    config = project.write_config(targets=[{"name": "Toy", "engine": "toy", "options": {"boost_titel": True}}])
     done = vx_eval(toy_site, "run", str(config), cwd=project.root)
     assert done.returncode == 2
     assert "targets[0].options.boost_titel: unknown key; did you mean 'boost_title'?" in done.stderr

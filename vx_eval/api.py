@@ -29,9 +29,7 @@ def read_golden(location: str | GoldenSource, *, fetcher: Fetcher | None = None)
     )
 
 
-def save_golden(
-    rows: Iterable[Question | Mapping[str, Any]], location: str | Path, *, overwrite: bool = False
-) -> str:
+def save_golden(rows: Iterable[Question | Mapping[str, Any]], location: str | Path, *, overwrite: bool = False) -> str:
     """Write golden rows (questions or row mappings) as JSONL, atomically; never over a file unless told."""
     stores = Stores(load_plugins())
     target = str(location)

@@ -48,9 +48,7 @@ def cli() -> None:
 @click.option("--only", multiple=True, metavar="KEY", help="Run only these setup keys (globs allowed).")
 @click.option("--skip", multiple=True, metavar="METHOD", help="Leave out a method (keyword, dense, …).")
 @click.option("--balance", type=click.FloatRange(0, 100), help="Points for best_for_balance (default 4).")
-@click.option(
-    "--time", "time_points", type=click.FloatRange(0, 100), help="Points for best_for_time (default 8)."
-)
+@click.option("--time", "time_points", type=click.FloatRange(0, 100), help="Points for best_for_time (default 8).")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON instead of the table.")
 @click.option("--no-save", is_flag=True, help="Do not save the report.")
 def run(config, save_to, only, skip, balance, time_points, as_json, no_save) -> None:
@@ -113,9 +111,7 @@ def golden_check(file: str, config: Path | None) -> None:
         err.print(f"[red]{problems} problem{'s' * (problems != 1)}[/] in {file}")
         sys.exit(2)
     unfilled = len(rows) - len(filled)
-    out.print(
-        f"{file}: {len(filled)} questions ok" + (f", {unfilled} rows still to fill" if unfilled else "")
-    )
+    out.print(f"{file}: {len(filled)} questions ok" + (f", {unfilled} rows still to fill" if unfilled else ""))
 
 
 @golden.command("template")
@@ -169,9 +165,7 @@ def golden_import(fmt: str, source: Path, out_file: str, split: str, force: bool
 def plugins_command(as_json: bool) -> None:
     """What is installed: engines, setups, stores, writers, judges, with the packages that ship them."""
     plugins = load_plugins()
-    roles = {
-        role: getattr(plugins, role).names() for role in ("engines", "setups", "stores", "writers", "judges")
-    }
+    roles = {role: getattr(plugins, role).names() for role in ("engines", "setups", "stores", "writers", "judges")}
     if as_json:
         click.echo(json.dumps({"roles": roles, "plugins": plugins.distributions()}, indent=1))
         return

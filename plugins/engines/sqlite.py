@@ -24,7 +24,7 @@ from vx_eval.core.engine import KEYWORD, Corpus, Document, Engine, EngineOptions
 from vx_eval.core.errors import EngineError
 from vx_eval.plugins.engines.text import chunk_words, fts_match, query_terms
 
-FORMAT = 1
+FORMAT = 2
 
 
 class SqliteOptions(EngineOptions):
@@ -42,15 +42,15 @@ class SqliteOptions(EngineOptions):
     @model_validator(mode="after")
     def _overlap_below_size(self) -> SqliteOptions:
         if self.chunk_words and self.chunk_overlap >= self.chunk_words:
-            raise ValueError(
-                f"chunk_overlap ({self.chunk_overlap}) must be below chunk_words ({self.chunk_words})"
-            )
+            raise ValueError(f"chunk_overlap ({self.chunk_overlap}) must be below chunk_words ({self.chunk_words})")
         return self
 
 
 SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE documents (id TEXT PRIMARY KEY, title TEXT NOT NULL, text TEXT NOT NULL, pages INTEGER NOT NULL);
+CREATE TABLE documents (
+    id TEXT PRIMARY KEY, title TEXT NOT NULL, text TEXT NOT NULL, pages INTEGER NOT NULL, metadata TEXT NOT NULL
+);
 CREATE TABLE chunks (
     id INTEGER PRIMARY KEY, chunk_id TEXT NOT NULL UNIQUE, doc_id TEXT NOT NULL REFERENCES documents(id),
     page INTEGER, ord INTEGER NOT NULL, body TEXT NOT NULL
@@ -69,9 +69,12 @@ class SqliteHandle:
             self.db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
             self.meta = dict(self.db.execute("SELECT key, value FROM meta"))
         except sqlite3.DatabaseError as exc:
+            raise EngineError(f"{path} is not a vx-eval SQLite index ({exc}); delete it or name another path") from None
+        if self.meta.get("format") != str(FORMAT):
             raise EngineError(
-                f"{path} is not a vx-eval SQLite index ({exc}); delete it or name another path"
-            ) from None
+                f"{path} was built by another version of vx-eval (index format {self.meta.get('format')}, "
+                f"this one reads {FORMAT}); declare its corpus in the config so it is indexed again"
+            )
         self._documents = int(self.meta.get("documents", 0))
 
     def capabilities(self) -> frozenset[str]:
@@ -111,9 +114,7 @@ class SqliteHandle:
         for start in range(0, len(ids), 500):
             batch = ids[start : start + 500]
             marks = ",".join("?" * len(batch))
-            found.update(
-                r[0] for r in self.db.execute(f"SELECT id FROM documents WHERE id IN ({marks})", batch)
-            )
+            found.update(r[0] for r in self.db.execute(f"SELECT id FROM documents WHERE id IN ({marks})", batch))
         return wanted - found
 
     def document_ids(self) -> list[str]:
@@ -122,9 +123,9 @@ class SqliteHandle:
     def documents(self, doc_ids: Iterable[str]) -> list[Document]:
         out = []
         for doc_id in doc_ids:
-            row = self.db.execute("SELECT title, text FROM documents WHERE id = ?", (doc_id,)).fetchone()
+            row = self.db.execute("SELECT title, text, metadata FROM documents WHERE id = ?", (doc_id,)).fetchone()
             if row:
-                out.append(Document(id=doc_id, title=row[0], text=row[1]))
+                out.append(Document(id=doc_id, title=row[0], text=row[1], metadata=json.loads(row[2])))
         return out
 
     def close(self) -> None:
@@ -187,19 +188,22 @@ class SqliteEngine(Engine):
             for doc in corpus:
                 pages = doc.pages or (doc.text,)
                 db.execute(
-                    "INSERT INTO documents VALUES (?, ?, ?, ?)", (doc.id, doc.title, doc.text, len(doc.pages))
+                    "INSERT INTO documents VALUES (?, ?, ?, ?, ?)",
+                    (
+                        doc.id,
+                        doc.title,
+                        doc.text,
+                        len(doc.pages),
+                        json.dumps(doc.metadata, ensure_ascii=False),
+                    ),
                 )
                 rows = []
                 for page_no, page in enumerate(pages, start=1):
-                    for ord_, piece in enumerate(
-                        chunk_words(page, options.chunk_words, options.chunk_overlap)
-                    ):
+                    for ord_, piece in enumerate(chunk_words(page, options.chunk_words, options.chunk_overlap)):
                         page_id = page_no if doc.pages else None
                         body = f"{doc.title}\n{piece}" if doc.title else piece
                         rows.append((f"{doc.id}::{page_id or 0}::{ord_}", doc.id, page_id, ord_, body))
-                db.executemany(
-                    "INSERT INTO chunks (chunk_id, doc_id, page, ord, body) VALUES (?, ?, ?, ?, ?)", rows
-                )
+                db.executemany("INSERT INTO chunks (chunk_id, doc_id, page, ord, body) VALUES (?, ?, ?, ?, ?)", rows)
                 documents += 1
                 chunks += len(rows)
                 advance(1)
@@ -212,9 +216,7 @@ class SqliteEngine(Engine):
                 "documents": str(documents),
                 "chunks": str(chunks),
                 "indexed_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                "settings": json.dumps(
-                    options.model_dump(include={"chunk_words", "chunk_overlap", "tokenizer"})
-                ),
+                "settings": json.dumps(options.model_dump(include={"chunk_words", "chunk_overlap", "tokenizer"})),
             }
             db.executemany("INSERT INTO meta VALUES (?, ?)", meta.items())
             db.commit()

@@ -15,10 +15,7 @@ class TemplateQuestionWriter:
     name: ClassVar[str] = "template"
 
     def rows(self, documents: list[Document]) -> list[dict[str, Any]]:
-        return [
-            {"id": f"q-{doc.id}", "question": "", "expected": [doc.id], "hint": hint(doc)}
-            for doc in documents
-        ]
+        return [{"id": f"q-{doc.id}", "question": "", "expected": [doc.id], "hint": hint(doc)} for doc in documents]
 
 
 @hookimpl

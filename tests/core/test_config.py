@@ -24,9 +24,7 @@ BASE = "name: x\ngolden: g.jsonl\ntargets:\n  - name: Local\n    engine: sqlite\
 def test_a_valid_config_resolves_relative_paths_against_its_folder(plugins, tmp_path):
     path = tmp_path / "sub" / "config.yaml"
     path.parent.mkdir()
-    path.write_text(
-        BASE + "    options: {path: idx/a.db}\ncorpus: ../docs.jsonl\nsave_to: s3://bucket/evals\n"
-    )
+    path.write_text(BASE + "    options: {path: idx/a.db}\ncorpus: ../docs.jsonl\nsave_to: s3://bucket/evals\n")
     experiment = load_config(path, plugins)
     assert experiment.config.golden == str(tmp_path / "sub" / "g.jsonl")
     assert experiment.config.corpus == str(tmp_path / "docs.jsonl")

@@ -77,9 +77,7 @@ def test_a_run_writes_a_complete_report_and_keeps_the_golden_file(project, plugi
     assert lo <= setup["summary"]["mrr"] <= hi
     per_q = setup["per_question"]
     assert len(per_q["positions"]) == len(per_q["times_ms"]) == len(per_q["results"]) == 5
-    assert (
-        per_q["positions"][4] == 1 and per_q["results"][4][0][0] == "report.pdf#page=2"
-    )  # page-level question
+    assert per_q["positions"][4] == 1 and per_q["results"][4][0][0] == "report.pdf#page=2"  # page-level question
     assert all(t > 0 for t in per_q["times_ms"])
     assert set(report["provenance"]) >= {"vx_eval", "python", "platform", "packages", "plugins", "models"}
     assert progress.bars == [("Indexing Local", 6), ("Searching", 5)]
@@ -196,9 +194,7 @@ def test_the_golden_copy_is_kept_once_per_version(project, plugins):
     run(config, plugins)
     assert kept.stat().st_mtime_ns == 1 != before  # not written again
     with (project / "golden.jsonl").open("a") as handle:
-        handle.write(
-            '{"id": "q9", "question": "Is the loan book diversified?", "expected": ["report.pdf"]}\n'
-        )
+        handle.write('{"id": "q9", "question": "Is the loan book diversified?", "expected": ["report.pdf"]}\n')
     run(config, plugins)
     assert len(list((project / "runs" / "golden_dataset").iterdir())) == 2
     assert len(list((project / "runs" / "retrieval" / "runs").iterdir())) == 3
