@@ -187,7 +187,7 @@ _TREC_FORM = re.compile(r"^([a-z][a-z0-9_]*?)_(\d+)$")
 
 def parse(text: str) -> Measure:
     """Parse ``ndcg@10``, ``hit@5``, ``recall@2r``, ``mrr``, or trec_eval's ``ndcg_cut_10``, ``P_5``, ``Rprec``."""
-    spelled = text.strip().lower()
+    spelled = text.strip().lower().replace("_at_", "@")  # Mixpeek's spelling: recall_at_10, f2_at_2r
     name, k, per_r = None, None, False
     if match := _WITH_AT.match(spelled):
         name = _ALIASES.get(match[1]) or _TREC_CUT.get(match[1])

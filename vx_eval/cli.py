@@ -71,7 +71,10 @@ def run(config, save_to, only, skip, balance, time_points, as_json, no_save) -> 
     else:
         show_run(out, result.report, result.location)
     if result.report["status"] == "failed":
-        err.print("[red]error:[/] the run failed: no setup could search (see the errors above)")
+        err.print(
+            "[red]error:[/] the run failed: no setup could be scored "
+            "(every search failed, or every question was skipped; the reasons are above)"
+        )
         sys.exit(1)
 
 

@@ -76,12 +76,21 @@ def _ms(value: float | None) -> str:
     return "–" if value is None else (f"{value:.1f}" if value < 100 else f"{value:,.0f}")
 
 
+def _interval(metric: str, ci: list[float] | None) -> str:
+    if not ci:
+        return ""
+    lo, hi = ci
+    return f" [dim][{lo * 100:.0f}–{hi * 100:.0f}][/]" if _is_share(metric) else f" [dim][{lo:.3f}–{hi:.3f}][/]"
+
+
 def run_table(report: dict[str, Any]) -> Table:
     settings = report["settings"]
+    primary = settings["primary"]
     lead = ["found@1", "found@10", "mrr"]
     extra = [m for m in settings["metrics"] if m not in lead and not m.startswith("found@")]
     columns = [m for m in lead if m in settings["metrics"]] + extra
     many_targets = len(report["targets"]) > 1
+    skipped = any(s.get("counts", {}).get("skipped") for s in report["setups"])
     marks: dict[str, str] = {}
     for pick, key in report["picks"].items():
         if key:
@@ -89,6 +98,8 @@ def run_table(report: dict[str, Any]) -> Table:
     table = Table(
         title=f"{report['name']}: {report['golden']['labelled']} questions, {len(report['setups'])} setups",
         title_justify="left",
+        caption=f"\\[lo–hi]: 95% interval of {primary};  ≈ a paired test cannot tell it from the leader",
+        caption_justify="left",
     )
     table.add_column("#", justify="right")
     table.add_column("setup")
@@ -96,17 +107,25 @@ def run_table(report: dict[str, Any]) -> Table:
         table.add_column("target")
     for name in columns:
         table.add_column(name, justify="right")
+    if skipped:
+        table.add_column("skipped", justify="right")
     table.add_column("median ms", justify="right")
     table.add_column("p95 ms", justify="right")
     for setup in report["setups"]:
         label = f"{setup['label']} [dim]{setup['key']}[/]"
         if setup["key"] in marks:
             label = f"{marks[setup['key']]} {label}"
-        row = [str(setup["rank"]), label] + ([setup["target"]] if many_targets else [])
-        if setup["error"] and not setup["summary"]:
-            row += ["failed"] + [""] * len(columns)
+        best = setup["key"] == report["picks"]["finds_the_most"]
+        rank = f"≈{setup['rank']}" if setup.get("tied_with_best") and not best else str(setup["rank"])
+        row = [rank, label] + ([setup["target"]] if many_targets else [])
+        if not setup["summary"]:
+            row += ["failed"] + [""] * (len(columns) + skipped + 1)
         else:
-            row += [_fmt(m, setup["summary"].get(m)) for m in columns]
+            for m in columns:
+                cell = _fmt(m, setup["summary"].get(m))
+                row.append(cell + _interval(m, setup["ci"].get(m)) if m == primary else cell)
+            if skipped:
+                row.append(str(setup["counts"]["skipped"]))
             row += [_ms(setup["times_ms"]["median"]), _ms(setup["times_ms"]["p95"])]
         table.add_row(*row, style="red" if setup["error"] else None)
     return table
@@ -155,5 +174,14 @@ def show_run(console: Console, report: dict[str, Any], location: str | None) -> 
     console.print()
     for line in pick_lines(report):
         console.print(line, highlight=False)
+    detectable = report.get("detectable_difference") or {}
+    if detectable.get("value") is not None:
+        metric = detectable["metric"]
+        size = f"{detectable['value'] * 100:.1f} points" if _is_share(metric) else f"{detectable['value']:.3f}"
+        console.print(
+            f"\nWith {report['golden']['labelled']} questions, differences in {metric} smaller than about {size} "
+            "cannot be told from noise (paired test, 5%, 80% power).",
+            highlight=False,
+        )
     if location:
         console.print(f"\nReport: {location}", highlight=False)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import random
 
+import numpy as np
 import pytest
 import pytrec_eval
 
@@ -152,3 +153,41 @@ def test_agrees_with_pytrec_eval_on_random_graded_runs_with_ties():
 def test_registry_holds_only_documented_measures():
     for definition in metrics.REGISTRY.values():
         assert definition.doc, definition.name
+
+
+def test_f_scores_and_r_precision_follow_their_formulas():
+    # ranked: a(rel) x b(rel) y ; relevant a, b, c (R = 3)
+    j = J(["a", "x", "b", "y"], {"a": 1, "b": 1, "c": 1})
+    p, r = 2 / 4, 2 / 3
+    assert parse("f1@4")(j) == pytest.approx(2 * p * r / (p + r))
+    assert parse("f2@4")(j) == pytest.approx(5 * p * r / (4 * p + r))
+    assert parse("rprec")(j) == pytest.approx(2 / 3)  # two relevant in the top 3 (R = 3)
+    assert parse("f2@1")(J(["x"], {"a": 1})) == 0.0
+
+
+def test_cutoffs_at_multiples_of_the_relevant_count():
+    j = J(["a", "x", "b", "y", "c"], {"a": 1, "b": 1})  # R = 2
+    assert parse("recall@1r")(j) == 0.5  # k = 2
+    assert parse("recall@2r")(j) == 1.0  # k = 4
+    assert parse("p@2r")(j) == 0.5
+    assert parse("recall_at_2r").name == "recall@2r"
+    assert np.isnan(parse("recall@3r")(j, depth=5))  # k = 6 reaches past the 5 results searched
+    assert parse("recall@3r").unscorable(j, 5) == "recall@3r needs 6 results (3 x 2 relevant); depth is 5"
+    assert parse("recall@2r").unscorable(j, 5) is None
+
+
+def test_mean_relevance_judged_and_the_relevance_distribution():
+    j = J(["a", "x", "b"], {"a": 3, "b": 1, "c": 2})
+    assert parse("mean_rel@2")(j) == 1.5  # (3 + 0) / 2
+    assert parse("mean_rel@10")(j) == pytest.approx(4 / 3)  # only three came back
+    assert parse("judged@10")(j) == pytest.approx(2 / 3)
+    assert parse("judged@10")(J([], {"a": 1})) == 0.0
+    shares = metrics.relevance_distribution(metrics.Batch.of([j, J(["c"], {"c": 2})]), 10)
+    assert shares == {"1": 0.25, "2": 0.25, "3": 0.25, "unjudged": 0.25}
+
+
+def test_a_grade_threshold_makes_low_grades_count_as_not_relevant():
+    q = Question("q", "?", ("a", "b"), grades={"a": 1, "b": 3})
+    j = judge([("a", 2.0), ("b", 1.0)], q, threshold=2)
+    assert parse("mrr")(j) == 0.5 and parse("recall@1")(j) == 0.0 and parse("recall@2")(j) == 1.0
+    assert parse("ndcg@2")(j) < 1.0  # graded measures keep every grade

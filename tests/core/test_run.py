@@ -204,3 +204,99 @@ def test_run_ids_sort_by_time_and_never_collide():
     ids = [new_run_id() for _ in range(2000)]
     assert len(set(ids)) == len(ids)
     assert sorted(ids, key=lambda i: i.split("-")[0]) == ids
+
+
+GROUPED = [
+    {"id": "d1", "text": "defer loan payments after a wildfire", "metadata": {"frame": {"key": "loans"}}},
+    {"id": "d2", "text": "loan payments can wait during a disaster", "metadata": {"frame": {"key": "loans"}}},
+    {"id": "d3", "text": "freeze a lost card in the app", "metadata": {"frame": {"key": "cards"}}},
+    {"id": "d4", "text": "opening hours of the branches"},
+]
+
+
+def grouped_project(project, golden):
+    from ..conftest import write_jsonl
+
+    write_jsonl(project / "docs.jsonl", GROUPED)
+    write_jsonl(project / "golden.jsonl", golden)
+    return project.write_config(
+        evaluation={
+            "relevance_field": "metadata.frame.key",
+            "depth": 10,
+            "metrics": ["found@1", "found@10", "mrr", "recall@10", "ndcg@10"],
+        }
+    )
+
+
+def test_relevance_field_grades_by_value_and_skips_questions_without_it(project, plugins):
+    config = grouped_project(
+        project,
+        [
+            {"id": "loan", "question": "loan payments", "expected": ["loans"]},
+            {"id": "card", "question": "lost card", "expected": ["cards"]},
+            {"id": "hours", "question": "branches opening hours", "expected": ["loans"]},
+        ],
+    )
+    report = run(config, plugins)[0].report
+    setup = report["setups"][0]
+    per_q = setup["per_question"]
+    assert per_q["results"][0][:2] == [
+        ["loans", pytest.approx(per_q["results"][0][0][1])],
+        ["loans", pytest.approx(per_q["results"][0][1][1])],
+    ]
+    assert per_q["metrics"]["recall@10"][0] == 1.0 and per_q["metrics"]["ndcg@10"][0] == 1.0  # "loans" counts once
+    assert per_q["status"] == ["evaluated", "evaluated", "skipped"]
+    assert per_q["errors"][2] == "none of the 1 results has the field 'metadata.frame.key'"
+    assert per_q["metrics"]["mrr"][2] is None
+    assert setup["counts"] == {"total": 3, "evaluated": 2, "skipped": 1, "failed": 0}
+    assert setup["summary"]["mrr"] == 1.0  # the skipped question is left out, not scored 0
+    assert report["missing"] == {}  # expected names field values, not documents
+    assert report["settings"]["relevance_field"] == "metadata.frame.key"
+
+
+def test_a_run_in_which_every_question_skips_fails_instead_of_scoring_zeros(project, plugins, capsys):
+    from vx_eval.cli import main
+
+    config = grouped_project(project, [{"id": "hours", "question": "branches opening hours", "expected": ["x"]}])
+    report = run(config, plugins)[0].report
+    setup = report["setups"][0]
+    assert report["status"] == "failed" and set(report["picks"].values()) == {None}
+    assert setup["summary"] == {} and setup["error"].startswith("every question was skipped or failed; first: none of")
+    with pytest.raises(SystemExit) as exit_info:
+        main(["run", str(config)])
+    assert exit_info.value.code == 1
+    assert "the run failed: no setup could be scored" in capsys.readouterr().err
+
+
+class CopySetups:
+    """One setup that repeats keyword search, one that never finds anything."""
+
+    name = "copies"
+
+    def setups(self, target):
+        from vx_eval.core.engine import Query
+
+        def same(text, k):
+            return target.handle.search(Query(text, k))
+
+        yield Setup(f"{target.key}.copy", target.name, target.engine, "copy", "Copy of keyword", same)
+        yield Setup(f"{target.key}.blind", target.name, target.engine, "blind", "Finds nothing", lambda t, k: [])
+
+
+def test_setups_a_paired_test_cannot_tell_from_the_leader_are_marked_tied(tmp_path):
+    import shutil
+
+    from ..conftest import REPO
+
+    shutil.copytree(REPO / "configs" / "quickstart", tmp_path / "quickstart")
+    config = tmp_path / "q.yaml"
+    config.write_text((REPO / "configs" / "quickstart.yaml").read_text().replace("../.vx", ".vx"))
+    report = run(config, with_setups(CopySetups), save=False)[0].report
+    by_key = {s["key"]: s for s in report["setups"]}
+    assert by_key[report["picks"]["finds_the_most"]]["tied_with_best"]
+    twin = by_key["local.copy"] if report["picks"]["finds_the_most"] == "local.keyword" else by_key["local.keyword"]
+    assert twin["tied_with_best"] and twin["vs_best"]["p_holm"] == 1.0 and twin["vs_best"]["delta"] == 0.0
+    blind = by_key["local.blind"]
+    assert not blind["tied_with_best"] and blind["vs_best"]["p_holm"] < 0.001
+    assert blind["vs_best"]["delta"] < 0 and blind["vs_best"]["ci"][1] < 0
+    assert 0 < report["detectable_difference"]["value"] < 0.5

@@ -1,0 +1,97 @@
+"""Every measure equals pytrec_eval's, question by question, on the shared collections' real judgements.
+
+Runs are drawn (seeded) from each collection's judged and unjudged documents with ties in score, and
+scored twice: through the run's path (`judge` + `Batch.of`) and through `vx-eval eval`'s (`trec.run_batch`).
+"""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+import pytrec_eval
+
+from vx_eval.core.golden import Question
+from vx_eval.core.metrics import Batch, parse
+from vx_eval.core.sources import read_qrels
+from vx_eval.core.trec import Judgements, Run, run_batch
+from vx_eval.core.units import judge
+
+from ..conftest import SHARED
+
+PAIRS = {
+    "ndcg": "ndcg",
+    "ndcg@10": "ndcg_cut_10",
+    "ndcg@5": "ndcg_cut_5",
+    "p@5": "P_5",
+    "p@10": "P_10",
+    "recall@10": "recall_10",
+    "recall@100": "recall_100",
+    "map": "map",
+    "map@10": "map_cut_10",
+    "mrr": "recip_rank",
+    "rprec": "Rprec",
+    "found@1": "success_1",
+    "found@5": "success_5",
+    "found@10": "success_10",
+}
+COLLECTIONS = {
+    "scifact": "scifact/qrels/test.tsv",
+    "msmarco-dl19-5k": "msmarco-dl19-5k/qrels/test.tsv",
+    "cranfield": "cranfield/cranqrel",
+    "vaswani": "vaswani/qrels",
+}
+
+
+def load_qrels(name: str) -> dict[str, dict[str, int]]:
+    qrels = read_qrels((SHARED / COLLECTIONS[name]).read_text(encoding="utf-8"), name)
+    # Cranfield marks "no relevance" as -1; a grade is never below 0 here
+    return {
+        q: {d: max(g, 0) for d, g in docs.items()} for q, docs in qrels.items() if any(g > 0 for g in docs.values())
+    }
+
+
+def draw_run(qrels: dict[str, dict[str, int]], seed: int = 1) -> dict[str, dict[str, float]]:
+    rng = random.Random(seed)
+    universe = sorted({d for docs in qrels.values() for d in docs})
+    run = {}
+    for i, (qid, judged) in enumerate(sorted(qrels.items())):
+        if i % 17 == 0:
+            continue  # some questions get no results: trec_eval -c scores them 0
+        pool = rng.sample(sorted(judged), max(1, len(judged) // 2)) + rng.sample(universe, 60)
+        run[qid] = {d: float(rng.randint(0, 40)) for d in pool}  # coarse scores: many ties
+    return run
+
+
+@pytest.mark.parametrize("name", sorted(COLLECTIONS))
+@pytest.mark.parametrize("threshold", [1, 2])
+def test_measures_equal_pytrec_eval_per_question(name, threshold):
+    qrels = load_qrels(name)
+    run = draw_run(qrels)
+    reference = pytrec_eval.RelevanceEvaluator(qrels, set(PAIRS.values()), relevance_level=threshold).evaluate(run)
+    questions = [
+        Question(q, "?", tuple(d for d, g in docs.items() if g > 0), grades=dict(docs)) for q, docs in qrels.items()
+    ]
+    # found@k reads results as they came back: hand them over in trec_eval's order (score, then id, descending)
+    in_trec_order = {q: sorted(docs.items(), key=lambda r: (r[1], r[0]), reverse=True) for q, docs in run.items()}
+    judged = [judge(in_trec_order.get(q.id, []), q, threshold) for q in questions]
+    through_run = Batch.of(judged)
+    rows = [(q, d, g) for q, docs in qrels.items() for d, g in docs.items()]
+    lines = [(q, d, s) for q, docs in run.items() for d, s in docs.items()]
+    random.Random(2).shuffle(lines)  # the file need not be sorted
+    through_eval = run_batch(
+        Judgements(list(qrels), [r[0] for r in rows], [r[1] for r in rows], np.array([r[2] for r in rows], float)),
+        Run([r[0] for r in lines], [r[1] for r in lines], np.array([r[2] for r in lines])),
+        threshold,
+    )
+    if threshold > 1 and not any(g >= threshold for docs in qrels.values() for g in docs.values()):
+        assert name in (
+            "vaswani",
+            "scifact",
+        )  # binary judgements: at threshold 2 nothing is relevant, and every measure is 0
+    for ours, theirs in PAIRS.items():
+        expected = np.array([reference.get(q.id, {}).get(theirs, 0.0) for q in questions])
+        measure = parse(ours)
+        np.testing.assert_allclose(measure.compute(through_run), expected, atol=1e-9, err_msg=f"{name} {ours}")
+        np.testing.assert_allclose(measure.compute(through_eval), expected, atol=1e-9, err_msg=f"{name} {ours} eval")
