@@ -21,7 +21,7 @@ from vx_eval.core.run import RunOptions, open_targets, run_experiment
 from vx_eval.core.sources import beir_golden_bytes
 from vx_eval.core.stores import Stores
 from vx_eval.core.template import sample_documents
-from vx_eval.display import RichProgress, show_run
+from vx_eval.display import RichProgress, show_comparison, show_run
 
 # Piped output (CI logs, files) gets a wide page instead of rich's 80 columns; COLUMNS still wins.
 _WIDTH = None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 150
@@ -161,6 +161,112 @@ def golden_import(fmt: str, source: Path, out_file: str, split: str, force: bool
     stores.write(target_location, data)
     count = len(data.splitlines())
     out.print(f"Wrote {count} questions to {out_file}")
+
+
+@cli.command("eval")
+@click.argument("qrels", type=click.Path(path_type=Path))
+@click.argument("run_file", metavar="RUN", type=click.Path(path_type=Path))
+@click.option(
+    "-m",
+    "--measure",
+    "measures",
+    multiple=True,
+    metavar="MEASURE",
+    help="A measure to compute (repeatable; trec_eval names work too). Default: ndcg@10 map recall@100 mrr p@10.",
+)
+@click.option(
+    "-l",
+    "--level",
+    "threshold",
+    default=1,
+    show_default=True,
+    type=click.IntRange(1),
+    help="Grade from which a document counts as relevant for binary measures (trec_eval -l).",
+)
+@click.option("-q", "--per-query", is_flag=True, help="Also print every question's values.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON: measure -> mean (with -q, per question too).")
+def eval_command(
+    qrels: Path, run_file: Path, measures: tuple[str, ...], threshold: int, per_query: bool, as_json: bool
+) -> None:
+    """Score a TREC RUN file against QRELS (TREC qrels or a golden file), as `trec_eval -c` does."""
+    from vx_eval.core.trec import DEFAULT_MEASURES, evaluate_run, read_judgements, read_run
+
+    evaluation = evaluate_run(
+        read_judgements(qrels), read_run(run_file), measures or DEFAULT_MEASURES, threshold=threshold
+    )
+    means = evaluation.means()
+    if as_json:
+        if per_query:
+            rows = {
+                q: dict(zip(evaluation.measures, map(float, v), strict=True))
+                for q, v in zip(evaluation.question_ids, evaluation.values, strict=True)
+            }
+            click.echo(json.dumps({"all": means, "per_query": rows}, indent=1))
+        else:
+            click.echo(json.dumps(means, indent=1))
+        return
+    if per_query:
+        for qid, values in zip(evaluation.question_ids, evaluation.values, strict=True):
+            for name, value in zip(evaluation.measures, values, strict=True):
+                click.echo(f"{name:<16}\t{qid}\t{value:.4f}")
+    click.echo(f"{'num_q':<16}\tall\t{len(evaluation.question_ids)}")
+    for name, value in means.items():
+        click.echo(f"{name:<16}\tall\t{value:.4f}")
+
+
+@cli.command()
+@click.argument("before")
+@click.argument("after")
+@click.option(
+    "--runs",
+    default="runs",
+    show_default=True,
+    help="Where run ids are looked up: the save_to of the config (a folder, s3://… or a Blob address).",
+)
+@click.option(
+    "--fail-if",
+    "gates",
+    multiple=True,
+    metavar="GATE",
+    help="Exit 3 when a setup's measure drops beyond a tolerance AND significantly, e.g. "
+    '"ndcg@10 drops by more than 0.02" (repeatable).',
+)
+@click.option("--allow-different-golden", is_flag=True, help="Compare runs that read different golden files.")
+@click.option("-m", "--measure", "only_measures", multiple=True, metavar="MEASURE", help="Show only these measures.")
+@click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
+def compare(
+    before: str,
+    after: str,
+    runs: str,
+    gates: tuple[str, ...],
+    allow_different_golden: bool,
+    only_measures: tuple[str, ...],
+    as_json: bool,
+) -> None:
+    """Compare two runs (ids, `latest`, or paths): every change with its interval and significance."""
+    from vx_eval.core.compare import Gate, compare_reports, failed_gates, load_report
+    from vx_eval.core.metrics import parse
+
+    parsed_gates = [Gate.parse(g) for g in gates]
+    stores = Stores(load_plugins())
+    runs_at = _location(runs)
+    comparison = compare_reports(
+        load_report(before, stores, runs_at),
+        load_report(after, stores, runs_at),
+        allow_different_golden=allow_different_golden,
+    )
+    shown = {parse(m).name for m in only_measures}
+    tripped = failed_gates(comparison, parsed_gates)
+    if as_json:
+        click.echo(json.dumps({**comparison, "failed_gates": tripped}, indent=1))
+    else:
+        show_comparison(out, comparison, shown)
+        for line in tripped:
+            err.print(f"[red]gate failed:[/] {escape(line)}", highlight=False)
+        if parsed_gates and not tripped:
+            out.print(f"All {len(parsed_gates)} gate{'s' * (len(parsed_gates) != 1)} passed.")
+    if tripped:
+        sys.exit(3)
 
 
 @cli.command("plugins")

@@ -185,3 +185,47 @@ def show_run(console: Console, report: dict[str, Any], location: str | None) -> 
         )
     if location:
         console.print(f"\nReport: {location}", highlight=False)
+
+
+def show_comparison(console: Console, comparison: dict[str, Any], only: set[str]) -> None:
+    rows = [r for r in comparison["rows"] if not only or r["measure"] in only]
+    table = Table(
+        title=f"{comparison['before']} → {comparison['after']}: {comparison['questions']} shared questions"
+        + ("" if comparison["golden_same"] else " (different golden files)"),
+        title_justify="left",
+        caption=f"▲▼ significant after Holm's correction at {comparison['alpha']:g};  · no detectable change",
+        caption_justify="left",
+    )
+    for column, justify in (
+        ("setup", "left"),
+        ("measure", "left"),
+        ("before", "right"),
+        ("after", "right"),
+        ("change", "right"),
+        ("95% interval", "right"),
+        ("p (Holm)", "right"),
+        ("", "center"),
+    ):
+        table.add_column(column, justify=justify)
+    for r in rows:
+        mark = ("▲" if r["delta"] > 0 else "▼") if r["significant"] else "·"
+        style = ("green" if r["delta"] > 0 else "red") if r["significant"] else None
+        lo, hi = r["ci"]
+        table.add_row(
+            r["setup"],
+            r["measure"],
+            f"{r['before']:.4f}",
+            f"{r['after']:.4f}",
+            f"{r['delta']:+.4f}",
+            f"{lo:+.4f} … {hi:+.4f}",
+            f"{r['p_holm']:.4f}",
+            mark,
+            style=style,
+        )
+    console.print(table)
+    for side, keys in (
+        ("only in the first run", comparison["only_before"]),
+        ("only in the second", comparison["only_after"]),
+    ):
+        if keys:
+            console.print(f"Setups {side}: {', '.join(keys)}", highlight=False)

@@ -1,0 +1,156 @@
+"""`vx-eval eval` (TREC files, trec_eval semantics) and `vx-eval compare` (changes, significance, gates)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from vx_eval.core.compare import Gate
+from vx_eval.core.errors import VxEvalError
+
+from .conftest import REPO
+from .test_cli import call
+
+QRELS = "q1 0 a 2\nq1 0 b 1\nq1 0 z 0\nq2 0 c 1\nq3 0 d 1\n"
+RUN = "q1 Q0 x 1 3.0 t\nq1 Q0 a 2 2.0 t\nq1 Q0 b 3 2.0 t\nq2 Q0 c 1 9.0 t\nq9 Q0 c 1 9.0 t\n"
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> tuple[Path, Path]:
+    (tmp_path / "qrels").write_text(QRELS)
+    (tmp_path / "run").write_text(RUN)
+    return tmp_path / "qrels", tmp_path / "run"
+
+
+def test_eval_prints_trec_eval_style_lines(capsys, files):
+    code, out, _ = call(capsys, "eval", str(files[0]), str(files[1]), "-m", "P_2", "-m", "recip_rank")
+    assert code == 0
+    # q1: tie a/b at 2.0 -> b before a (id descending); q3 has no results and scores 0; q9 is not judged
+    assert out.splitlines() == [
+        "num_q           \tall\t3",
+        "p@2             \tall\t0.3333",
+        "mrr             \tall\t0.5000",
+    ]
+
+
+def test_eval_json_per_query_and_threshold(capsys, files):
+    code, out, _ = call(capsys, "eval", str(files[0]), str(files[1]), "-m", "mrr", "-q", "--json", "-l", "2")
+    assert code == 0
+    result = json.loads(out)
+    assert result["per_query"] == {"q1": {"mrr": 1 / 3}, "q2": {"mrr": 0.0}, "q3": {"mrr": 0.0}}
+    assert result["all"]["mrr"] == pytest.approx(1 / 9)
+
+
+def test_eval_reads_a_golden_file_as_judgements(capsys, files, tmp_path):
+    golden = tmp_path / "golden.jsonl"
+    golden.write_text(
+        '{"id": "q1", "question": "?", "expected": ["a"]}\n{"id": "q2", "question": "!", "expected": ["c"]}\n'
+    )
+    code, out, _ = call(capsys, "eval", str(golden), str(files[1]), "-m", "mrr", "--json")
+    assert code == 0 and json.loads(out) == {"mrr": pytest.approx((1 / 3 + 1) / 2)}
+
+
+def test_eval_names_a_bad_line_or_a_missing_file(capsys, files, tmp_path):
+    bad = tmp_path / "bad"
+    bad.write_text("q1 Q0 a 1 2.0 t\nq1 Q0 b 2 high t\n")
+    code, _, err = call(capsys, "eval", str(files[0]), str(bad))
+    assert code == 2 and f"{bad}:2: score 'high' is not a number" in err
+    short = tmp_path / "short"
+    short.write_text("q1 Q0 a 1 2.0 t\nq1 a\n")
+    assert (
+        f"{short}:2: expected 'qid Q0 doc rank score tag' (2 fields)"
+        in call(capsys, "eval", str(files[0]), str(short))[2]
+    )
+    assert "run file" in call(capsys, "eval", str(files[0]), str(tmp_path / "nope"))[2]
+    assert "unknown measure 'ndgc@10'" in call(capsys, "eval", str(files[0]), str(files[1]), "-m", "ndgc@10")[2]
+
+
+@pytest.fixture
+def two_runs(capsys, tmp_path: Path) -> Path:
+    """Two runs of the quickstart config that differ only in their seed."""
+    shutil.copytree(REPO / "configs" / "quickstart", tmp_path / "quickstart")
+    text = (REPO / "configs" / "quickstart.yaml").read_text().replace("../.vx", ".vx").replace("../runs", "runs")
+    for seed in (0, 7):
+        config = tmp_path / f"seed{seed}.yaml"
+        config.write_text(text.replace("seed: 0", f"seed: {seed}"))
+        assert call(capsys, "run", str(config))[0] == 0
+    return tmp_path / "runs"
+
+
+def test_compare_two_seeds_of_one_config_finds_no_significant_change(capsys, two_runs):
+    first, second = sorted(p.name for p in (two_runs / "retrieval" / "runs").iterdir())
+    code, out, _ = call(
+        capsys,
+        "compare",
+        first,
+        "latest",
+        "--runs",
+        str(two_runs),
+        "--json",
+        "--fail-if",
+        "ndcg@10 drops by more than 0.02",
+    )
+    result = json.loads(out)
+    assert code == 0 and result["after"] == second and result["failed_gates"] == []
+    assert result["rows"] and not any(r["significant"] for r in result["rows"])
+
+
+def test_a_gate_fails_only_on_a_drop_beyond_tolerance_that_is_significant(capsys, two_runs, tmp_path):
+    folder = two_runs / "retrieval" / "runs"
+    first = sorted(folder.iterdir())[0] / "report.json"
+    worse = json.loads(first.read_text())
+    setup = worse["setups"][0]
+    scores = setup["per_question"]["metrics"]["ndcg@10"]
+    setup["per_question"]["metrics"]["ndcg@10"] = [0.0] * len(scores)  # every question lost
+    worse["id"] = "worse"
+    (tmp_path / "worse.json").write_text(json.dumps(worse))
+    code, _, err = call(
+        capsys, "compare", str(first), str(tmp_path / "worse.json"), "--fail-if", "ndcg@10 drops by more than 0.02"
+    )
+    assert code == 3 and "gate failed: local.keyword: ndcg@10 dropped by" in err
+    # a drop within the tolerance passes
+    code, out, _ = call(
+        capsys, "compare", str(first), str(tmp_path / "worse.json"), "--fail-if", "ndcg@10 drops by more than 100%"
+    )
+    assert code == 0 and "All 1 gate passed." in out
+    # a drop beyond the tolerance that a test cannot tell from noise passes too
+    slightly = json.loads(first.read_text())
+    values = slightly["setups"][0]["per_question"]["metrics"]["ndcg@10"]
+    i = next(i for i, v in enumerate(values) if v > 0.5)
+    values[i] = 0.0
+    (tmp_path / "slightly.json").write_text(json.dumps(slightly))
+    code, _, _ = call(
+        capsys, "compare", str(first), str(tmp_path / "slightly.json"), "--fail-if", "ndcg@10 drops by more than 0.01"
+    )
+    assert code == 0
+
+
+def test_compare_refuses_runs_of_different_golden_files_unless_told(capsys, two_runs, tmp_path):
+    first = sorted((two_runs / "retrieval" / "runs").iterdir())[0] / "report.json"
+    other = json.loads(first.read_text())
+    other["golden"]["sha256"] = "0" * 64
+    (tmp_path / "other.json").write_text(json.dumps(other))
+    code, _, err = call(capsys, "compare", str(first), str(tmp_path / "other.json"))
+    assert code == 2 and "the runs read different golden files" in err and "--allow-different-golden" in err
+    assert call(capsys, "compare", str(first), str(tmp_path / "other.json"), "--allow-different-golden")[0] == 0
+
+
+@pytest.mark.parametrize(
+    ("text", "measure", "tolerance"),
+    [
+        ("ndcg@10 drops by more than 0.02", "ndcg@10", 0.02),
+        ("recall_100 drops by more than 2 points", "recall@100", 0.02),
+        ("mrr drops by more than 10%", "mrr", 0.05),
+    ],
+)
+def test_gates_parse(text, measure, tolerance):
+    gate = Gate.parse(text)
+    assert gate.measure == measure and gate.tolerance(0.5) == pytest.approx(tolerance)
+
+
+def test_a_gate_that_is_not_one_says_how_to_write_it():
+    with pytest.raises(VxEvalError, match='write e.g. "ndcg@10 drops by more than 0.02"'):
+        Gate.parse("ndcg@10 < 0.5")
