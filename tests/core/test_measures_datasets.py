@@ -81,8 +81,8 @@ def test_measures_equal_pytrec_eval_per_question(name, threshold):
     lines = [(q, d, s) for q, docs in run.items() for d, s in docs.items()]
     random.Random(2).shuffle(lines)  # the file need not be sorted
     through_eval = run_batch(
-        Judgements(list(qrels), [r[0] for r in rows], [r[1] for r in rows], np.array([r[2] for r in rows], float)),
-        Run([r[0] for r in lines], [r[1] for r in lines], np.array([r[2] for r in lines])),
+        Judgements.of([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows]),
+        Run.of([r[0] for r in lines], [r[1] for r in lines], [r[2] for r in lines]),
         threshold,
     )
     if threshold > 1 and not any(g >= threshold for docs in qrels.values() for g in docs.values()):
