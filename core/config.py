@@ -107,6 +107,26 @@ class EvaluationConfig(Strict):
     """Binary measures count a unit as relevant from this grade on (Databricks: 2)."""
     relevance_field: str | None = Field(None, pattern=r"^[A-Za-z_][\w-]*(\.[A-Za-z_][\w-]*)*$")
     """Grade results by this field's value (dotted path, e.g. metadata.frame_key) instead of document id."""
+    timing_sample: int | None = Field(None, ge=1)
+    """Time this many questions (seeded sample) end to end; the rest may reuse model scores. None: all."""
+
+
+class SearchConfig(Strict):
+    """How composed setups search: each component's candidates, how many a reranker reads, RRF's constant."""
+
+    candidates: int = Field(100, ge=1, le=10_000)
+    rerank_depth: int = Field(20, ge=1, le=1_000)
+    rrf_k: int = Field(60, ge=1, le=10_000)
+
+
+class ModelsConfig(Strict):
+    """How models run: CPU threads (1 is fastest on a busy machine), batch size, cross-encoder passage length."""
+
+    threads: int = Field(1, ge=1, le=256)
+    batch_size: int = Field(32, ge=1, le=4_096)
+    passage_tokens: int = Field(256, ge=16, le=512)
+    scores: ConfigPath = Field(Path(".vx/scores.db"), validate_default=True)
+    """Cross-encoder scores kept across runs (read only by untimed searches)."""
 
 
 class ExperimentConfig(Strict):
@@ -116,6 +136,8 @@ class ExperimentConfig(Strict):
     corpus: Location | None = None
     targets: list[TargetConfig] = Field(min_length=1)
     evaluation: EvaluationConfig = Field(default_factory=EvaluationConfig)
+    search: SearchConfig = Field(default_factory=SearchConfig)
+    models: ModelsConfig = Field(default_factory=dict, validate_default=True)  # validated: paths resolve
 
     @model_validator(mode="after")
     def _unique_target_names(self) -> ExperimentConfig:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Protocol, runtime_checkable
@@ -48,6 +49,27 @@ class Query:
     text: str
     k: int
     capability: str = KEYWORD
+    candidates: tuple[Hit, ...] = ()
+    """For rescoring capabilities (``late:<model>``): the hits to score again."""
+
+
+# Capabilities a handle can report. Engines say what they hold; setup plugins compose over them.
+DENSE_PREFIX = "dense:"  # dense:<model>, a vector per chunk for that model
+LATE_PREFIX = "late:"  # late:<model>, token vectors: rescores Query.candidates by MaxSim
+RERANKER_PREFIX = "reranker:"  # reranker:<model>, the cross-encoder the target is configured with
+HYBRID = "hybrid"  # the target is opened to offer fused (and reranked) setups
+GRAPH = "graph"  # an entity graph: graph-expanded candidates
+PASSAGES = "passages"  # handle.passages(hits) gives each hit's text, for rerankers
+
+
+def capability_models(capabilities: frozenset[str], prefix: str) -> list[str]:
+    """The models named by capabilities with this prefix, sorted: ``dense:minilm`` -> ``minilm``."""
+    return sorted(c.removeprefix(prefix) for c in capabilities if c.startswith(prefix))
+
+
+# Set by the run around each search: True where a setup may reuse what an earlier search computed (a
+# search whose time is not recorded), False for every timed search, which runs end to end.
+reuse_allowed: ContextVar[bool] = ContextVar("vx_eval_reuse_allowed", default=False)
 
 
 class Corpus(Protocol):
@@ -87,6 +109,8 @@ class OpenContext:
     config_dir: Path
     corpus: Corpus | None = None
     progress: Progress = field(default_factory=SilentProgress)
+    models: Any = None
+    """The run's `core.models.Models`: loads models by name, once."""
 
 
 @runtime_checkable
@@ -149,6 +173,10 @@ class Target:
     engine: str
     handle: EngineHandle
     options: dict[str, Any] = field(default_factory=dict)
+    models: Any = None
+    """The run's `core.models.Models`, for setups that run a model themselves (rerankers)."""
+    search: Any = None
+    """The run's `SearchConfig`: candidate and rerank depths, RRF's k."""
 
     @property
     def key(self) -> str:

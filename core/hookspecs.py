@@ -57,6 +57,16 @@ def vx_eval_register_writers(register: Registry) -> None:
 
 
 @hookspec
+def vx_eval_register_models(register: Registry) -> None:
+    """Called once when plugins load. Add model classes: ``register.add(MiniLM)``.
+
+    A model class has a short ``name`` (used in YAML: ``dense_models: [minilm]``), a ``kind`` (``dense``,
+    ``reranker`` or ``late``), a ``label`` people read, and ``load(settings)`` returning the loaded model.
+    Returns nothing.
+    """
+
+
+@hookspec
 def vx_eval_register_judges(register: Registry) -> None:
     """Called once when plugins load. Add `Judge` classes that grade (question, document) pairs 0–3.
 

@@ -69,6 +69,7 @@ class Plugins:
     stores: Registry = field(default_factory=lambda: Registry("store"))
     writers: Registry = field(default_factory=lambda: Registry("writer"))
     judges: Registry = field(default_factory=lambda: Registry("judge"))
+    models: Registry = field(default_factory=lambda: Registry("model"))
 
     def distributions(self) -> list[dict[str, Any]]:
         """One row per loaded plugin: its name, the distribution that ships it and its version."""
@@ -121,4 +122,5 @@ def load_plugins(pm: pluggy.PluginManager | None = None) -> Plugins:
     hook.vx_eval_register_stores(register=plugins.stores)
     hook.vx_eval_register_writers(register=plugins.writers)
     hook.vx_eval_register_judges(register=plugins.judges)
+    hook.vx_eval_register_models(register=plugins.models)
     return plugins

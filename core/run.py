@@ -14,9 +14,10 @@ import numpy as np
 
 from vx_eval.core import metrics, picks, stats
 from vx_eval.core.config import Experiment
-from vx_eval.core.engine import Hit, OpenContext, Progress, Setup, SilentProgress, Target
+from vx_eval.core.engine import Hit, OpenContext, Progress, Setup, SilentProgress, Target, reuse_allowed
 from vx_eval.core.errors import EngineError, GoldenError, PluginError, VxEvalError
 from vx_eval.core.golden import GoldenSet, Question
+from vx_eval.core.models import Models, ModelSettings, PairScores
 from vx_eval.core.report import FORMAT, new_run_id, provenance, save_report
 from vx_eval.core.sources import read_corpus, read_golden
 from vx_eval.core.stores import Stores
@@ -69,12 +70,20 @@ def measures_for(experiment: Experiment) -> list[metrics.Measure]:
 def open_targets(experiment: Experiment, plugins: Any, stores: Stores, progress: Progress) -> list[Target]:
     config = experiment.config
     corpus = read_corpus(config.corpus, stores) if config.corpus else None
+    settings = config.models
+    models = Models(
+        plugins.models,
+        ModelSettings(settings.threads, settings.batch_size, settings.passage_tokens),
+        PairScores(settings.scores),
+    )
     targets = []
     for target_config, options in zip(config.targets, experiment.options, strict=True):
         engine = plugins.engines.get(target_config.engine, where=f"target {target_config.name}")()
-        context = OpenContext(target_config.name, experiment.base_dir, corpus, progress)
+        context = OpenContext(target_config.name, experiment.base_dir, corpus, progress, models)
         handle = engine.open(options, context)
-        targets.append(Target(target_config.name, target_config.engine, handle, target_config.options))
+        targets.append(
+            Target(target_config.name, target_config.engine, handle, target_config.options, models, config.search)
+        )
     return targets
 
 
@@ -158,8 +167,13 @@ def search_all(
     seed: int,
     progress: Progress,
     unit_of: UnitOf = _finest_unit,
+    timed: set[int] | None = None,
 ) -> list[SetupRun]:
-    """One untimed warm-up per setup, then every question through every live setup, in a seeded shuffle."""
+    """One untimed warm-up per setup, then every question through every live setup, in a seeded shuffle.
+
+    Questions in `timed` (all when None) are searched end to end with nothing reused and their times kept;
+    the others only feed the measures, and setups may reuse model scores for them (`reuse_allowed`).
+    """
     runs = [SetupRun(s) for s in setups]
     for run in runs:
         try:
@@ -169,14 +183,16 @@ def search_all(
     live = [r for r in runs if r.error is None]
     rng = random.Random(seed)
     advance = progress.start("Searching", len(questions) * len(live))
-    for question in questions:
+    for index, question in enumerate(questions):
         order = live[:]
         rng.shuffle(order)
+        timing = timed is None or index in timed
+        token = reuse_allowed.set(not timing)
         for run in order:
             start = time.perf_counter()
             try:
                 hits = run.setup.search(question.question, depth)
-                elapsed = (time.perf_counter() - start) * 1000
+                elapsed = (time.perf_counter() - start) * 1000 if timing else None
             except Exception as exc:
                 run.results.append([])
                 run.times_ms.append(None)
@@ -186,11 +202,19 @@ def search_all(
                 run.times_ms.append(elapsed)
                 run.errors.append(None)
             advance(1)
+        reuse_allowed.reset(token)
     for run in live:
         failures = [e for e in run.errors if e]
         if failures:
             run.error = f"{len(failures)} of {len(questions)} searches failed; first: {failures[0]}"
     return runs
+
+
+def timing_sample(questions: int, size: int | None, seed: int) -> set[int] | None:
+    """Which questions are timed end to end: all (None), or a seeded sample of `size`."""
+    if size is None or size >= questions:
+        return None
+    return set(random.Random(seed + 1).sample(range(questions), size))
 
 
 def question_status(run: SetupRun, index: int, relevance_field: str | None) -> tuple[str, str | None]:
@@ -293,10 +317,10 @@ def compare_with_best(entries: list[dict[str, Any]], best: str | None, settings:
         e["vs_best"].update(p=p, p_holm=adjusted)
         e["tied_with_best"] = adjusted >= settings["alpha"]
     by_key[best]["tied_with_best"] = True
-    known = [m for m in mdes if m is not None]
-    if not known:  # one setup: assume a rival as variable as the leader and uncorrelated with it
+    known = [m for m in mdes if m]  # a rival that scored every question alike tells nothing of the noise
+    if not known:  # assume a rival as variable as the leader and uncorrelated with it
         single = stats.detectable_difference(leader - np.nanmean(leader))
-        known = [single * np.sqrt(2)] if single is not None else []
+        known = [single * np.sqrt(2)] if single else []
     return {
         "metric": primary,
         "value": float(np.median(known)) if known else None,
@@ -352,7 +376,8 @@ def run_experiment(experiment: Experiment, plugins: Any, options: RunOptions | N
         unit_of = (
             FieldUnits(ev.relevance_field, {t.name: t.handle for t in targets}) if ev.relevance_field else _finest_unit
         )
-        runs = search_all(setups, golden.questions, ev.depth, ev.seed, options.progress, unit_of)
+        timed = timing_sample(len(golden.questions), ev.timing_sample, ev.seed)
+        runs = search_all(setups, golden.questions, ev.depth, ev.seed, options.progress, unit_of, timed)
         describe = {
             t.name: {"engine": t.engine, **t.handle.describe(), "capabilities": sorted(t.capabilities)} for t in targets
         }
@@ -374,6 +399,13 @@ def run_experiment(experiment: Experiment, plugins: Any, options: RunOptions | N
         "alpha": ev.alpha,
         "relevance_threshold": ev.relevance_threshold,
         "relevance_field": ev.relevance_field,
+        "timing": {
+            "questions_timed": len(timed) if timed is not None else len(golden.questions),
+            "questions": len(golden.questions),
+            "sample": "all" if timed is None else f"seeded sample (seed {ev.seed + 1})",
+        },
+        "search": config.search.model_dump(mode="json"),
+        "models": config.models.model_dump(mode="json"),
         "confidence": 0.95,
     }
     entries = [score_setup(r, golden.questions, measures, settings) for r in runs]

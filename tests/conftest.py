@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -98,7 +99,8 @@ class Project:
             "golden": "golden.jsonl",
             "corpus": "docs.jsonl",
             "save_to": "runs",
-            "targets": [{"name": "Local", "engine": "sqlite", "options": {"path": ".vx/tiny.db"}}],
+            # keyword only: fast; the dense, hybrid and reranked methods have tests of their own
+            "targets": [{"name": "Local", "engine": "sqlite", "options": {"path": ".vx/tiny.db", "dense_models": []}}],
             "evaluation": {"metrics": ["found@1", "found@10", "mrr", "recall@10", "ndcg@10"], "depth": 20},
         }
         config.update(overrides)
@@ -117,4 +119,26 @@ def scifact() -> Path:
     path = SHARED / "scifact"
     if not (path / "corpus.jsonl").is_file():
         pytest.fail(f"the shared SciFact collection is missing at {path}; it is laid beside the repo")
+    return path
+
+
+@pytest.fixture(scope="session")
+def shared_cache(tmp_path_factory) -> Path:
+    """One embedding cache for the whole test session: a collection is embedded once per model."""
+    return tmp_path_factory.mktemp("cache")
+
+
+def quickstart_copy(folder: Path, cache: Path, *, keyword_only: bool = True, name: str = "quickstart.yaml") -> Path:
+    """The shipped quickstart collection and config in `folder`; keyword only unless asked (fast)."""
+    if not (folder / "quickstart").exists():
+        shutil.copytree(REPO / "configs" / "quickstart", folder / "quickstart")
+    config = yaml.safe_load((REPO / "configs" / "quickstart.yaml").read_text())
+    config["save_to"] = "runs"
+    options = config["targets"][0]["options"]
+    options.update(path=f".vx/{Path(name).stem}.db", cache=str(cache / "embeddings.db"))
+    if keyword_only:
+        options.update(mode="dense", dense_models=[])
+    config.setdefault("models", {})["scores"] = str(cache / "scores.db")
+    path = folder / name
+    path.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
     return path

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
@@ -11,7 +10,7 @@ import pytest
 from vx_eval import cli
 from vx_eval.cli import main
 
-from .conftest import REPO
+from .conftest import quickstart_copy
 
 
 def call(capsys, *argv: str) -> tuple[int, str, str]:
@@ -25,11 +24,33 @@ def call(capsys, *argv: str) -> tuple[int, str, str]:
 
 
 @pytest.fixture
-def quickstart(tmp_path: Path) -> Path:
-    """The shipped quickstart config and collection, copied so that runs write only into tmp."""
-    shutil.copytree(REPO / "configs" / "quickstart", tmp_path / "configs" / "quickstart")
-    shutil.copy(REPO / "configs" / "quickstart.yaml", tmp_path / "configs" / "quickstart.yaml")
-    return tmp_path / "configs" / "quickstart.yaml"
+def quickstart(tmp_path: Path, shared_cache: Path) -> Path:
+    """The shipped quickstart collection, keyword only (fast), copied so that runs write only into tmp."""
+    return quickstart_copy(tmp_path, shared_cache)
+
+
+def test_the_shipped_quickstart_prints_every_method_ranked_with_picks_and_neighbours(capsys, tmp_path, shared_cache):
+    config = quickstart_copy(tmp_path, shared_cache, keyword_only=False)
+    code, out, err = call(capsys, "run", str(config))
+    assert code == 0, err
+    assert "quickstart: 26 questions, 12 setups" in out
+    for label in (
+        "Keyword (BM25)",
+        "Dense — MiniLM",
+        "Dense, fused — BGE + MiniLM",
+        "Hybrid — BGE",
+        "Hybrid, reranked by ms-marco MiniLM — BGE + MiniLM",
+        "ColBERT-style (approximate)",
+        "Entity graph",
+    ):
+        assert label in out
+    for line in ("★ Finds the most:", "◆ Best for balance:", "⚡ Best for time:", "One change away from"):
+        assert line in out
+    report = json.loads(Path(out.split("Report: ")[1].split()[0]).read_text())
+    assert all(s["error"] is None for s in report["setups"])
+    by_key = {s["key"]: s for s in report["setups"]}
+    dense = max((s for s in report["setups"] if s["method"] == "dense"), key=lambda s: s["summary"]["mrr"])
+    assert dense["summary"]["mrr"] > by_key["local.keyword"]["summary"]["mrr"]  # paraphrases need meaning
 
 
 def test_run_prints_the_ranked_table_the_picks_and_the_report_location(capsys, quickstart):
@@ -44,7 +65,7 @@ def test_run_prints_the_ranked_table_the_picks_and_the_report_location(capsys, q
     ):
         assert line in out
     report = Path(out.split("Report: ")[1].split()[0])
-    assert report.parent.parent == quickstart.parent.parent / "runs" / "retrieval" / "runs"
+    assert report.parent.parent == quickstart.parent / "runs" / "retrieval" / "runs"
     assert json.loads(report.read_text())["picks"]["finds_the_most"] == "local.keyword"
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
@@ -11,7 +10,7 @@ import pytest
 from vx_eval.core.compare import Gate
 from vx_eval.core.errors import VxEvalError
 
-from .conftest import REPO
+from .conftest import quickstart_copy
 from .test_cli import call
 
 QRELS = "q1 0 a 2\nq1 0 b 1\nq1 0 z 0\nq2 0 c 1\nq3 0 d 1\n"
@@ -69,13 +68,11 @@ def test_eval_names_a_bad_line_or_a_missing_file(capsys, files, tmp_path):
 
 
 @pytest.fixture
-def two_runs(capsys, tmp_path: Path) -> Path:
-    """Two runs of the quickstart config that differ only in their seed."""
-    shutil.copytree(REPO / "configs" / "quickstart", tmp_path / "quickstart")
-    text = (REPO / "configs" / "quickstart.yaml").read_text().replace("../.vx", ".vx").replace("../runs", "runs")
+def two_runs(capsys, tmp_path: Path, shared_cache: Path) -> Path:
+    """Two runs of the quickstart config (keyword only) that differ only in their seed."""
     for seed in (0, 7):
-        config = tmp_path / f"seed{seed}.yaml"
-        config.write_text(text.replace("seed: 0", f"seed: {seed}"))
+        config = quickstart_copy(tmp_path, shared_cache, name=f"seed{seed}.yaml")
+        config.write_text(config.read_text().replace("seed: 0", f"seed: {seed}"))
         assert call(capsys, "run", str(config))[0] == 0
     return tmp_path / "runs"
 

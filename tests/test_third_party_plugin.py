@@ -132,7 +132,7 @@ def test_the_plugin_is_listed_with_its_package_and_version(toy_site, tmp_path):
 def test_vx_eval_run_discovers_and_runs_the_third_party_engine(toy_site, project):
     config = project.write_config(
         targets=[
-            {"name": "Local", "engine": "sqlite", "options": {"path": ".vx/tiny.db"}},
+            {"name": "Local", "engine": "sqlite", "options": {"path": ".vx/tiny.db", "dense_models": []}},
             {"name": "Toy Engine", "engine": "toy", "options": {"boost_title": True}},
         ]
     )

@@ -274,7 +274,9 @@ def compare(
 def plugins_command(as_json: bool) -> None:
     """What is installed: engines, setups, stores, writers, judges, with the packages that ship them."""
     plugins = load_plugins()
-    roles = {role: getattr(plugins, role).names() for role in ("engines", "setups", "stores", "writers", "judges")}
+    roles = {
+        role: getattr(plugins, role).names() for role in ("engines", "setups", "stores", "writers", "judges", "models")
+    }
     if as_json:
         click.echo(json.dumps({"roles": roles, "plugins": plugins.distributions()}, indent=1))
         return

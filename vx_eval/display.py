@@ -164,6 +164,31 @@ def pick_lines(report: dict[str, Any]) -> list[str]:
     return lines
 
 
+def neighbour_lines(report: dict[str, Any]) -> list[str]:
+    """The setups one change away from each pick, in plain words, with what the change does to the primary."""
+    primary = report["settings"]["primary"]
+    by_key = {s["key"]: s for s in report["setups"]}
+    lines: list[str] = []
+    for key in dict.fromkeys(k for k in report["picks"].values() if k):
+        setup = by_key[key]
+        if not setup.get("neighbours"):
+            continue
+        lines.append(f"\nOne change away from {setup['label']}:")
+        base = setup["summary"].get(primary)
+        for near in setup["neighbours"]:
+            other = by_key[near["key"]]
+            value = other["summary"].get(primary)
+            if value is None or base is None:
+                lines.append(f"  {near['change']} ({near['key']}): failed")
+                continue
+            change = f"{(value - base) * 100:+.1f} points" if _is_share(primary) else f"{value - base:+.3f}"
+            lines.append(
+                f"  {near['change']} ({near['key']}): {primary} {_fmt(primary, value)} ({change}), "
+                f"median {_ms(other['times_ms']['median'])} ms"
+            )
+    return lines
+
+
 def show_run(console: Console, report: dict[str, Any], location: str | None) -> None:
     console.print(run_table(report))
     for setup in report["setups"]:
@@ -174,7 +199,15 @@ def show_run(console: Console, report: dict[str, Any], location: str | None) -> 
     console.print()
     for line in pick_lines(report):
         console.print(line, highlight=False)
+    for line in neighbour_lines(report):
+        console.print(line, highlight=False)
     detectable = report.get("detectable_difference") or {}
+    if detectable and detectable.get("value") is None and report["picks"]["finds_the_most"]:
+        console.print(
+            f"\nEvery setup scored every question alike on {detectable['metric']}: these questions cannot tell the "
+            "setups apart on it; add harder questions or choose another primary measure.",
+            highlight=False,
+        )
     if detectable.get("value") is not None:
         metric = detectable["metric"]
         size = f"{detectable['value'] * 100:.1f} points" if _is_share(metric) else f"{detectable['value']:.3f}"

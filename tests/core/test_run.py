@@ -66,7 +66,7 @@ def test_a_run_writes_a_complete_report_and_keeps_the_golden_file(project, plugi
     }
     assert report["question_ids"] == ["q1", "q2", "q3", "q4", "q5"]
     assert report["targets"]["Local"]["documents"] == 6
-    assert report["targets"]["Local"]["capabilities"] == ["keyword"]
+    assert report["targets"]["Local"]["capabilities"] == ["keyword", "passages"]
     (setup,) = report["setups"]
     assert setup["key"] == "local.keyword" and setup["rank"] == 1 and setup["error"] is None
     assert set(report["picks"].values()) == {"local.keyword"}
@@ -283,14 +283,10 @@ class CopySetups:
         yield Setup(f"{target.key}.blind", target.name, target.engine, "blind", "Finds nothing", lambda t, k: [])
 
 
-def test_setups_a_paired_test_cannot_tell_from_the_leader_are_marked_tied(tmp_path):
-    import shutil
+def test_setups_a_paired_test_cannot_tell_from_the_leader_are_marked_tied(tmp_path, shared_cache):
+    from ..conftest import quickstart_copy
 
-    from ..conftest import REPO
-
-    shutil.copytree(REPO / "configs" / "quickstart", tmp_path / "quickstart")
-    config = tmp_path / "q.yaml"
-    config.write_text((REPO / "configs" / "quickstart.yaml").read_text().replace("../.vx", ".vx"))
+    config = quickstart_copy(tmp_path, shared_cache)
     report = run(config, with_setups(CopySetups), save=False)[0].report
     by_key = {s["key"]: s for s in report["setups"]}
     assert by_key[report["picks"]["finds_the_most"]]["tied_with_best"]

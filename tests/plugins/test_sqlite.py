@@ -10,7 +10,7 @@ import pytest
 import pytrec_eval
 
 from vx_eval.core.config import load_config
-from vx_eval.core.engine import KEYWORD, OpenContext, Query
+from vx_eval.core.engine import KEYWORD, PASSAGES, Hit, OpenContext, Query
 from vx_eval.core.errors import EngineError
 from vx_eval.core.run import RunOptions, run_experiment
 from vx_eval.core.sources import CorpusError, FileCorpus
@@ -45,13 +45,15 @@ ROWS = [
 def open_index(tmp_path: Path, rows=ROWS, progress=None, **options):
     corpus = FileCorpus(docs_bytes(rows), "docs.jsonl") if rows is not None else None
     context = OpenContext("Local", tmp_path, corpus, progress or Notes())
+    options.setdefault("dense_models", [])
     opts = SqliteOptions(path=tmp_path / "idx.db", chunk_words=10, chunk_overlap=2, **options)
     return SqliteEngine().open(opts, context)
 
 
 def test_search_maps_chunks_back_to_documents_and_pages(tmp_path):
     handle = open_index(tmp_path)
-    assert handle.capabilities() == {KEYWORD}
+    assert handle.capabilities() == {KEYWORD, PASSAGES}
+    assert handle.passages([Hit("long", 1.0, chunk_id="long::0::2")])[0].endswith("needle")
     assert handle.describe()["documents"] == 4 and handle.describe()["chunks"] == 8
     top = handle.search(Query("where is the needle", 5))
     assert [h.doc_id for h in top] == ["long"] and top[0].chunk_id.startswith("long::0::")
@@ -96,7 +98,9 @@ def test_without_a_corpus_an_existing_index_is_searched_and_a_missing_one_is_an_
     assert handle.describe()["documents"] == 4
     handle.close()
     with pytest.raises(EngineError, match="no index at .*nothere.db and the config declares no corpus"):
-        SqliteEngine().open(SqliteOptions(path=tmp_path / "nothere.db"), OpenContext("Local", tmp_path))
+        SqliteEngine().open(
+            SqliteOptions(path=tmp_path / "nothere.db", dense_models=[]), OpenContext("Local", tmp_path)
+        )
 
 
 def test_a_failure_while_indexing_leaves_no_half_index_and_keeps_the_old_one(tmp_path):
@@ -128,7 +132,7 @@ def test_scifact_keyword_matches_lucene_and_pytrec_eval(scifact, plugins, tmp_pa
     config = tmp_path / "scifact.yaml"
     config.write_text(
         f"name: scifact\ngolden: {scifact}\ncorpus: {scifact}\nsave_to: runs\n"
-        "targets: [{name: Local, engine: sqlite, options: {path: idx.db, chunk_words: 0}}]\n"
+        "targets: [{name: Local, engine: sqlite, options: {path: idx.db, chunk_words: 0, dense_models: []}}]\n"
         "evaluation: {metrics: [ndcg@10, recall@100, mrr, recall@10, found@10], depth: 100}\n"
     )
     report = run_experiment(load_config(config, plugins), plugins, RunOptions(save=False)).report

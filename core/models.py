@@ -1,0 +1,160 @@
+"""Models as plugins: short names resolved to real models, loaded once per process, with a thread setting."""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, Protocol
+
+import numpy as np
+
+from vx_eval.core.errors import EngineError, did_you_mean
+
+DENSE, RERANKER, LATE = "dense", "reranker", "late"
+
+
+class ModelError(EngineError):
+    """A model is unknown, or its package is not installed, or it cannot load offline."""
+
+
+class DenseEncoder(Protocol):
+    """Texts to unit-length vectors; questions may be encoded differently from documents (a prefix)."""
+
+    name: str
+    dim: int
+
+    def encode_documents(self, texts: Sequence[str]) -> np.ndarray: ...
+
+    def encode_queries(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
+class CrossEncoder(Protocol):
+    """Scores (question, passage) pairs; higher is more relevant."""
+
+    name: str
+
+    def score(self, query: str, passages: Sequence[str]) -> np.ndarray: ...
+
+
+class LateEncoder(Protocol):
+    """Token vectors (unit length) for late interaction: one matrix per text."""
+
+    name: str
+    dim: int
+
+    def encode_documents(self, texts: Sequence[str]) -> list[np.ndarray]: ...
+
+    def encode_query(self, text: str) -> np.ndarray: ...
+
+
+class ModelPlugin(Protocol):
+    """A registered model: a short ``name``, its ``kind``, a ``label`` people read, and ``load``."""
+
+    name: ClassVar[str]
+    kind: ClassVar[str]
+    label: ClassVar[str]
+
+    def load(self, settings: ModelSettings) -> Any: ...
+
+
+@dataclass(frozen=True)
+class ModelSettings:
+    threads: int = 1
+    batch_size: int = 32
+    max_tokens: int = 512
+
+
+def maxsim(query: np.ndarray, documents: Sequence[np.ndarray]) -> np.ndarray:
+    """Late interaction: for each document, the sum over query tokens of the best cosine with its tokens."""
+    return np.array([float((query @ doc.T).max(axis=1).sum()) if len(doc) else 0.0 for doc in documents])
+
+
+class PairScores:
+    """Cross-encoder scores kept on disk by (model, question, passage text), across runs.
+
+    Only searches whose time is not recorded read them (see `core.engine.reuse_allowed`); a timed search
+    always runs its model, and writes what it computed here for the others.
+    """
+
+    SCHEMA = "CREATE TABLE IF NOT EXISTS pairs (model TEXT, pair TEXT, score REAL, PRIMARY KEY (model, pair))"
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.db = sqlite3.connect(path, timeout=60, check_same_thread=False)
+        self.db.executescript("PRAGMA journal_mode=WAL;" + self.SCHEMA)
+        self.lock = threading.Lock()
+
+    @staticmethod
+    def key(question: str, passage: str) -> str:
+        return hashlib.sha256(f"{question}\x00{passage}".encode()).hexdigest()[:32]
+
+    def get(self, model: str, keys: Sequence[str]) -> dict[str, float]:
+        found: dict[str, float] = {}
+        with self.lock:
+            for start in range(0, len(keys), 500):
+                batch = list(keys[start : start + 500])
+                marks = ",".join("?" * len(batch))
+                found.update(
+                    self.db.execute(
+                        f"SELECT pair, score FROM pairs WHERE model = ? AND pair IN ({marks})", [model, *batch]
+                    )
+                )
+        return found
+
+    def put(self, model: str, scores: dict[str, float]) -> None:
+        with self.lock, self.db:
+            self.db.executemany(
+                "INSERT OR REPLACE INTO pairs VALUES (?, ?, ?)", [(model, k, v) for k, v in scores.items()]
+            )
+
+
+@dataclass
+class Models:
+    """Loads models by name through the registered model plugins, each once, and remembers them."""
+
+    registry: Any
+    settings: ModelSettings = field(default_factory=ModelSettings)
+    pair_scores: PairScores | None = None
+
+    def plugin(self, name: str, kind: str) -> Any:
+        if name in self.registry:
+            plugin = self.registry.get(name)()
+        else:
+            fallback = [cls for cls in self.registry if getattr(cls, "accepts_any_name", False) and cls.kind == kind]
+            if kind != DENSE or "/" not in name or not fallback:
+                known = [
+                    cls.name
+                    for cls in self.registry
+                    if cls.kind == kind and not getattr(cls, "accepts_any_name", False)
+                ]
+                installed = ", ".join(known) or "none"
+                raise ModelError(
+                    f"no {kind} model named '{name}'{did_you_mean(name, known)} (installed: {installed}; "
+                    "a sentence-transformers model id such as sentence-transformers/all-MiniLM-L6-v2 also works "
+                    "where it can be downloaded)"
+                )
+            plugin = fallback[0](name)
+        if plugin.kind != kind:
+            raise ModelError(f"model '{name}' is a {plugin.kind} model; a {kind} model is needed here")
+        return plugin
+
+    def label(self, name: str) -> str:
+        return self.registry.get(name).label if name in self.registry else name.split("/")[-1]
+
+    def get(self, name: str, kind: str) -> Any:
+        """The loaded model (loading it the first time in this process); its kind is checked on every call."""
+        plugin = self.plugin(name, kind)
+        key = (name, self.settings)
+        with _LOCK:
+            if key not in _LOADED:
+                _LOADED[key] = plugin.load(self.settings)
+            return _LOADED[key]
+
+
+# Loaded models live as long as the process: loading takes seconds, and several runs may share them.
+_LOADED: dict[tuple[str, ModelSettings], Any] = {}
+_LOCK = threading.Lock()

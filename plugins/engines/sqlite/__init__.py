@@ -1,0 +1,120 @@
+"""The embedded engine: documents and chunks in one SQLite file; keyword (FTS5 BM25), dense vectors per
+model (exact cosine), ColBERT-style token vectors and an entity graph.
+
+What a target offers follows its `mode`, as the seed describes: ``dense`` (the default) offers keyword and
+dense search; ``hybrid`` adds fused and reranked setups; ``ultimate`` adds ColBERT-style late interaction;
+``graph`` adds the entity graph. The index is built into a temporary file and renamed into place, so a
+crash never leaves half an index; its fingerprint (the corpus's sha256, every indexing setting and what the
+mode needs) decides whether a declared corpus is reused or indexed again. Embeddings are kept by content
+in a cache beside the index, so nothing is embedded twice.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+from pathlib import Path
+from typing import ClassVar, Literal
+
+from pydantic import Field, model_validator
+
+from vx_eval import hookimpl
+from vx_eval.core.config import ConfigPath
+from vx_eval.core.engine import Corpus, Engine, EngineOptions, OpenContext, slug
+from vx_eval.core.errors import EngineError
+from vx_eval.plugins.engines.sqlite.build import FORMAT, build_index
+from vx_eval.plugins.engines.sqlite.handle import SqliteHandle
+
+MODES = ("dense", "hybrid", "ultimate", "graph")
+
+
+class SqliteOptions(EngineOptions):
+    path: ConfigPath | None = None
+    """The index file; default ``.vx/<target>.db`` beside the config."""
+    collection: str | None = None
+    mode: Literal["dense", "hybrid", "ultimate", "graph"] = "dense"
+    """dense: keyword + dense; hybrid: + fused and reranked; ultimate: + ColBERT-style; graph: + the entity graph."""
+    dense_models: list[str] = Field(default_factory=lambda: ["minilm"])
+    reranker: str | None = "ms-marco-minilm"
+    late_model: str | None = "colbert-small"
+    cache: ConfigPath | None = None
+    """The embedding cache; default ``embeddings.db`` beside the index."""
+    chunk_words: int = Field(300, ge=0, le=100_000)
+    """Words per chunk (0: one chunk per document or page)."""
+    chunk_overlap: int = Field(50, ge=0)
+    tokenizer: str = Field("porter unicode61 remove_diacritics 2", pattern=r"^[a-z0-9_ ]+$")
+    stopwords: bool = True
+    reindex: Literal["auto", "always", "never"] = "auto"
+    """auto: index when the corpus or a setting changed; always: every run; never: use the index as it is."""
+
+    @model_validator(mode="after")
+    def _consistent(self) -> SqliteOptions:
+        if self.chunk_words and self.chunk_overlap >= self.chunk_words:
+            raise ValueError(f"chunk_overlap ({self.chunk_overlap}) must be below chunk_words ({self.chunk_words})")
+        if len(set(self.dense_models)) != len(self.dense_models):
+            raise ValueError("dense_models names a model twice")
+        return self
+
+    def level(self) -> int:
+        return MODES.index(self.mode)
+
+    def indexing(self) -> dict:
+        """Everything the index's contents depend on."""
+        return {
+            "chunk_words": self.chunk_words,
+            "chunk_overlap": self.chunk_overlap,
+            "tokenizer": self.tokenizer,
+            "dense_models": sorted(self.dense_models),
+            "late_model": self.late_model if self.level() >= MODES.index("ultimate") else None,
+            "graph": self.mode == "graph",
+        }
+
+
+class SqliteEngine(Engine):
+    """SQLite with FTS5 and numpy: keyword, dense, late-interaction and graph search over chunks."""
+
+    name: ClassVar[str] = "sqlite"
+    Options: ClassVar[type[EngineOptions]] = SqliteOptions
+
+    def open(self, options: SqliteOptions, context: OpenContext) -> SqliteHandle:
+        path = options.path or context.config_dir / ".vx" / f"{slug(context.target_name)}.db"
+        cache = options.cache or path.parent / "embeddings.db"
+        corpus = context.corpus
+        if corpus is None or options.reindex == "never":
+            if not path.exists():
+                raise EngineError(
+                    f"target {context.target_name}: no index at {path} and the config declares no corpus; "
+                    "add `corpus: docs.jsonl` to the config or point options.path at an existing index"
+                )
+            return SqliteHandle(path, options, context.models)
+        fingerprint = self._fingerprint(corpus, options)
+        if options.reindex == "auto" and path.exists():
+            stored = _read_meta(path).get("fingerprint")
+            if stored == fingerprint:
+                return SqliteHandle(path, options, context.models)
+            if stored is not None:
+                context.progress.note(
+                    f"{context.target_name}: the corpus or an indexing setting changed since {path.name} was "
+                    "built; indexing again"
+                )
+        build_index(path, cache, corpus, options, fingerprint, context)
+        return SqliteHandle(path, options, context.models)
+
+    @staticmethod
+    def _fingerprint(corpus: Corpus, options: SqliteOptions) -> str:
+        blob = json.dumps({"format": FORMAT, "corpus": corpus.fingerprint, **options.indexing()}, sort_keys=True)
+        return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def _read_meta(path: Path) -> dict[str, str]:
+    try:
+        with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
+            return dict(db.execute("SELECT key, value FROM meta"))
+    except sqlite3.DatabaseError:
+        return {}
+
+
+@hookimpl
+def vx_eval_register_engines(register):
+    register.add(SqliteEngine)

@@ -1,0 +1,1 @@
+"""Built-in model plugins: models that ship inside PyPI packages and load offline."""

