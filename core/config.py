@@ -116,6 +116,10 @@ class SearchConfig(Strict):
 
     candidates: int = Field(100, ge=1, le=10_000)
     rerank_depth: int = Field(20, ge=1, le=1_000)
+    fusion: Literal["convex", "rrf"] = "convex"
+    """convex: min-max normalised scores, weighted; rrf: reciprocal-rank fusion."""
+    alpha: float = Field(0.5, ge=0, le=1)
+    """The dense share of a hybrid (keyword gets 1 - alpha); the dense models split it equally."""
     rrf_k: int = Field(60, ge=1, le=10_000)
 
 

@@ -1,4 +1,4 @@
-"""Dense and hybrid setups: each dense model alone, the models fused, and keyword + dense fused (RRF)."""
+"""Dense and hybrid setups: each dense model alone, the models fused, and keyword + dense fused."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import ClassVar
 
 from vx_eval import hookimpl
 from vx_eval.core.engine import DENSE_PREFIX, HYBRID, KEYWORD, Query, Setup, Target, capability_models
-from vx_eval.plugins.setups.compose import rrf, target_setup
+from vx_eval.plugins.setups.compose import fuse, target_setup
 
 
 def model_label(target: Target, models: list[str]) -> str:
@@ -23,7 +23,7 @@ def model_combinations(models: list[str]) -> list[list[str]]:
 def dense_search(target: Target, models: list[str], text: str, k: int) -> list:
     depth = max(k, target.search.candidates) if len(models) > 1 else k
     lists = [target.handle.search(Query(text, depth, DENSE_PREFIX + m)) for m in models]
-    return lists[0][:k] if len(lists) == 1 else rrf(lists, k, target.search.rrf_k)
+    return lists[0][:k] if len(lists) == 1 else fuse(lists, k, target.search)
 
 
 class DenseSetups:
@@ -43,7 +43,8 @@ def hybrid_search(target: Target, models: list[str], text: str, k: int) -> list:
     depth = max(k, target.search.candidates)
     lists = [target.handle.search(Query(text, depth, KEYWORD))]
     lists += [target.handle.search(Query(text, depth, DENSE_PREFIX + m)) for m in models]
-    return rrf(lists, k, target.search.rrf_k)
+    alpha = target.search.alpha  # keyword gets 1 - alpha; the dense models share alpha
+    return fuse(lists, k, target.search, [1 - alpha] + [alpha / len(models)] * len(models))
 
 
 class HybridSetups:

@@ -20,7 +20,7 @@ from vx_eval.core.engine import (
     Target,
     capability_models,
 )
-from vx_eval.plugins.setups.compose import Reranker, rrf, target_setup
+from vx_eval.plugins.setups.compose import Reranker, fuse, target_setup
 from vx_eval.plugins.setups.dense import hybrid_search, model_combinations, model_label
 
 
@@ -100,7 +100,7 @@ class GraphSetups:
         def run(text: str, k: int) -> list:
             depth = max(k, settings.candidates)
             lists = [target.handle.search(Query(text, depth, GRAPH)), target.handle.search(Query(text, depth, KEYWORD))]
-            return reranker.rerank(text, rrf(lists, depth, settings.rrf_k), settings.rerank_depth, k)
+            return reranker.rerank(text, fuse(lists, depth, settings), settings.rerank_depth, k)
 
         title = f"Entity graph + keyword → {target.models.label(model)}"
         yield target_setup(target, "graph", "graph", title, run, ranker=model)

@@ -196,3 +196,14 @@ def test_a_timing_sample_times_only_its_questions_and_says_so(folder, plugins):
     for setup in report["setups"]:
         assert sum(t is not None for t in setup["per_question"]["times_ms"]) == 5
         assert setup["counts"]["evaluated"] == 26
+
+
+def test_convex_fusion_normalises_each_list_and_weighs_it():
+    from vx_eval.plugins.setups.compose import convex
+
+    keyword = [Hit("a", 12.0, chunk_id="a"), Hit("b", 6.0, chunk_id="b"), Hit("c", 2.0, chunk_id="c")]
+    dense = [Hit("c", 0.9, chunk_id="c"), Hit("a", 0.5, chunk_id="a")]
+    fused = convex([keyword, dense], 10, [0.5, 0.5])
+    # a: 0.5*1 + 0.5*0 ; c: 0.5*0 + 0.5*1 ; b: 0.5*0.4
+    assert [(h.chunk_id, round(h.score, 3)) for h in fused] == [("a", 0.5), ("c", 0.5), ("b", 0.2)]
+    assert [h.chunk_id for h in convex([keyword, dense], 10, [0.2, 0.8])][0] == "c"
