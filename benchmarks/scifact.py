@@ -53,9 +53,12 @@ def raw_throughput(models: Models, texts: list[str]) -> dict[str, float]:
     for name, kind in (("minilm", DENSE), ("bge-small", DENSE), ("colbert-small", LATE)):
         model = models.get(name, kind)
         model.encode_documents(texts[:8])  # load and warm
-        start = time.perf_counter()
-        model.encode_documents(texts)
-        rates[models.label(name)] = len(texts) / (time.perf_counter() - start)
+        best = float("inf")
+        for _ in range(2):  # the better of two: the first large batch also grows the runtime's buffers
+            start = time.perf_counter()
+            model.encode_documents(texts)
+            best = min(best, time.perf_counter() - start)
+        rates[models.label(name)] = len(texts) / best
     return rates
 
 
@@ -81,7 +84,10 @@ def main() -> None:
         documents = list(corpus)
         texts = [f"{d.title}\n{d.text}" if d.title else d.text for d in random.Random(0).sample(documents, args.sample)]
         settings = experiment.config.models
-        rates = raw_throughput(Models(plugins.models, ModelSettings(args.threads, settings.batch_size)), texts)
+        same = ModelSettings(
+            args.threads, settings.batch_size, settings.passage_tokens
+        )  # the run's models, loaded once
+        rates = raw_throughput(Models(plugins.models, same), texts)
 
         runs = []
         for attempt in ("cold", "warm"):

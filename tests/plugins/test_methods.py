@@ -206,4 +206,4 @@ def test_convex_fusion_normalises_each_list_and_weighs_it():
     fused = convex([keyword, dense], 10, [0.5, 0.5])
     # a: 0.5*1 + 0.5*0 ; c: 0.5*0 + 0.5*1 ; b: 0.5*0.4
     assert [(h.chunk_id, round(h.score, 3)) for h in fused] == [("a", 0.5), ("c", 0.5), ("b", 0.2)]
-    assert [h.chunk_id for h in convex([keyword, dense], 10, [0.2, 0.8])][0] == "c"
+    assert convex([keyword, dense], 10, [0.2, 0.8])[0].chunk_id == "c"

@@ -110,50 +110,45 @@ def _chunks(db: sqlite3.Connection, corpus: Corpus, options: Any, context: OpenC
     return documents, bodies
 
 
-def _missing(cache: EmbeddingCache, table: str, model: str, bodies: list[str]) -> tuple[list[str], dict[str, bytes]]:
+def _embed_missing(cache, table, name, bodies, context, encode, serialise, label) -> list[str]:
+    """Encode the bodies the cache lacks (each distinct text once) into the cache; every body's cache key."""
     keys = [content_key(b) for b in bodies]
-    known = cache.get(table, model, keys)
+    known = set()
+    for start in range(0, len(keys), 2000):  # ask in slices: token matrices are large
+        known |= set(cache.get(table, name, keys[start : start + 2000], keys_only=True))
     todo = list(dict.fromkeys(k for k in keys if k not in known))
-    return todo, known
-
-
-def _embed_missing(cache, table, name, bodies, context, encode, serialise, label):
-    """Encode the bodies the cache lacks (each distinct text once), store them, return every body's blob."""
-    keys = [content_key(b) for b in bodies]
-    todo, known = _missing(cache, table, name, bodies)
-    text_of = {k: b for k, b in zip(keys, bodies, strict=True)}
+    text_of = dict(zip(keys, bodies, strict=True))
     if todo:
         advance = context.progress.start(f"Embedding {context.target_name} · {label}", len(todo))
         for start in range(0, len(todo), EMBED_SLICE):
             batch = todo[start : start + EMBED_SLICE]
-            fresh = {k: serialise(v) for k, v in zip(batch, encode([text_of[k] for k in batch]), strict=True)}
-            cache.put(table, name, fresh)
-            known.update(fresh)
+            cache.put(
+                table, name, {k: serialise(v) for k, v in zip(batch, encode([text_of[k] for k in batch]), strict=True)}
+            )
             advance(len(batch))
-    return [known[k] for k in keys]
+    return keys
 
 
 def _dense(db, cache, name, bodies, context) -> dict[str, Any]:
     encoder = context.models.get(name, DENSE)
     label = context.models.label(name)
-    blobs = _embed_missing(
-        cache,
-        "dense",
-        name,
-        bodies,
-        context,
-        encoder.encode_documents,
-        lambda v: np.asarray(v, np.float32).tobytes(),
-        label,
-    )
-    matrix = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(bodies), encoder.dim)
+    to_bytes = lambda v: np.asarray(v, np.float32).tobytes()  # noqa: E731
+    keys = _embed_missing(cache, "dense", name, bodies, context, encoder.encode_documents, to_bytes, label)
+    found = cache.get("dense", name, keys)
+    matrix = np.frombuffer(b"".join(found[k] for k in keys), dtype=np.float32).reshape(len(bodies), encoder.dim)
     db.execute("INSERT INTO dense VALUES (?, ?, ?)", (name, encoder.dim, matrix.tobytes()))
     return {"dim": encoder.dim, "label": label}
 
 
 def _late(db, cache, name, bodies, context) -> None:
+    """Token matrices into the index, a slice at a time (they are about 100 KB a chunk)."""
     encoder = context.models.get(name, LATE)
-    blobs = _embed_missing(
+    keys = _embed_missing(
         cache, "late", name, bodies, context, encoder.encode_documents, quantize, context.models.label(name)
     )
-    db.executemany("INSERT INTO late VALUES (?, ?)", ((row + 1, blob) for row, blob in enumerate(blobs)))
+    for start in range(0, len(keys), 500):
+        found = cache.get("late", name, keys[start : start + 500])
+        db.executemany(
+            "INSERT INTO late VALUES (?, ?)",
+            ((start + i + 1, found[k]) for i, k in enumerate(keys[start : start + 500])),
+        )

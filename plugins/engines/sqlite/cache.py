@@ -38,14 +38,16 @@ class EmbeddingCache:
         self.db = sqlite3.connect(path, timeout=60)
         self.db.executescript("PRAGMA journal_mode=WAL;" + SCHEMA)
 
-    def get(self, table: str, model: str, keys: Sequence[str]) -> dict[str, bytes]:
+    def get(self, table: str, model: str, keys: Sequence[str], *, keys_only: bool = False) -> dict[str, bytes]:
+        """The stored vectors of these keys (with `keys_only`, which keys are stored, values left empty)."""
         found: dict[str, bytes] = {}
         unique = sorted(set(keys))
+        column = "NULL" if keys_only else "vec"
         for start in range(0, len(unique), 500):
             batch = unique[start : start + 500]
             marks = ",".join("?" * len(batch))
             rows = self.db.execute(
-                f"SELECT sha, vec FROM {table} WHERE model = ? AND sha IN ({marks})", [model, *batch]
+                f"SELECT sha, {column} FROM {table} WHERE model = ? AND sha IN ({marks})", [model, *batch]
             )
             found.update(rows)
         return found
