@@ -1,0 +1,1 @@
+"""Benchmarks: speed and memory, each against a reference measured in the same run."""
