@@ -12,6 +12,12 @@ from vx_eval.core.config import is_uri
 from vx_eval.core.stores import StoreDenied, StoreNotFound
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 class LocalStore:
     """Paths and ``file://`` URIs on the local file system."""
 
@@ -48,6 +54,7 @@ class LocalStore:
                 handle.write(data)
                 handle.flush()
                 os.fsync(handle.fileno())
+            os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; a report is as readable as any file written here
             os.replace(tmp, path)
         except BaseException:
             Path(tmp).unlink(missing_ok=True)

@@ -20,6 +20,9 @@ def test_write_read_exists_list(tmp_path):
     assert store.list(str(tmp_path / "a" / "b")) == [target]
     assert store.list(str(tmp_path / "nothing")) == []
     assert store.read("file://" + target) == b"{}"
+    mask = os.umask(0)
+    os.umask(mask)
+    assert os.stat(target).st_mode & 0o777 == 0o666 & ~mask  # not mkstemp's 0600
 
 
 def test_a_failed_write_keeps_the_old_file_and_leaves_no_temp(tmp_path, monkeypatch):
