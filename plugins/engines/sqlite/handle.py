@@ -67,7 +67,7 @@ class SqliteHandle:
         if not self._documents:
             return frozenset()
         caps = {KEYWORD, PASSAGES} | {DENSE_PREFIX + m for m in self.dense}
-        level = ("dense", "hybrid", "ultimate", "graph").index(self.options.mode)
+        level = self.options.level()  # the mode's place in dense < hybrid < ultimate < graph
         if level >= 1:
             caps.add(HYBRID)
             if self.options.reranker:
