@@ -22,7 +22,7 @@ from pydantic import (
     model_validator,
 )
 
-from vx_eval.core.errors import ConfigError, did_you_mean
+from vx_eval.core.errors import ConfigError, did_you_mean, remember_secret
 from vx_eval.core.metrics import check_metrics
 
 URI = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://")
@@ -64,7 +64,7 @@ class SecretRef(BaseModel):
 
     def value(self) -> str:
         try:
-            return os.environ[self.env]
+            return remember_secret(os.environ[self.env])
         except KeyError:
             raise ConfigError(f"environment variable {self.env} is not set; export it before the run") from None
 

@@ -51,6 +51,10 @@ class Query:
     capability: str = KEYWORD
     candidates: tuple[Hit, ...] = ()
     """For rescoring capabilities (``late:<model>``): the hits to score again."""
+    parts: tuple[str, ...] = ()
+    """For ``fusion``: the capabilities the engine runs and fuses itself (``sparse:bm25``, ``dense:minilm``)."""
+    ranker: str | None = None
+    """A ranker the engine runs on its own results (``semantic`` with ``service-ranker:semantic``)."""
 
 
 # Capabilities a handle can report. Engines say what they hold; setup plugins compose over them.
@@ -60,6 +64,9 @@ RERANKER_PREFIX = "reranker:"  # reranker:<model>, the cross-encoder the target 
 HYBRID = "hybrid"  # the target is opened to offer fused (and reranked) setups
 GRAPH = "graph"  # an entity graph: graph-expanded candidates
 PASSAGES = "passages"  # handle.passages(hits) gives each hit's text, for rerankers
+SPARSE_PREFIX = "sparse:"  # sparse:<name>, learned or BM25 sparse vectors held by the engine
+FUSION = "fusion"  # the engine fuses several of its own searches (Query.parts) server-side
+SERVICE_RANKER_PREFIX = "service-ranker:"  # service-ranker:<name>, a ranker the service runs (Query.ranker)
 
 
 def capability_models(capabilities: frozenset[str], prefix: str) -> list[str]:

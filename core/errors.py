@@ -40,3 +40,21 @@ def did_you_mean(word: str, choices: Iterable[str]) -> str:
     """Return `"; did you mean 'x'?"` for the closest choice, or `""` when nothing is close."""
     close = difflib.get_close_matches(word, sorted(set(choices)), n=1, cutoff=0.6)
     return f"; did you mean '{close[0]}'?" if close else ""
+
+
+# Secret values read in this process (`SecretRef.value()` adds them): `redact` masks them in anything
+# shown or saved, so a credential that a client library echoes in an error never reaches a report or log.
+_SECRETS: set[str] = set()
+
+
+def remember_secret(value: str) -> str:
+    if len(value) >= 4:  # masking shorter strings would garble ordinary words
+        _SECRETS.add(value)
+    return value
+
+
+def redact(text: str) -> str:
+    """`text` with every secret read in this process replaced by ``***``."""
+    for secret in sorted(_SECRETS, key=len, reverse=True):
+        text = text.replace(secret, "***")
+    return text

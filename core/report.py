@@ -11,6 +11,7 @@ import sys
 from typing import Any
 
 from vx_eval import __version__
+from vx_eval.core.errors import redact
 from vx_eval.core.stores import Stores, join
 
 FORMAT = 1
@@ -58,5 +59,5 @@ def save_report(report: dict[str, Any], golden_raw: bytes, stores: Stores, save_
     while stores.exists(join(folder, report["id"])):  # a clash is all but impossible; never overwrite
         report["id"] = new_run_id()
     location = join(folder, report["id"], REPORT_NAME)
-    stores.write(location, json.dumps(report, indent=1, ensure_ascii=False).encode())
+    stores.write(location, redact(json.dumps(report, indent=1, ensure_ascii=False)).encode())
     return location

@@ -15,7 +15,7 @@ import numpy as np
 from vx_eval.core import metrics, picks, stats
 from vx_eval.core.config import Experiment
 from vx_eval.core.engine import Hit, OpenContext, Progress, Setup, SilentProgress, Target, reuse_allowed
-from vx_eval.core.errors import EngineError, GoldenError, PluginError, VxEvalError
+from vx_eval.core.errors import EngineError, GoldenError, PluginError, VxEvalError, redact
 from vx_eval.core.golden import GoldenSet, Question
 from vx_eval.core.models import Models, ModelSettings, PairScores
 from vx_eval.core.report import FORMAT, new_run_id, provenance, save_report
@@ -179,7 +179,7 @@ def search_all(
         try:
             run.setup.search(questions[0].question, depth)
         except Exception as exc:  # an engine's failure is a finding about that setup, not a crash of the run
-            run.error = f"warm-up search failed: {type(exc).__name__}: {exc}"
+            run.error = redact(f"warm-up search failed: {type(exc).__name__}: {exc}")
     live = [r for r in runs if r.error is None]
     rng = random.Random(seed)
     advance = progress.start("Searching", len(questions) * len(live))
@@ -196,7 +196,7 @@ def search_all(
             except Exception as exc:
                 run.results.append([])
                 run.times_ms.append(None)
-                run.errors.append(f"{type(exc).__name__}: {exc}")
+                run.errors.append(redact(f"{type(exc).__name__}: {exc}"))
             else:
                 run.results.append([(unit_of(run.setup.target, h), float(h.score)) for h in hits[:depth]])
                 run.times_ms.append(elapsed)

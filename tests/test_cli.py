@@ -160,7 +160,7 @@ def test_golden_import_from_beir(capsys, scifact, tmp_path):
 def test_plugins_lists_what_is_installed(capsys):
     code, out, _ = call(capsys, "plugins", "--json")
     listing = json.loads(out)
-    assert listing["roles"]["engines"] == ["sqlite"] and "keyword" in listing["roles"]["setups"]
+    assert {"sqlite", "qdrant"} <= set(listing["roles"]["engines"]) and "keyword" in listing["roles"]["setups"]
     assert {p["name"]: p["package"] for p in listing["plugins"]}["sqlite"] == "vx-eval"
     code, out, _ = call(capsys, "plugins")
     assert code == 0 and "vx_eval.plugins.engines.sqlite" in out
@@ -169,9 +169,9 @@ def test_plugins_lists_what_is_installed(capsys):
 def test_plugins_can_be_disabled_by_name(capsys, monkeypatch, quickstart):
     monkeypatch.setenv("VX_EVAL_DISABLE_PLUGINS", "sqlite")
     code, out, _ = call(capsys, "plugins", "--json")
-    assert json.loads(out)["roles"]["engines"] == []
+    assert "sqlite" not in json.loads(out)["roles"]["engines"]
     code, _, err = call(capsys, "run", str(quickstart))
-    assert code == 2 and "no engine named 'sqlite' (installed: none" in err
+    assert code == 2 and "no engine named 'sqlite' (installed: " in err
     monkeypatch.setenv("VX_EVAL_DISABLE_PLUGINS", "sqlte")
     code, _, err = call(capsys, "plugins")
     assert (

@@ -14,7 +14,7 @@ from rich.table import Table
 
 from vx_eval import __version__
 from vx_eval.core.config import load_config
-from vx_eval.core.errors import GoldenError, VxEvalError
+from vx_eval.core.errors import GoldenError, VxEvalError, redact
 from vx_eval.core.golden import dump_rows, lint
 from vx_eval.core.plugins import load_plugins
 from vx_eval.core.run import RunOptions, open_targets, run_experiment
@@ -306,7 +306,7 @@ def main(argv: list[str] | None = None) -> None:
         err.print("aborted")
         sys.exit(130)
     except VxEvalError as exc:
-        lines = str(exc).splitlines() or [type(exc).__name__]
+        lines = redact(str(exc)).splitlines() or [type(exc).__name__]
         err.print(f"[red]error:[/] {escape(lines[0])}", highlight=False)
         for line in lines[1:]:
             err.print(f"  {escape(line)}", highlight=False)

@@ -1,4 +1,10 @@
-"""Dense and hybrid setups: each dense model alone, the models fused, and keyword + dense fused."""
+"""Dense and hybrid setups: each dense model alone, the models fused, and keyword + dense fused.
+
+Where the engine fuses its own searches (the ``fusion`` capability: Qdrant's prefetch + RRF, an
+OpenSearch search pipeline, Azure AI Search's hybrid query), the fused setups ask it to; elsewhere they
+fuse here, as `search.fusion` says. Either way the setup's key, method and models are the same, so the
+same search on two engines are neighbours.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +13,17 @@ from functools import partial
 from typing import ClassVar
 
 from vx_eval import hookimpl
-from vx_eval.core.engine import DENSE_PREFIX, HYBRID, KEYWORD, Query, Setup, Target, capability_models
+from vx_eval.core.engine import (
+    DENSE_PREFIX,
+    FUSION,
+    HYBRID,
+    KEYWORD,
+    SPARSE_PREFIX,
+    Query,
+    Setup,
+    Target,
+    capability_models,
+)
 from vx_eval.plugins.setups.compose import fuse, target_setup
 
 
@@ -20,47 +36,69 @@ def model_combinations(models: list[str]) -> list[list[str]]:
     return [[m] for m in models] + ([models] if len(models) > 1 else [])
 
 
+def lexical(target: Target) -> str | None:
+    """What a hybrid search fuses with the vectors: the engine's sparse vectors where it fuses them itself,
+    else its keyword search."""
+    caps = target.capabilities
+    sparse = capability_models(caps, SPARSE_PREFIX)
+    if FUSION in caps and sparse:
+        return SPARSE_PREFIX + sparse[0]
+    return KEYWORD if KEYWORD in caps else None
+
+
+def fused_by(target: Target) -> str:
+    """Who fused, for a label: `` by <target>`` where the engine fuses, nothing where it is done here."""
+    return f" by {target.name}" if FUSION in target.capabilities else ""
+
+
+def native_or_local(target: Target, parts: list[str], text: str, k: int, weights: list[float] | None = None) -> list:
+    """`parts` fused by the engine where it can, else searched one by one and fused here."""
+    depth = max(k, target.search.candidates)
+    if FUSION in target.capabilities:
+        return target.handle.search(Query(text, depth, FUSION, parts=tuple(parts)))[:k]
+    lists = [target.handle.search(Query(text, depth, part)) for part in parts]
+    return fuse(lists, k, target.search, weights)
+
+
 def dense_search(target: Target, models: list[str], text: str, k: int) -> list:
-    depth = max(k, target.search.candidates) if len(models) > 1 else k
-    lists = [target.handle.search(Query(text, depth, DENSE_PREFIX + m)) for m in models]
-    return lists[0][:k] if len(lists) == 1 else fuse(lists, k, target.search)
+    if len(models) == 1:
+        return target.handle.search(Query(text, k, DENSE_PREFIX + models[0]))[:k]
+    return native_or_local(target, [DENSE_PREFIX + m for m in models], text, k)
 
 
 class DenseSetups:
-    """Dense search per model; with several models, also every model fused by reciprocal rank."""
+    """Dense search per model; with several models, also every model fused."""
 
     name: ClassVar[str] = "dense"
 
     def setups(self, target: Target) -> Iterator[Setup]:
         models = capability_models(target.capabilities, DENSE_PREFIX)
         for combo in model_combinations(models):
-            label = f"Dense{', fused' if len(combo) > 1 else ''} — {model_label(target, combo)}"
+            label = f"Dense{', fused' + fused_by(target) if len(combo) > 1 else ''} — {model_label(target, combo)}"
             run = partial(dense_search, target, combo)
             yield target_setup(target, f"dense.{'+'.join(combo)}", "dense", label, run, combo)
 
 
 def hybrid_search(target: Target, models: list[str], text: str, k: int) -> list:
-    depth = max(k, target.search.candidates)
-    lists = [target.handle.search(Query(text, depth, KEYWORD))]
-    lists += [target.handle.search(Query(text, depth, DENSE_PREFIX + m)) for m in models]
-    alpha = target.search.alpha  # keyword gets 1 - alpha; the dense models share alpha
-    return fuse(lists, k, target.search, [1 - alpha] + [alpha / len(models)] * len(models))
+    word = lexical(target)
+    alpha = target.search.alpha  # keyword gets 1 - alpha; the dense models share alpha (fusion done here)
+    weights = [1 - alpha] + [alpha / len(models)] * len(models)
+    return native_or_local(target, [word, *(DENSE_PREFIX + m for m in models)], text, k, weights)
 
 
 class HybridSetups:
-    """Keyword and dense fused by reciprocal rank, per model and with every model, on hybrid targets."""
+    """Keyword (or the engine's sparse vectors) and dense fused, per model and with every model."""
 
     name: ClassVar[str] = "hybrid"
 
     def setups(self, target: Target) -> Iterator[Setup]:
         caps = target.capabilities
-        if HYBRID not in caps or KEYWORD not in caps:
+        if HYBRID not in caps or lexical(target) is None:
             return
         for combo in model_combinations(capability_models(caps, DENSE_PREFIX)):
             run = partial(hybrid_search, target, combo)
-            yield target_setup(
-                target, f"hybrid.{'+'.join(combo)}", "hybrid", f"Hybrid — {model_label(target, combo)}", run, combo
-            )
+            label = f"Hybrid{', fused' + fused_by(target) if fused_by(target) else ''} — {model_label(target, combo)}"
+            yield target_setup(target, f"hybrid.{'+'.join(combo)}", "hybrid", label, run, combo)
 
 
 @hookimpl

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from typing import ClassVar
 
 from vx_eval import hookimpl
-from vx_eval.core.engine import KEYWORD, Query, Setup, Target
+from vx_eval.core.engine import KEYWORD, SPARSE_PREFIX, Query, Setup, Target, capability_models
 
 
 class KeywordSetups:
@@ -32,6 +32,23 @@ class KeywordSetups:
         )
 
 
+class SparseSetups:
+    """One setup per sparse vector set the engine holds (Qdrant's ``bm25``: BM25 ranked by the engine)."""
+
+    name: ClassVar[str] = "sparse"
+
+    def setups(self, target: Target) -> Iterator[Setup]:
+        handle = target.handle
+        for name in capability_models(target.capabilities, SPARSE_PREFIX):
+
+            def run(text: str, k: int, capability: str = SPARSE_PREFIX + name) -> list:
+                return handle.search(Query(text=text, k=k, capability=capability))
+
+            label = "Sparse BM25 vectors" if name == "bm25" else f"Sparse vectors — {name}"
+            yield Setup(f"{target.key}.sparse.{name}", target.name, target.engine, "sparse", label, run)
+
+
 @hookimpl
 def vx_eval_register_setups(register):
     register.add(KeywordSetups)
+    register.add(SparseSetups)

@@ -21,7 +21,7 @@ from vx_eval.core.engine import (
     capability_models,
 )
 from vx_eval.plugins.setups.compose import Reranker, fuse, target_setup
-from vx_eval.plugins.setups.dense import hybrid_search, model_combinations, model_label
+from vx_eval.plugins.setups.dense import hybrid_search, lexical, model_combinations, model_label
 
 
 def _reranker(target: Target) -> str | None:
@@ -37,7 +37,7 @@ class RerankedSetups:
 
     def setups(self, target: Target) -> Iterator[Setup]:
         model = _reranker(target)
-        if model is None or HYBRID not in target.capabilities:
+        if model is None or HYBRID not in target.capabilities or lexical(target) is None:
             return
         reranker = Reranker(target, model)
         label = target.models.label(model)
@@ -77,7 +77,7 @@ class UltimateSetups:
         late = capability_models(caps, LATE_PREFIX)
         model = _reranker(target)
         models = capability_models(caps, DENSE_PREFIX)
-        if not late or model is None or not models or KEYWORD not in caps:
+        if not late or model is None or not models or lexical(target) is None:
             return
         title = f"Hybrid → ColBERT-style (approximate) → {target.models.label(model)} — {model_label(target, models)}"
         run = partial(ultimate_search, target, Reranker(target, model), late[0])

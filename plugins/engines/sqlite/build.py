@@ -9,17 +9,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from vx_eval.core.engine import Corpus, OpenContext
 from vx_eval.core.errors import EngineError
-from vx_eval.core.models import DENSE, LATE
+from vx_eval.plugins.engines.cache import EmbeddingCache
+from vx_eval.plugins.engines.prepare import chunk_corpus, dense_matrix, token_matrices
 from vx_eval.plugins.engines.sqlite import graph
-from vx_eval.plugins.engines.sqlite.cache import EmbeddingCache, content_key, quantize
-from vx_eval.plugins.engines.text import chunk_words
 
 FORMAT = 3
-EMBED_SLICE = 256  # texts handed to a model at a time (the progress bar moves per slice)
 
 SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -89,66 +85,30 @@ def build_index(
 
 
 def _chunks(db: sqlite3.Connection, corpus: Corpus, options: Any, context: OpenContext) -> tuple[int, list[str]]:
-    advance = context.progress.start(f"Indexing {context.target_name}", len(corpus))
     documents, bodies = 0, []
-    for doc in corpus:
-        pages = doc.pages or (doc.text,)
+    for doc, chunks in chunk_corpus(corpus, options.chunk_words, options.chunk_overlap, context):
         db.execute(
             "INSERT INTO documents VALUES (?, ?, ?, ?, ?)",
             (doc.id, doc.title, doc.text, len(doc.pages), json.dumps(doc.metadata, ensure_ascii=False)),
         )
-        rows = []
-        for page_no, page in enumerate(pages, start=1):
-            for ord_, piece in enumerate(chunk_words(page, options.chunk_words, options.chunk_overlap)):
-                page_id = page_no if doc.pages else None
-                body = f"{doc.title}\n{piece}" if doc.title else piece
-                rows.append((f"{doc.id}::{page_id or 0}::{ord_}", doc.id, page_id, ord_, body))
-        db.executemany("INSERT INTO chunks (chunk_id, doc_id, page, ord, body) VALUES (?, ?, ?, ?, ?)", rows)
-        bodies += [r[4] for r in rows]
+        db.executemany(
+            "INSERT INTO chunks (chunk_id, doc_id, page, ord, body) VALUES (?, ?, ?, ?, ?)",
+            [(c.chunk_id, c.doc_id, c.page, c.ord, c.body) for c in chunks],
+        )
+        bodies += [c.body for c in chunks]
         documents += 1
-        advance(1)
     return documents, bodies
 
 
-def _embed_missing(cache, table, name, bodies, context, encode, serialise, label) -> list[str]:
-    """Encode the bodies the cache lacks (each distinct text once) into the cache; every body's cache key."""
-    keys = [content_key(b) for b in bodies]
-    known = set()
-    for start in range(0, len(keys), 2000):  # ask in slices: token matrices are large
-        known |= set(cache.get(table, name, keys[start : start + 2000], keys_only=True))
-    todo = list(dict.fromkeys(k for k in keys if k not in known))
-    text_of = dict(zip(keys, bodies, strict=True))
-    if todo:
-        advance = context.progress.start(f"Embedding {context.target_name} · {label}", len(todo))
-        for start in range(0, len(todo), EMBED_SLICE):
-            batch = todo[start : start + EMBED_SLICE]
-            cache.put(
-                table, name, {k: serialise(v) for k, v in zip(batch, encode([text_of[k] for k in batch]), strict=True)}
-            )
-            advance(len(batch))
-    return keys
-
-
 def _dense(db, cache, name, bodies, context) -> dict[str, Any]:
-    encoder = context.models.get(name, DENSE)
-    label = context.models.label(name)
-    to_bytes = lambda v: np.asarray(v, np.float32).tobytes()  # noqa: E731
-    keys = _embed_missing(cache, "dense", name, bodies, context, encoder.encode_documents, to_bytes, label)
-    found = cache.get("dense", name, keys)
-    matrix = np.frombuffer(b"".join(found[k] for k in keys), dtype=np.float32).reshape(len(bodies), encoder.dim)
-    db.execute("INSERT INTO dense VALUES (?, ?, ?)", (name, encoder.dim, matrix.tobytes()))
-    return {"dim": encoder.dim, "label": label}
+    matrix = dense_matrix(cache, name, bodies, context)
+    db.execute("INSERT INTO dense VALUES (?, ?, ?)", (name, matrix.shape[1], matrix.tobytes()))
+    return {"dim": matrix.shape[1], "label": context.models.label(name)}
 
 
 def _late(db, cache, name, bodies, context) -> None:
-    """Token matrices into the index, a slice at a time (they are about 100 KB a chunk)."""
-    encoder = context.models.get(name, LATE)
-    keys = _embed_missing(
-        cache, "late", name, bodies, context, encoder.encode_documents, quantize, context.models.label(name)
-    )
-    for start in range(0, len(keys), 500):
-        found = cache.get("late", name, keys[start : start + 500])
-        db.executemany(
-            "INSERT INTO late VALUES (?, ?)",
-            ((start + i + 1, found[k]) for i, k in enumerate(keys[start : start + 500])),
-        )
+    """Token matrices into the index, a slice at a time."""
+    row = 1
+    for blobs in token_matrices(cache, name, bodies, context):
+        db.executemany("INSERT INTO late VALUES (?, ?)", ((row + i, blob) for i, blob in enumerate(blobs)))
+        row += len(blobs)

@@ -24,9 +24,9 @@ from vx_eval.core.engine import (
 )
 from vx_eval.core.errors import EngineError
 from vx_eval.core.models import DENSE, LATE, maxsim
-from vx_eval.plugins.engines.sqlite.cache import dequantize
+from vx_eval.plugins.engines.cache import dequantize
 from vx_eval.plugins.engines.sqlite.graph import EntityGraph
-from vx_eval.plugins.engines.text import fts_match, query_terms
+from vx_eval.plugins.engines.words import fts_search
 
 
 class SqliteHandle:
@@ -113,14 +113,7 @@ class SqliteHandle:
         )
 
     def _keyword(self, text: str, k: int) -> list[Hit]:
-        terms = query_terms(text, stopwords=self.options.stopwords)
-        if not terms:
-            return []
-        rows = self.db.execute(
-            """SELECT rowid, bm25(chunks_fts) AS s FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY rank LIMIT ?""",
-            (fts_match(terms), k),
-        ).fetchall()
-        return [self._hit(row, -score) for row, score in rows]
+        return [self._hit(row, score) for row, score in fts_search(self.db, text, k, stopwords=self.options.stopwords)]
 
     def _dense(self, model: str, text: str, k: int) -> list[Hit]:
         vector = self.models.get(model, DENSE).encode_queries([text])[0]

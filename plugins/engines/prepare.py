@@ -1,0 +1,107 @@
+"""What every engine builds from: the corpus cut into chunks, and each chunk embedded once per model.
+
+The embedded engine and the remote ones (Qdrant, OpenSearch, Azure AI Search) all call these, so the same
+documents sit on every target as the same chunks with the same ids and the same vectors: rankings can be
+compared engine against engine, and vectors made for one target are read from the cache by the next.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from vx_eval.core.engine import Corpus, Document, OpenContext
+from vx_eval.core.models import DENSE, LATE
+from vx_eval.plugins.engines.cache import EmbeddingCache, content_key, quantize
+from vx_eval.plugins.engines.text import chunk_words
+
+EMBED_SLICE = 256  # texts handed to a model at a time (the progress bar moves per slice)
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """One searchable piece of a document: ``<doc>::<page or 0>::<n>``; its body starts with the title."""
+
+    chunk_id: str
+    doc_id: str
+    page: int | None
+    ord: int
+    body: str
+
+
+def chunks_of(doc: Document, size: int, overlap: int) -> list[Chunk]:
+    """A document's chunks: each page (or the whole text) cut into windows of `size` words."""
+    out = []
+    for page_no, page in enumerate(doc.pages or (doc.text,), start=1):
+        page_id = page_no if doc.pages else None
+        for ord_, piece in enumerate(chunk_words(page, size, overlap)):
+            body = f"{doc.title}\n{piece}" if doc.title else piece
+            out.append(Chunk(f"{doc.id}::{page_id or 0}::{ord_}", doc.id, page_id, ord_, body))
+    return out
+
+
+def chunk_corpus(
+    corpus: Corpus, size: int, overlap: int, context: OpenContext
+) -> Iterator[tuple[Document, list[Chunk]]]:
+    """Each document with its chunks, the progress bar moving per document."""
+    advance = context.progress.start(f"Indexing {context.target_name}", len(corpus))
+    for doc in corpus:
+        yield doc, chunks_of(doc, size, overlap)
+        advance(1)
+
+
+def default_cache(context: OpenContext) -> Path:
+    """Where embeddings are kept unless a target names a cache: ``.vx/embeddings.db`` beside the config."""
+    return context.config_dir / ".vx" / "embeddings.db"
+
+
+def _embed_missing(
+    cache: EmbeddingCache,
+    table: str,
+    name: str,
+    bodies: Sequence[str],
+    context: OpenContext,
+    encode: Callable[[list[str]], Iterable[Any]],
+    serialise: Callable[[Any], bytes],
+) -> list[str]:
+    """Encode the bodies the cache lacks (each distinct text once) into the cache; every body's cache key."""
+    keys = [content_key(b) for b in bodies]
+    known: set[str] = set()
+    for start in range(0, len(keys), 2000):  # ask in slices: token matrices are large
+        known |= set(cache.get(table, name, keys[start : start + 2000], keys_only=True))
+    todo = list(dict.fromkeys(k for k in keys if k not in known))
+    text_of = dict(zip(keys, bodies, strict=True))
+    if todo:
+        label = context.models.label(name)
+        advance = context.progress.start(f"Embedding {context.target_name} · {label}", len(todo))
+        for start in range(0, len(todo), EMBED_SLICE):
+            batch = todo[start : start + EMBED_SLICE]
+            vectors = encode([text_of[k] for k in batch])
+            cache.put(table, name, {k: serialise(v) for k, v in zip(batch, vectors, strict=True)})
+            advance(len(batch))
+    return keys
+
+
+def dense_matrix(cache: EmbeddingCache, name: str, bodies: Sequence[str], context: OpenContext) -> np.ndarray:
+    """One unit vector per body for the dense model `name` (rows in the order of `bodies`), float32."""
+    encoder = context.models.get(name, DENSE)
+    to_bytes = lambda v: np.asarray(v, np.float32).tobytes()  # noqa: E731
+    keys = _embed_missing(cache, "dense", name, bodies, context, encoder.encode_documents, to_bytes)
+    found = cache.get("dense", name, keys)
+    return np.frombuffer(b"".join(found[k] for k in keys), dtype=np.float32).reshape(len(bodies), encoder.dim)
+
+
+def token_matrices(
+    cache: EmbeddingCache, name: str, bodies: Sequence[str], context: OpenContext, slice_size: int = 500
+) -> Iterator[list[bytes]]:
+    """Int8 token matrices (see `cache.quantize`) for the late-interaction model `name`, `slice_size` bodies
+    at a time in the order of `bodies`: they are about 100 KB a chunk, so never all in memory at once."""
+    encoder = context.models.get(name, LATE)
+    keys = _embed_missing(cache, "late", name, bodies, context, encoder.encode_documents, quantize)
+    for start in range(0, len(keys), slice_size):
+        found = cache.get("late", name, keys[start : start + slice_size])
+        yield [found[k] for k in keys[start : start + slice_size]]

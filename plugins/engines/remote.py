@@ -1,0 +1,165 @@
+"""What the remote engine plugins share: building from the corpus, fingerprints, retries, payload hits.
+
+A remote target is built from the config's corpus with the same chunks and the same cached vectors as the
+embedded engine (`prepare`), so the engines hold the same documents. A fingerprint of the corpus and every
+indexing setting is written last, when everything else is in: an index without it (a build that crashed)
+or with another one is built again on the next run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+import numpy as np
+from pydantic import Field, model_validator
+from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential
+
+from vx_eval.core.config import ConfigPath
+from vx_eval.core.engine import Corpus, EngineOptions, Hit, OpenContext, slug
+from vx_eval.core.errors import EngineError
+from vx_eval.core.models import LATE
+from vx_eval.plugins.engines.cache import EmbeddingCache, dequantize
+from vx_eval.plugins.engines.prepare import Chunk, chunk_corpus, default_cache, dense_matrix, token_matrices
+
+T = TypeVar("T")
+MODES = ("dense", "hybrid", "ultimate")
+
+
+class RemoteOptions(EngineOptions):
+    """Options every remote engine shares: what to build, from which chunks, and how to call the service."""
+
+    collection: str | None = None
+    """The index or collection; default: the target's name as a slug (``Qdrant local`` -> ``qdrant-local``)."""
+    mode: Literal["dense", "hybrid", "ultimate"] = "hybrid"
+    """dense: keyword + dense; hybrid: + fused and reranked setups; ultimate: + ColBERT-style where held."""
+    dense_models: list[str] = Field(default_factory=lambda: ["minilm"])
+    """Models to embed with when building; when opening an existing index, the vectors it must hold."""
+    reranker: str | None = "ms-marco-minilm"
+    build: Literal["auto", "always", "never"] = "auto"
+    """auto: build from the config's corpus when it or a setting changed; always; never: search as it is."""
+    chunk_words: int = Field(300, ge=0, le=100_000)
+    chunk_overlap: int = Field(50, ge=0)
+    cache: ConfigPath | None = None
+    """The embedding cache; default ``.vx/embeddings.db`` beside the config (shared with the sqlite engine)."""
+    timeout: float = Field(30.0, gt=0)
+    """Seconds one request may take."""
+    retries: int = Field(3, ge=0, le=10)
+    """Further tries after a 429, a 502-504 or a timeout, with exponential backoff (bounded)."""
+
+    @model_validator(mode="after")
+    def _consistent(self) -> RemoteOptions:
+        if self.chunk_words and self.chunk_overlap >= self.chunk_words:
+            raise ValueError(f"chunk_overlap ({self.chunk_overlap}) must be below chunk_words ({self.chunk_words})")
+        if len(set(self.dense_models)) != len(self.dense_models):
+            raise ValueError("dense_models names a model twice")
+        return self
+
+    def level(self) -> int:
+        return MODES.index(self.mode)
+
+    def indexing(self) -> dict[str, Any]:
+        """Everything an index built from the corpus depends on (engines add their own)."""
+        return {
+            "chunk_words": self.chunk_words,
+            "chunk_overlap": self.chunk_overlap,
+            "dense_models": sorted(self.dense_models),
+        }
+
+
+def fingerprint(corpus: Corpus, settings: dict[str, Any], engine_format: int) -> str:
+    blob = json.dumps({"format": engine_format, "corpus": corpus.fingerprint, **settings}, sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def collection_name(options: RemoteOptions, context: OpenContext) -> str:
+    return options.collection or slug(context.target_name)
+
+
+@dataclass
+class Built:
+    """The corpus prepared for an engine: chunks, each document's own fields, and a vector matrix per model."""
+
+    chunks: list[Chunk]
+    documents: dict[str, dict[str, Any]]
+    dense: dict[str, np.ndarray]
+    cache_path: Path
+    context: OpenContext
+
+    def token_slices(self, model: str, size: int = 256) -> Iterator[list[np.ndarray]]:
+        """Token matrices for the late model, `size` chunks at a time (embedded first where not cached)."""
+        dim = self.context.models.get(model, LATE).dim
+        cache = EmbeddingCache(self.cache_path)
+        try:
+            for blobs in token_matrices(cache, model, [c.body for c in self.chunks], self.context, size):
+                yield [dequantize(b, dim) for b in blobs]
+        finally:
+            cache.close()
+
+
+def prepare(corpus: Corpus, options: RemoteOptions, context: OpenContext) -> Built:
+    """Chunks and a vector per chunk for every dense model, embedded once (the cache keeps them by content)."""
+    chunks: list[Chunk] = []
+    documents: dict[str, dict[str, Any]] = {}
+    for doc, pieces in chunk_corpus(corpus, options.chunk_words, options.chunk_overlap, context):
+        documents[doc.id] = {"title": doc.title, "text": doc.text, "metadata": doc.metadata}
+        chunks += pieces
+    cache_path = options.cache or default_cache(context)
+    cache = EmbeddingCache(cache_path)
+    try:
+        bodies = [c.body for c in chunks]
+        dense = {name: dense_matrix(cache, name, bodies, context) for name in options.dense_models}
+    finally:
+        cache.close()
+    return Built(chunks, documents, dense, cache_path, context)
+
+
+def is_first_chunk(chunk: Chunk) -> bool:
+    """The chunk that carries its document's own fields (title, text, metadata) in a remote index."""
+    return chunk.ord == 0 and chunk.page in (None, 1)
+
+
+def payload_hit(payload: dict[str, Any], score: float) -> Hit:
+    """A hit from a stored chunk's fields: ``doc_id``, ``chunk_id``, ``page``; the rest kept as fields."""
+    page = payload.get("page")
+    return Hit(
+        str(payload.get("doc_id")),
+        float(score),
+        int(page) if page is not None else None,
+        payload.get("chunk_id"),
+        {k: v for k, v in payload.items() if k not in ("doc_id", "chunk_id", "page", "body")},
+    )
+
+
+def retrying(call: Callable[[], T], *, attempts: int, transient: Callable[[BaseException], bool]) -> T:
+    """`call()`, tried again after a transient failure up to `attempts` more times (backoff 0.5 s doubling,
+    at most 8 s a wait); the last failure is raised as it was."""
+    for attempt in Retrying(
+        stop=stop_after_attempt(attempts + 1),
+        wait=wait_exponential(multiplier=0.5, max=8),
+        retry=retry_if_exception(transient),
+        reraise=True,
+    ):
+        with attempt:
+            return call()
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def need(module: str, extra: str) -> Any:
+    """Import a client library, or say which extra installs it."""
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise EngineError(
+            f"this engine needs the Python package behind '{module}'; install it with: pip install 'vx-eval[{extra}]'"
+        ) from None
+
+
+def words_path(options_path: Path | None, context: OpenContext) -> Path:
+    return options_path or context.config_dir / ".vx" / f"{slug(context.target_name)}.words.db"

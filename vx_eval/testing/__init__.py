@@ -1,0 +1,1 @@
+"""Helpers for testing engine plugins (see `vx_eval.testing.conformance`)."""
