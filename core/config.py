@@ -82,6 +82,16 @@ class GoldenSource(Strict):
     path: Location
     format: Literal["auto", "jsonl", "beir"] = "auto"
     split: str = "test"
+    limit: int | None = Field(None, ge=1)
+    """Only the first `limit` questions (a slice for quick runs); the report keeps exactly those."""
+
+
+class CorpusSource(Strict):
+    """A corpus spelled out: ``{path: …, limit: 2000}``."""
+
+    path: Location
+    limit: int | None = Field(None, ge=1)
+    """Only the first `limit` documents, plus every document the golden questions expect (a slice)."""
 
 
 class TargetConfig(Strict):
@@ -131,13 +141,16 @@ class ModelsConfig(Strict):
     passage_tokens: int = Field(256, ge=16, le=512)
     scores: ConfigPath = Field(Path(".vx/scores.db"), validate_default=True)
     """Cross-encoder scores kept across runs (read only by untimed searches)."""
+    embeddings: ConfigPath = Field(Path(".vx/embeddings.db"), validate_default=True)
+    """Vectors kept by content across runs and targets: every engine built from the corpus reads them here
+    (a target's own ``cache`` option overrides it)."""
 
 
 class ExperimentConfig(Strict):
     name: str = Field(min_length=1)
     golden: Location | GoldenSource
     save_to: Location = "runs"
-    corpus: Location | None = None
+    corpus: Location | CorpusSource | None = None
     targets: list[TargetConfig] = Field(min_length=1)
     evaluation: EvaluationConfig = Field(default_factory=EvaluationConfig)
     search: SearchConfig = Field(default_factory=SearchConfig)
@@ -155,6 +168,12 @@ class ExperimentConfig(Strict):
     @property
     def golden_source(self) -> GoldenSource:
         return self.golden if isinstance(self.golden, GoldenSource) else GoldenSource(path=self.golden)
+
+    @property
+    def corpus_source(self) -> CorpusSource | None:
+        if self.corpus is None or isinstance(self.corpus, CorpusSource):
+            return self.corpus
+        return CorpusSource(path=self.corpus)
 
 
 @dataclass(frozen=True)

@@ -79,6 +79,18 @@ def capability_models(capabilities: frozenset[str], prefix: str) -> list[str]:
 reuse_allowed: ContextVar[bool] = ContextVar("vx_eval_reuse_allowed", default=False)
 
 
+# Set by the run around each search: engines that learn how long the service itself took (OpenSearch's
+# ``took``) add it here with `record_server_time`; the report shows it beside the time the caller saw.
+server_time: ContextVar[list[float] | None] = ContextVar("vx_eval_server_time", default=None)
+
+
+def record_server_time(ms: float) -> None:
+    """Add the milliseconds a service says it spent on a request of the current search."""
+    spent = server_time.get()
+    if spent is not None:
+        spent.append(float(ms))
+
+
 class Corpus(Protocol):
     """Documents declared by a config, with a fingerprint that changes when their content does."""
 

@@ -119,6 +119,8 @@ class Models:
     registry: Any
     settings: ModelSettings = field(default_factory=ModelSettings)
     pair_scores: PairScores | None = None
+    embeddings: Path | None = None
+    """Where engines keep embeddings by content (`models.embeddings` in the config)."""
 
     def plugin(self, name: str, kind: str) -> Any:
         if name in self.registry:

@@ -14,7 +14,16 @@ import numpy as np
 
 from vx_eval.core import metrics, picks, stats
 from vx_eval.core.config import Experiment
-from vx_eval.core.engine import Hit, OpenContext, Progress, Setup, SilentProgress, Target, reuse_allowed
+from vx_eval.core.engine import (
+    Hit,
+    OpenContext,
+    Progress,
+    Setup,
+    SilentProgress,
+    Target,
+    reuse_allowed,
+    server_time,
+)
 from vx_eval.core.errors import EngineError, GoldenError, PluginError, VxEvalError, redact
 from vx_eval.core.golden import GoldenSet, Question
 from vx_eval.core.models import Models, ModelSettings, PairScores
@@ -47,6 +56,8 @@ class SetupRun:
     error: str | None = None
     results: list[list[tuple[str, float]]] = field(default_factory=list)
     times_ms: list[float | None] = field(default_factory=list)
+    server_ms: list[float | None] = field(default_factory=list)
+    """What the service said it spent (OpenSearch's ``took``), per timed question, where it says."""
     errors: list[str | None] = field(default_factory=list)
 
 
@@ -69,12 +80,19 @@ def measures_for(experiment: Experiment) -> list[metrics.Measure]:
 
 def open_targets(experiment: Experiment, plugins: Any, stores: Stores, progress: Progress) -> list[Target]:
     config = experiment.config
-    corpus = read_corpus(config.corpus, stores) if config.corpus else None
+    corpus = None
+    if config.corpus_source is not None:
+        keep: set[str] = set()
+        if config.corpus_source.limit is not None:  # a slice keeps what the questions expect
+            golden = read_golden(config.golden_source, stores)
+            keep = {document_of(u) for q in golden.questions for u in q.expected}
+        corpus = read_corpus(config.corpus_source, stores, keep)
     settings = config.models
     models = Models(
         plugins.models,
         ModelSettings(settings.threads, settings.batch_size, settings.passage_tokens),
         PairScores(settings.scores),
+        settings.embeddings,
     )
     targets = []
     for target_config, options in zip(config.targets, experiment.options, strict=True):
@@ -189,6 +207,8 @@ def search_all(
         timing = timed is None or index in timed
         token = reuse_allowed.set(not timing)
         for run in order:
+            spent: list[float] = []
+            server = server_time.set(spent)
             start = time.perf_counter()
             try:
                 hits = run.setup.search(question.question, depth)
@@ -196,11 +216,15 @@ def search_all(
             except Exception as exc:
                 run.results.append([])
                 run.times_ms.append(None)
+                run.server_ms.append(None)
                 run.errors.append(redact(f"{type(exc).__name__}: {exc}"))
             else:
                 run.results.append([(unit_of(run.setup.target, h), float(h.score)) for h in hits[:depth]])
                 run.times_ms.append(elapsed)
+                run.server_ms.append(sum(spent) if spent and timing else None)
                 run.errors.append(None)
+            finally:
+                server_time.reset(server)
             advance(1)
         reuse_allowed.reset(token)
     for run in live:
@@ -247,6 +271,7 @@ def score_setup(
         "summary": {},
         "ci": {},
         "times_ms": {"median": None, "p95": None},
+        "server_ms": None,
         "per_question": {},
         "counts": {"total": len(questions), "evaluated": 0, "skipped": 0, "failed": 0},
     }
@@ -267,6 +292,8 @@ def score_setup(
         notes.append("; ".join(reasons) or None)
     names = [m.name for m in measures]
     entry["times_ms"] = stats.median_p95([t for t in run.times_ms if t is not None])
+    server = [t for t in run.server_ms if t is not None]
+    entry["server_ms"] = stats.median_p95(server) if server else None
     entry["per_question"] = {
         "status": [s for s, _ in statuses],
         "errors": [why for _, why in statuses],
@@ -275,6 +302,7 @@ def score_setup(
             first_position(j) if s == "evaluated" else None for j, (s, _) in zip(judged, statuses, strict=True)
         ],
         "times_ms": [round(t, 4) if t is not None else None for t in run.times_ms],
+        "server_ms": [round(t, 4) if t is not None else None for t in run.server_ms],
         "metrics": {n: [None if np.isnan(v) else float(v) for v in values[:, j]] for j, n in enumerate(names)},
         "results": [[[u, s] for u, s in results] for results in run.results],
     }

@@ -5,11 +5,11 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from vx_eval.core.config import GoldenSource, is_uri
+from vx_eval.core.config import CorpusSource, GoldenSource, is_uri
 from vx_eval.core.engine import Document
 from vx_eval.core.errors import GoldenError, VxEvalError
 from vx_eval.core.golden import GoldenSet, dump_rows, parse_golden
@@ -33,12 +33,22 @@ def read_golden(source: GoldenSource | str, stores: Stores) -> GoldenSet:
         source = GoldenSource(path=source)
     beir = source.format == "beir" or (source.format == "auto" and is_beir_folder(source.path))
     if beir:
-        return parse_golden(beir_golden_bytes(source.path, source.split), f"{source.path} (BEIR {source.split})")
-    if not is_uri(source.path) and Path(source.path).is_dir():
+        raw, where = beir_golden_bytes(source.path, source.split), f"{source.path} (BEIR {source.split})"
+    elif not is_uri(source.path) and Path(source.path).is_dir():
         raise GoldenError(
             f"golden {source.path} is a folder without queries.jsonl; name a .jsonl file or a BEIR folder"
         )
-    return parse_golden(stores.read(source.path), source.path)
+    else:
+        raw, where = stores.read(source.path), source.path
+    if source.limit is not None:
+        raw, where = first_lines(raw, source.limit), f"{where} (first {source.limit})"
+    return parse_golden(raw, where)
+
+
+def first_lines(raw: bytes, count: int) -> bytes:
+    """The first `count` non-blank lines of a JSONL file, each ending in a newline."""
+    lines = [line for line in raw.splitlines() if line.strip()][:count]
+    return b"".join(line + b"\n" for line in lines)
 
 
 def read_qrels(text: str, where: str) -> dict[str, dict[str, int]]:
@@ -146,11 +156,33 @@ class FileCorpus:
         )
 
 
-def read_corpus(location: str, stores: Stores) -> FileCorpus:
-    """The corpus at a JSONL location, or the ``corpus.jsonl`` of a BEIR folder."""
+def read_corpus(source: CorpusSource | str, stores: Stores, keep: Iterable[str] = ()) -> FileCorpus:
+    """The corpus at a JSONL location, or the ``corpus.jsonl`` of a BEIR folder. With a `limit`, the first
+    `limit` documents and those whose ids are in `keep` (the documents the golden questions expect)."""
+    if isinstance(source, str):
+        source = CorpusSource(path=source)
+    location = source.path
     if not is_uri(location) and Path(location).is_dir():
         inner = join(location, "corpus.jsonl")
         if not Path(inner).is_file():
             raise CorpusError(f"corpus {location} is a folder without corpus.jsonl; name the JSONL file")
         location = inner
-    return FileCorpus(stores.read(location), location)
+    raw = stores.read(location)
+    if source.limit is None:
+        return FileCorpus(raw, location)
+    kept, wanted, lines = 0, set(keep), []
+    for number, line in enumerate(raw.splitlines(), start=1):
+        if not line.strip():
+            continue
+        if kept < source.limit:
+            lines.append(line)
+            kept += 1
+            continue
+        try:
+            doc_id = json.loads(line)
+            doc_id = str(doc_id.get("id", doc_id.get("_id")))
+        except (json.JSONDecodeError, AttributeError):
+            raise CorpusError(f"{location}:{number}: each line is one JSON object with id and text") from None
+        if doc_id in wanted:
+            lines.append(line)
+    return FileCorpus(b"".join(line + b"\n" for line in lines), f"{location} (first {source.limit} + expected)")

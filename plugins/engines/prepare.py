@@ -55,8 +55,9 @@ def chunk_corpus(
 
 
 def default_cache(context: OpenContext) -> Path:
-    """Where embeddings are kept unless a target names a cache: ``.vx/embeddings.db`` beside the config."""
-    return context.config_dir / ".vx" / "embeddings.db"
+    """Where embeddings are kept unless a target names a cache: the run's `models.embeddings`."""
+    configured = getattr(context.models, "embeddings", None)
+    return configured or context.config_dir / ".vx" / "embeddings.db"
 
 
 def _embed_missing(

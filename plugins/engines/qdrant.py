@@ -253,7 +253,7 @@ def _build(call: _Caller, name: str, options: QdrantOptions, built: Built, wante
         call("create_payload_index", name, field_name="doc_id", field_schema=models.PayloadSchemaType.KEYWORD)
     weights = bm25_documents([c.body for c in built.chunks]) if options.sparse else None
     tokens = iter(built.token_slices(late, UPSERT_BATCH)) if late else None
-    advance = built.context.progress.start(f"Uploading {built.context.target_name} to Qdrant", len(built.chunks))
+    advance = built.context.progress.start(f"Writing {built.context.target_name} · {name}", len(built.chunks))
     for start in range(0, len(built.chunks), UPSERT_BATCH):
         batch = built.chunks[start : start + UPSERT_BATCH]
         token_batch = next(tokens) if tokens else None

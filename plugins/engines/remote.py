@@ -45,7 +45,7 @@ class RemoteOptions(EngineOptions):
     chunk_words: int = Field(300, ge=0, le=100_000)
     chunk_overlap: int = Field(50, ge=0)
     cache: ConfigPath | None = None
-    """The embedding cache; default ``.vx/embeddings.db`` beside the config (shared with the sqlite engine)."""
+    """The embedding cache; default: the run's ``models.embeddings``, shared with every other target."""
     timeout: float = Field(30.0, gt=0)
     """Seconds one request may take."""
     retries: int = Field(3, ge=0, le=10)

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
+import pytest
+
 from vx_eval.testing.conformance import EngineConformance
 
 
@@ -21,3 +25,27 @@ class TestQdrantFolder(EngineConformance):
     engine = "qdrant"
     options = {"path": "qdrant", "mode": "ultimate", "dense_models": ["minilm"], "late_model": "colbert-small"}
     absent_options = {"path": "qdrant-empty", "collection": "absent", "build": "never"}
+
+
+@pytest.fixture(scope="module")
+def osmem() -> Iterator[str]:
+    """osmem-server (an in-memory server speaking OpenSearch's HTTP API) on 127.0.0.1, stopped by its PID."""
+    from osmem_server import OsmemServer
+
+    server = OsmemServer.start(addr="127.0.0.1:0")
+    yield server.url
+    server.close()  # stdin closed, then the process (its own PID) killed after a grace period
+
+
+class TestOpenSearchKeywordOnOsmem(EngineConformance):
+    """OpenSearch's keyword paths over real HTTP. osmem runs no k-NN, pipelines or hybrid queries: those
+    are checked as exact request bodies in test_opensearch.py, and live on OPENSEARCH_URL."""
+
+    engine = "opensearch"
+    same_ranking = ()  # osmem's BM25 is not Lucene's (nor FTS5's): compare the protocol, not the scores
+
+    @pytest.fixture(scope="class", autouse=True)
+    @classmethod
+    def _point_at_osmem(cls, osmem: str) -> None:
+        cls.options = {"url": osmem, "mode": "hybrid", "dense_models": [], "collection": "conformance"}
+        cls.absent_options = {"url": osmem, "collection": "absent", "build": "never"}

@@ -23,6 +23,7 @@ from vx_eval import hookimpl
 from vx_eval.core.config import ConfigPath
 from vx_eval.core.engine import Corpus, Engine, EngineOptions, OpenContext, slug
 from vx_eval.core.errors import EngineError
+from vx_eval.plugins.engines.prepare import default_cache
 from vx_eval.plugins.engines.sqlite.build import FORMAT, build_index
 from vx_eval.plugins.engines.sqlite.handle import SqliteHandle
 
@@ -39,7 +40,7 @@ class SqliteOptions(EngineOptions):
     reranker: str | None = "ms-marco-minilm"
     late_model: str | None = "colbert-small"
     cache: ConfigPath | None = None
-    """The embedding cache; default ``embeddings.db`` beside the index."""
+    """The embedding cache; default: the run's ``models.embeddings`` (``.vx/embeddings.db``)."""
     chunk_words: int = Field(300, ge=0, le=100_000)
     """Words per chunk (0: one chunk per document or page)."""
     chunk_overlap: int = Field(50, ge=0)
@@ -79,7 +80,7 @@ class SqliteEngine(Engine):
 
     def open(self, options: SqliteOptions, context: OpenContext) -> SqliteHandle:
         path = options.path or context.config_dir / ".vx" / f"{slug(context.target_name)}.db"
-        cache = options.cache or path.parent / "embeddings.db"
+        cache = options.cache or default_cache(context)
         corpus = context.corpus
         if corpus is None or options.reindex == "never":
             if not path.exists():

@@ -1,0 +1,357 @@
+"""OpenSearch as a target, through `opensearch-py`.
+
+One document per chunk (``_id`` the chunk id): ``body`` (text, BM25), ``doc_id``, ``chunk_id``, ``page``,
+a ``knn_vector`` field per model (``vector_<model>`` unless ``vectors`` maps it otherwise; HNSW, cosine),
+and on each document's first chunk ``first: true`` with its ``title``, ``text`` and ``metadata``.
+
+Setups: keyword (the cluster's BM25, a ``match`` query on ``body``), k-NN per vector field, and, where the
+cluster has the search pipeline vx-eval creates when it builds the index, dense-with-both and hybrid
+(``hybrid`` query through the pipeline: min-max normalisation + arithmetic mean, or RRF with
+``fusion: rrf``); a cluster without search pipelines gets the fusion done here. Reranked variants come
+from the shared cross-encoder setup. Every search records the cluster's own ``took`` beside the wall time.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from typing import Any, ClassVar, Literal
+
+from pydantic import Field
+
+from vx_eval import hookimpl
+from vx_eval.core.config import SecretRef
+from vx_eval.core.engine import (
+    DENSE_PREFIX,
+    FUSION,
+    HYBRID,
+    KEYWORD,
+    PASSAGES,
+    RERANKER_PREFIX,
+    Document,
+    Engine,
+    EngineOptions,
+    Hit,
+    OpenContext,
+    Query,
+    record_server_time,
+)
+from vx_eval.core.errors import EngineError
+from vx_eval.core.models import DENSE
+from vx_eval.plugins.engines.remote import (
+    Built,
+    RemoteOptions,
+    collection_name,
+    fingerprint,
+    is_first_chunk,
+    need,
+    payload_hit,
+    prepare,
+    retrying,
+)
+
+FORMAT = 1
+HIT_FIELDS = ["doc_id", "chunk_id", "page"]
+BULK_BATCH = 200
+
+
+class OpenSearchOptions(RemoteOptions):
+    url: str = Field(min_length=1)
+    """The cluster: ``https://localhost:9200``."""
+    user: str | None = None
+    password: SecretRef | None = None
+    verify_certs: bool = True
+    vectors: dict[str, str] = Field(default_factory=dict)
+    """Model -> k-NN field, where the index names its fields otherwise (default ``vector_<model>``)."""
+    fusion: Literal["normalization", "rrf"] = "normalization"
+    """The hybrid pipeline vx-eval creates: min-max + arithmetic mean (OpenSearch's default), or RRF."""
+    pipeline: str | None = None
+    """The search pipeline hybrid queries go through; default ``<index>-vx-hybrid``."""
+    exact: bool = False
+    """Exact k-NN (a ``script_score`` over every chunk) instead of the HNSW ``knn`` query."""
+
+    def field(self, model: str) -> str:
+        return self.vectors.get(model, "vector_" + re.sub(r"[^a-z0-9]+", "_", model.lower()).strip("_"))
+
+    def indexing(self) -> dict[str, Any]:
+        return {**super().indexing(), "vectors": {m: self.field(m) for m in self.dense_models}}
+
+
+def _transient(exc: BaseException) -> bool:
+    from opensearchpy.exceptions import ConnectionError, ConnectionTimeout, TransportError
+
+    if isinstance(exc, ConnectionTimeout | ConnectionError):
+        return True
+    return isinstance(exc, TransportError) and exc.status_code in (429, 502, 503, 504)
+
+
+class OpenSearchEngine(Engine):
+    """OpenSearch: BM25, k-NN per vector field, hybrid through a search pipeline, the cluster's ``took``."""
+
+    name: ClassVar[str] = "opensearch"
+    Options: ClassVar[type[EngineOptions]] = OpenSearchOptions
+
+    def open(self, options: OpenSearchOptions, context: OpenContext) -> OpenSearchHandle:
+        client = make_client(options)
+        index = collection_name(options, context)
+        pipeline = options.pipeline or f"{index}-vx-hybrid"
+        exists = _call(client.indices.exists, options, index=index)
+        corpus = context.corpus
+        if corpus is not None and options.build != "never":
+            wanted = fingerprint(corpus, {**options.indexing(), "fusion": options.fusion}, FORMAT)
+            stored = None
+            if exists:
+                mapping = _call(client.indices.get_mapping, options, index=index)
+                stored = (mapping.get(index, {}).get("mappings", {}).get("_meta") or {}).get("fingerprint")
+            if options.build == "always" or stored != wanted:
+                if stored is not None:
+                    context.progress.note(f"{context.target_name}: the corpus or a setting changed; building again")
+                _build(client, index, pipeline, options, prepare(corpus, options, context), wanted)
+        elif not exists:
+            raise EngineError(
+                f"target {context.target_name}: OpenSearch at {options.url} has no index '{index}' and the config "
+                "declares no corpus; add `corpus:` to the config to build it, or name an existing index"
+            )
+        return OpenSearchHandle(client, index, pipeline, options, context.models)
+
+
+def make_client(options: OpenSearchOptions) -> Any:
+    opensearchpy = need("opensearchpy", "opensearch")
+    auth = (options.user, options.password.value()) if options.user and options.password else None
+    return opensearchpy.OpenSearch(
+        hosts=[options.url],
+        http_auth=auth,
+        verify_certs=options.verify_certs,
+        timeout=options.timeout,
+        max_retries=0,  # `_call` retries, with backoff
+    )
+
+
+def _call(method: Any, options: OpenSearchOptions, **kwargs: Any) -> Any:
+    """A client call, tried again after a 429, 502-504 or timeout (bounded, with backoff); a refused
+    credential becomes one clear error naming what to check."""
+    from opensearchpy.exceptions import AuthenticationException, AuthorizationException
+
+    try:
+        return retrying(lambda: method(**kwargs), attempts=options.retries, transient=_transient)
+    except (AuthenticationException, AuthorizationException) as exc:
+        raise EngineError(
+            f"OpenSearch at {options.url} refused the credentials ({exc.status_code}): check user and password"
+        ) from None
+
+
+def pipeline_body(options: OpenSearchOptions) -> dict[str, Any]:
+    """The hybrid search pipeline: score normalisation + combination, or reciprocal-rank fusion."""
+    if options.fusion == "rrf":
+        processor = {"score-ranker-processor": {"combination": {"technique": "rrf", "rank_constant": 60}}}
+    else:
+        processor = {
+            "normalization-processor": {
+                "normalization": {"technique": "min_max"},
+                "combination": {"technique": "arithmetic_mean"},
+            }
+        }
+    return {"description": "vx-eval hybrid search", "phase_results_processors": [processor]}
+
+
+def index_body(options: OpenSearchOptions, built: Built, wanted: str | None) -> dict[str, Any]:
+    properties: dict[str, Any] = {
+        "body": {"type": "text"},
+        "doc_id": {"type": "keyword"},
+        "chunk_id": {"type": "keyword"},
+        "page": {"type": "integer"},
+        "first": {"type": "boolean"},
+        "title": {"type": "text", "index": False},
+        "text": {"type": "text", "index": False},
+        "metadata": {"type": "object", "enabled": False},
+    }
+    for model in options.dense_models:
+        properties[options.field(model)] = {
+            "type": "knn_vector",
+            "dimension": int(built.dense[model].shape[1]),
+            "method": {"name": "hnsw", "space_type": "cosinesimil", "engine": "faiss"},
+        }
+    mappings: dict[str, Any] = {"properties": properties}
+    if wanted:
+        mappings["_meta"] = {"fingerprint": wanted, "format": FORMAT}
+    return {"settings": {"index": {"knn": True}}, "mappings": mappings}
+
+
+def _build(client: Any, index: str, pipeline: str, options: OpenSearchOptions, built: Built, wanted: str) -> None:
+    """(Re)create the index without its fingerprint, bulk-load every chunk, make the hybrid pipeline, then
+    write the fingerprint into the mapping's ``_meta`` last."""
+    from opensearchpy import helpers
+    from opensearchpy.exceptions import RequestError
+
+    if _call(client.indices.exists, options, index=index):
+        _call(client.indices.delete, options, index=index)
+    _call(client.indices.create, options, index=index, body=index_body(options, built, None))
+    advance = built.context.progress.start(f"Writing {built.context.target_name} · {index}", len(built.chunks))
+    for start in range(0, len(built.chunks), BULK_BATCH):
+        actions = []
+        for i, chunk in enumerate(built.chunks[start : start + BULK_BATCH], start):
+            source: dict[str, Any] = {
+                "body": chunk.body,
+                "doc_id": chunk.doc_id,
+                "chunk_id": chunk.chunk_id,
+                "page": chunk.page,
+            }
+            source.update({options.field(m): built.dense[m][i].tolist() for m in options.dense_models})
+            if is_first_chunk(chunk):
+                source.update(built.documents[chunk.doc_id], first=True)
+            actions.append({"_index": index, "_id": chunk.chunk_id, "_source": source})
+        helpers.bulk(client, actions, refresh=False)
+        advance(len(actions))
+    _call(client.indices.refresh, options, index=index)
+    try:
+        client.transport.perform_request("PUT", f"/_search/pipeline/{pipeline}", body=pipeline_body(options))
+    except RequestError as exc:  # a cluster without the neural-search plugin (or a test server)
+        built.context.progress.note(
+            f"{built.context.target_name}: the cluster made no search pipeline ({exc.error}); hybrid search is "
+            "fused by vx-eval instead"
+        )
+    _call(client.indices.put_mapping, options, index=index, body={"_meta": {"fingerprint": wanted, "format": FORMAT}})
+
+
+class OpenSearchHandle:
+    """An opened OpenSearch index."""
+
+    def __init__(self, client: Any, index: str, pipeline: str, options: OpenSearchOptions, models: Any) -> None:
+        from opensearchpy.exceptions import NotFoundError, RequestError
+
+        self.client = client
+        self.index = index
+        self.pipeline = pipeline
+        self.options = options
+        self.models = models
+        mapping = _call(client.indices.get_mapping, options, index=index).get(index, {}).get("mappings", {})
+        properties = mapping.get("properties", {})
+        self.meta = mapping.get("_meta") or {}
+        knn = {name for name, spec in properties.items() if spec.get("type") == "knn_vector"}
+        by_field = {options.field(m): m for m in options.dense_models}
+        self.dense = {by_field.get(f, f.removeprefix("vector_")): f for f in sorted(knn)}
+        try:
+            client.transport.perform_request("GET", f"/_search/pipeline/{pipeline}")
+            self.has_pipeline = True
+        except (NotFoundError, RequestError):
+            self.has_pipeline = False
+        self.chunks = int(_call(client.count, options, index=index)["count"])
+        self._ids: list[str] | None = None
+
+    def capabilities(self) -> frozenset[str]:
+        if not self.chunks:
+            return frozenset()
+        caps = {KEYWORD, PASSAGES} | {DENSE_PREFIX + m for m in self.dense}
+        if self.options.level() >= 1:
+            caps.add(HYBRID)
+            if self.options.reranker:
+                caps.add(RERANKER_PREFIX + self.options.reranker)
+        if self.has_pipeline:
+            caps.add(FUSION)
+        return frozenset(caps)
+
+    def describe(self) -> dict[str, Any]:
+        version = self.client.info().get("version", {})
+        return {
+            "collection": self.index,
+            "documents": len(self.document_ids()),
+            "chunks": self.chunks,
+            "models": sorted(self.dense),
+            "version": f"{version.get('distribution', 'opensearch')} {version.get('number', '')}".strip(),
+            "location": self.options.url,
+            "pipeline": self.pipeline if self.has_pipeline else None,
+            "fingerprint": self.meta.get("fingerprint"),
+            "mode": self.options.mode,
+        }
+
+    # ------------------------------------------------------------------------------------------ search
+
+    def clause(self, capability: str, text: str, k: int) -> dict[str, Any]:
+        """The query clause for one capability: ``match`` for keyword, ``knn`` (or exact) per vector field."""
+        if capability == KEYWORD:
+            return {"match": {"body": {"query": text}}}
+        model = capability.removeprefix(DENSE_PREFIX)
+        if capability.startswith(DENSE_PREFIX) and model in self.dense:
+            vector = [float(x) for x in self.models.get(model, DENSE).encode_queries([text])[0]]
+            field = self.dense[model]
+            if self.options.exact:
+                return {
+                    "script_score": {
+                        "query": {"match_all": {}},
+                        "script": {
+                            "source": "knn_score",
+                            "lang": "knn",
+                            "params": {"field": field, "query_value": vector, "space_type": "cosinesimil"},
+                        },
+                    }
+                }
+            return {"knn": {field: {"vector": vector, "k": k}}}
+        raise EngineError(
+            f"the OpenSearch target has no capability '{capability}' (it has: {', '.join(sorted(self.capabilities()))})"
+        )
+
+    def body(self, query: Query) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The search body and URL parameters for a query: what this plugin sends, exactly."""
+        if query.capability == FUSION:
+            if not self.has_pipeline:
+                raise EngineError(f"index {self.index} has no search pipeline '{self.pipeline}' for hybrid search")
+            queries = [self.clause(part, query.text, query.k) for part in query.parts]
+            body = {"size": query.k, "query": {"hybrid": {"queries": queries}}, "_source": HIT_FIELDS}
+            return body, {"search_pipeline": self.pipeline}
+        return {"size": query.k, "query": self.clause(query.capability, query.text, query.k), "_source": HIT_FIELDS}, {}
+
+    def search(self, query: Query) -> list[Hit]:
+        if query.capability == KEYWORD and not query.text.strip():
+            return []
+        body, params = self.body(query)
+        response = _call(self.client.search, self.options, index=self.index, body=body, params=params)
+        if "took" in response:
+            record_server_time(response["took"])
+        return [payload_hit(h.get("_source") or {}, h.get("_score") or 0.0) for h in response["hits"]["hits"]]
+
+    def passages(self, hits: Sequence[Hit]) -> list[str]:
+        ids = [h.chunk_id or "" for h in hits]
+        response = _call(self.client.mget, self.options, index=self.index, body={"ids": ids}, _source=["body"])
+        body = {d["_id"]: (d.get("_source") or {}).get("body", "") for d in response["docs"] if d.get("found")}
+        return [body.get(i, "") for i in ids]
+
+    # ------------------------------------------------------------------------------------------ documents
+
+    def document_ids(self) -> list[str]:
+        if self._ids is None:
+            from opensearchpy import helpers
+
+            query = {"query": {"term": {"first": True}}, "_source": ["doc_id"]}
+            self._ids = sorted(
+                {str(h["_source"]["doc_id"]) for h in helpers.scan(self.client, query=query, index=self.index)}
+            )
+        return self._ids
+
+    def missing(self, doc_ids: Iterable[str]) -> set[str]:
+        return set(doc_ids) - set(self.document_ids())
+
+    def documents(self, doc_ids: Iterable[str]) -> list[Document]:
+        wanted = list(doc_ids)
+        if not wanted:
+            return []
+        query = {"bool": {"filter": [{"terms": {"doc_id": wanted}}, {"term": {"first": True}}]}}
+        response = _call(self.client.search, self.options, index=self.index, body={"size": len(wanted), "query": query})
+        found = {str(h["_source"]["doc_id"]): h["_source"] for h in response["hits"]["hits"]}
+        return [
+            Document(
+                id=d,
+                text=found[d].get("text", ""),
+                title=found[d].get("title", ""),
+                metadata=found[d].get("metadata") or {},
+            )
+            for d in wanted
+            if d in found
+        ]
+
+    def close(self) -> None:
+        self.client.close()
+
+
+@hookimpl
+def vx_eval_register_engines(register):
+    register.add(OpenSearchEngine)

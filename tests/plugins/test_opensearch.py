@@ -1,0 +1,241 @@
+"""OpenSearch: the exact requests for k-NN, hybrid and the search pipeline against a recording server;
+retries, credentials and failures; live tests on OPENSEARCH_URL."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from vx_eval.core.engine import DENSE_PREFIX, FUSION, KEYWORD, OpenContext, Query, server_time
+from vx_eval.core.errors import EngineError, redact
+from vx_eval.core.models import DENSE, Models
+from vx_eval.core.sources import FileCorpus
+from vx_eval.plugins.engines.opensearch import OpenSearchEngine, OpenSearchOptions
+from vx_eval.testing.conformance import EngineConformance
+from vx_eval.testing.replay import Replay
+
+INDEX = "docs"
+HITS = {
+    "took": 7,
+    "timed_out": False,
+    "hits": {
+        "total": {"value": 2, "relation": "eq"},
+        "max_score": 0.9,
+        "hits": [
+            {
+                "_index": INDEX,
+                "_id": "a::0::0",
+                "_score": 0.9,
+                "_source": {"doc_id": "a", "chunk_id": "a::0::0", "page": None},
+            },
+            {
+                "_index": INDEX,
+                "_id": "b::0::0",
+                "_score": 0.4,
+                "_source": {"doc_id": "b", "chunk_id": "b::0::0", "page": None},
+            },
+        ],
+    },
+}
+MAPPING = {
+    INDEX: {
+        "mappings": {
+            "_meta": {"fingerprint": "f" * 64, "format": 1},
+            "properties": {
+                "body": {"type": "text"},
+                "doc_id": {"type": "keyword"},
+                "vector_minilm": {"type": "knn_vector", "dimension": 384},
+            },
+        }
+    }
+}
+DOCS = [
+    {"id": "a", "title": "Loans", "text": "Defer a loan payment after a disaster."},
+    {"id": "b", "title": "Wires", "text": "Send money abroad by wire."},
+]
+
+
+@pytest.fixture
+def models(plugins) -> Models:
+    return Models(plugins.models)
+
+
+def existing_index(server: Replay, *, pipeline: bool = True) -> None:
+    """The routes an opened, already built index answers: mapping, pipeline, count, info, search."""
+    server.route("GET", "/", {"version": {"distribution": "opensearch", "number": "3.1.0"}})
+    server.route("HEAD", f"/{INDEX}", {})
+    server.route("GET", f"/{INDEX}/_mapping", MAPPING)
+    server.route("GET", f"/_search/pipeline/{INDEX}-vx-hybrid", {} if pipeline else (404, {"error": "not found"}))
+    server.route("POST", f"/{INDEX}/_count", {"count": 2})
+    server.route("POST", f"/{INDEX}/_search", HITS)
+
+
+def open_handle(server: Replay, models: Models, tmp_path: Path, **options):
+    opts = OpenSearchOptions(url=server.url, collection=INDEX, build="never", retries=1, **options)
+    return OpenSearchEngine().open(opts, OpenContext("OpenSearch", tmp_path, None, models=models))
+
+
+def query_vector(models: Models, text: str) -> list[float]:
+    return [float(x) for x in models.get("minilm", DENSE).encode_queries([text])[0]]
+
+
+def test_keyword_knn_and_hybrid_send_exactly_these_bodies(models, tmp_path):
+    with Replay() as server:
+        existing_index(server)
+        handle = open_handle(server, models, tmp_path)
+        assert {KEYWORD, DENSE_PREFIX + "minilm", FUSION} <= handle.capabilities()
+        text = "postpone a loan payment"
+        hits = handle.search(Query(text, 5, KEYWORD))
+        assert [h.doc_id for h in hits] == ["a", "b"] and hits[0].chunk_id == "a::0::0"
+        assert server.last("POST", f"/{INDEX}/_search").json == {
+            "size": 5,
+            "query": {"match": {"body": {"query": text}}},
+            "_source": ["doc_id", "chunk_id", "page"],
+        }
+        handle.search(Query(text, 5, DENSE_PREFIX + "minilm"))
+        sent = server.last("POST", f"/{INDEX}/_search").json
+        vector = sent["query"]["knn"]["vector_minilm"].pop("vector")
+        assert sent == {
+            "size": 5,
+            "query": {"knn": {"vector_minilm": {"k": 5}}},
+            "_source": ["doc_id", "chunk_id", "page"],
+        }
+        assert np.allclose(vector, query_vector(models, text), atol=1e-6) and len(vector) == 384
+        handle.search(Query(text, 8, FUSION, parts=(KEYWORD, DENSE_PREFIX + "minilm")))
+        request = server.last("POST", f"/{INDEX}/_search")
+        assert request.query == {"search_pipeline": [f"{INDEX}-vx-hybrid"]}
+        body = request.json
+        assert body["size"] == 8 and body["_source"] == ["doc_id", "chunk_id", "page"]
+        keyword, knn = body["query"]["hybrid"]["queries"]
+        assert keyword == {"match": {"body": {"query": text}}}
+        assert set(knn["knn"]["vector_minilm"]) == {"vector", "k"} and knn["knn"]["vector_minilm"]["k"] == 8
+
+
+def test_exact_knn_is_a_script_score_over_every_chunk(models, tmp_path):
+    with Replay() as server:
+        existing_index(server)
+        handle = open_handle(server, models, tmp_path, exact=True)
+        handle.search(Query("wire abroad", 3, DENSE_PREFIX + "minilm"))
+        query = server.last("POST", f"/{INDEX}/_search").json["query"]
+        params = query["script_score"]["script"].pop("params")
+        assert query == {"script_score": {"query": {"match_all": {}}, "script": {"source": "knn_score", "lang": "knn"}}}
+        assert params["field"] == "vector_minilm" and params["space_type"] == "cosinesimil"
+        assert np.allclose(params["query_value"], query_vector(models, "wire abroad"), atol=1e-6)
+
+
+def test_no_pipeline_means_no_engine_fusion(models, tmp_path):
+    with Replay() as server:
+        existing_index(server, pipeline=False)
+        handle = open_handle(server, models, tmp_path)
+        assert FUSION not in handle.capabilities()
+        with pytest.raises(EngineError, match="no search pipeline"):
+            handle.search(Query("x", 5, FUSION, parts=(KEYWORD,)))
+
+
+def test_took_is_recorded_as_the_server_time(models, tmp_path):
+    with Replay() as server:
+        existing_index(server)
+        handle = open_handle(server, models, tmp_path)
+        spent: list[float] = []
+        token = server_time.set(spent)
+        try:
+            handle.search(Query("loan", 5, KEYWORD))
+        finally:
+            server_time.reset(token)
+        assert spent == [7.0]
+
+
+def test_building_creates_the_index_the_pipeline_and_writes_the_fingerprint_last(models, tmp_path):
+    corpus = FileCorpus("".join(json.dumps(d) + "\n" for d in DOCS).encode(), "docs.jsonl")
+    with Replay() as server:
+        server.route("GET", "/", {"version": {"number": "3.1.0"}})
+        server.route("HEAD", f"/{INDEX}", (404, {}))
+        server.route("PUT", f"/{INDEX}", {"acknowledged": True})
+        server.route("POST", "/_bulk", {"took": 1, "errors": False, "items": []})
+        server.route("POST", f"/{INDEX}/_refresh", {})
+        server.route("PUT", f"/_search/pipeline/{INDEX}-vx-hybrid", {"acknowledged": True})
+        server.route("PUT", f"/{INDEX}/_mapping", {"acknowledged": True})
+        server.route("GET", f"/{INDEX}/_mapping", MAPPING)
+        server.route("GET", f"/_search/pipeline/{INDEX}-vx-hybrid", {})
+        server.route("POST", f"/{INDEX}/_count", {"count": 2})
+        options = OpenSearchOptions(
+            url=server.url, collection=INDEX, fusion="rrf", dense_models=["minilm"], cache=tmp_path / "emb.db"
+        )
+        OpenSearchEngine().open(options, OpenContext("OpenSearch", tmp_path, corpus, models=models))
+        order = [(r.method, r.path) for r in server.requests]
+        created = server.last("PUT", f"/{INDEX}").json
+        assert created["settings"] == {"index": {"knn": True}} and "_meta" not in created["mappings"]
+        assert created["mappings"]["properties"]["vector_minilm"] == {
+            "type": "knn_vector",
+            "dimension": 384,
+            "method": {"name": "hnsw", "space_type": "cosinesimil", "engine": "faiss"},
+        }
+        assert server.last("PUT", f"/_search/pipeline/{INDEX}-vx-hybrid").json == {
+            "description": "vx-eval hybrid search",
+            "phase_results_processors": [
+                {"score-ranker-processor": {"combination": {"technique": "rrf", "rank_constant": 60}}}
+            ],
+        }
+        lines = [json.loads(line) for line in server.last("POST", "/_bulk").body.decode().splitlines()]
+        assert lines[0] == {"index": {"_index": INDEX, "_id": "a::0::0"}}
+        assert lines[1]["doc_id"] == "a" and lines[1]["first"] is True and len(lines[1]["vector_minilm"]) == 384
+        meta = server.last("PUT", f"/{INDEX}/_mapping").json["_meta"]
+        assert meta["format"] == 1 and len(meta["fingerprint"]) == 64
+        # the fingerprint goes in after every chunk and the pipeline: a crash before leaves none, so it is built again
+        assert order.index(("PUT", f"/{INDEX}/_mapping")) > order.index(("POST", "/_bulk"))
+        assert order.index(("PUT", f"/{INDEX}/_mapping")) > order.index(("PUT", f"/_search/pipeline/{INDEX}-vx-hybrid"))
+
+
+def test_a_busy_cluster_is_retried_with_backoff_then_the_search_fails(models, tmp_path):
+    with Replay() as server:
+        existing_index(server)
+        handle = open_handle(server, models, tmp_path)
+        server.route("POST", f"/{INDEX}/_search", (503, {"error": "busy"}), (200, HITS))
+        assert [h.doc_id for h in handle.search(Query("loan", 5, KEYWORD))] == ["a", "b"]
+        server.route("POST", f"/{INDEX}/_search", (429, {"error": "too many requests"}))
+        before = len(server.requests)
+        with pytest.raises(Exception, match="429"):
+            handle.search(Query("loan", 5, KEYWORD))
+        assert len(server.requests) - before == 2  # one try and one retry (retries=1), then the error
+
+
+def test_refused_credentials_are_one_clear_error_without_the_password(models, tmp_path, monkeypatch):
+    monkeypatch.setenv("VX_TEST_OS_PASSWORD", "hunter2-very-secret")
+    with Replay() as server:
+        server.route("HEAD", f"/{INDEX}", (401, {"error": "unauthorized hunter2-very-secret"}))
+        options = OpenSearchOptions.model_validate(
+            {"url": server.url, "collection": INDEX, "user": "admin", "password": {"env": "VX_TEST_OS_PASSWORD"}}
+        )
+        with pytest.raises(EngineError) as caught:
+            OpenSearchEngine().open(options, OpenContext("OpenSearch", tmp_path, None, models=models))
+        message = str(caught.value)
+        assert "refused the credentials (401)" in message and "hunter2" not in message
+        assert server.requests[0].headers["authorization"].startswith("Basic ")
+        assert "hunter2" not in redact("echoed: hunter2-very-secret")
+
+
+@pytest.mark.skipif(
+    not os.environ.get("OPENSEARCH_URL"),
+    reason="live OpenSearch test: set OPENSEARCH_URL (+ OPENSEARCH_USER, OPENSEARCH_PASSWORD)",
+)
+class TestOpenSearchLive(EngineConformance):
+    """The whole conformance suite, k-NN and hybrid included, on a real cluster."""
+
+    engine = "opensearch"
+    options = {
+        "url": os.environ.get("OPENSEARCH_URL", ""),
+        "collection": "vx-eval-conformance",
+        "mode": "hybrid",
+        "dense_models": ["minilm"],
+        "exact": True,
+        **(
+            {"user": os.environ["OPENSEARCH_USER"], "password": {"env": "OPENSEARCH_PASSWORD"}}
+            if os.environ.get("OPENSEARCH_USER")
+            else {}
+        ),
+    }
+    absent_options = {**options, "collection": "vx-eval-absent", "build": "never"}
