@@ -154,10 +154,12 @@ def point_id(chunk_id: str) -> str:
 
 
 def _transient(exc: BaseException) -> bool:
+    """429 and 502-504, and timeouts or refused connections (qdrant-client wraps httpx's in `.source`)."""
     status = getattr(exc, "status_code", None)
     if status in (429, 502, 503, 504):
         return True
-    return type(exc).__name__ in {"ReadTimeout", "ConnectTimeout", "WriteTimeout", "PoolTimeout", "ConnectError"}
+    cause = getattr(exc, "source", None) or exc
+    return type(cause).__name__ in {"ReadTimeout", "ConnectTimeout", "WriteTimeout", "PoolTimeout", "ConnectError"}
 
 
 def _auth_failure(exc: BaseException) -> bool:

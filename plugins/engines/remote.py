@@ -131,7 +131,7 @@ def payload_hit(payload: dict[str, Any], score: float) -> Hit:
         float(score),
         int(page) if page is not None else None,
         payload.get("chunk_id"),
-        {k: v for k, v in payload.items() if k not in ("doc_id", "chunk_id", "page", "body")},
+        {k: v for k, v in payload.items() if k not in ("doc_id", "chunk_id", "page", "body") and not k.startswith("@")},
     )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 import pytest
@@ -49,3 +50,19 @@ class TestOpenSearchKeywordOnOsmem(EngineConformance):
     def _point_at_osmem(cls, osmem: str) -> None:
         cls.options = {"url": osmem, "mode": "hybrid", "dense_models": [], "collection": "conformance"}
         cls.absent_options = {"url": osmem, "collection": "absent", "build": "never"}
+
+
+@pytest.mark.skipif(not os.environ.get("QDRANT_URL"), reason="live Qdrant test: set QDRANT_URL (+ QDRANT_API_KEY)")
+class TestQdrantLive(EngineConformance):
+    """The conformance suite on a Qdrant server (exact search, so dense top 10 must equal the embedded engine's)."""
+
+    engine = "qdrant"
+    options = {
+        "url": os.environ.get("QDRANT_URL", ""),
+        "collection": "vx-eval-conformance",
+        "mode": "hybrid",
+        "dense_models": ["minilm"],
+        "exact": True,
+        **({"api_key": {"env": "QDRANT_API_KEY"}} if os.environ.get("QDRANT_API_KEY") else {}),
+    }
+    absent_options = {**options, "collection": "vx-eval-absent", "build": "never"}
