@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -142,3 +143,13 @@ def quickstart_copy(folder: Path, cache: Path, *, keyword_only: bool = True, nam
     path = folder / name
     path.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
     return path
+
+
+@pytest.fixture(scope="session")
+def osmem() -> Iterator[str]:
+    """osmem-server (an in-memory server speaking OpenSearch's HTTP API) on 127.0.0.1, stopped by its PID."""
+    from osmem_server import OsmemServer
+
+    server = OsmemServer.start(addr="127.0.0.1:0")
+    yield server.url
+    server.close()  # stdin closed, then the process (its own PID) killed after a grace period

@@ -16,6 +16,7 @@ PLUGIN = '''
 
 from vx_eval import hookimpl
 from vx_eval.core.engine import Engine, EngineOptions, Hit
+from vx_eval.core.errors import EngineError
 
 
 class ToyOptions(EngineOptions):
@@ -33,6 +34,8 @@ class ToyHandle:
         return {"collection": "toy", "documents": len(self.docs), "models": [], "version": "toy 0.1"}
 
     def search(self, query):
+        if query.capability != "keyword":
+            raise EngineError(f"the toy engine has no capability '{query.capability}'")
         words = set(query.text.lower().split())
         scored = [(len(words & set(d.text.lower().split())), d.id) for d in self.docs.values()]
         return [Hit(doc_id, float(s)) for s, doc_id in sorted(scored, reverse=True)[: query.k] if s]
@@ -55,6 +58,8 @@ class ToyEngine(Engine):
     Options = ToyOptions
 
     def open(self, options, context):
+        if context.corpus is None:
+            raise EngineError("the toy engine holds nothing until the config declares a corpus")
         return ToyHandle(list(context.corpus))
 
 
@@ -124,7 +129,7 @@ def test_the_plugin_is_listed_with_its_package_and_version(toy_site, tmp_path):
     done = vx_eval(toy_site, "plugins", "--json", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     listing = json.loads(done.stdout)
-    assert listing["roles"]["engines"] == ["sqlite", "toy"]
+    assert {"sqlite", "toy"} <= set(listing["roles"]["engines"])
     toy = next(p for p in listing["plugins"] if p["name"] == "toy")
     assert (toy["package"], toy["version"], toy["module"]) == ("vx-eval-toy", "0.3.1", "vx_eval_toy")
 
@@ -151,3 +156,31 @@ def test_the_third_party_engine_validates_its_own_options(toy_site, project):
     done = vx_eval(toy_site, "run", str(config), cwd=project.root)
     assert done.returncode == 2
     assert "targets[0].options.boost_titel: unknown key; did you mean 'boost_title'?" in done.stderr
+
+
+CONFORMANCE = """
+from vx_eval.testing.conformance import EngineConformance
+
+
+class TestToy(EngineConformance):
+    engine = "toy"
+    options = {"boost_title": True}
+    absent_options = {}
+    same_ranking = ()  # word counting is no method the embedded engine has
+"""
+
+
+def test_the_third_party_engine_passes_the_conformance_suite(toy_site, tmp_path):
+    """What a third party does: subclass the suite in their own tests and run pytest."""
+    (tmp_path / "test_toy_conformance.py").write_text(CONFORMANCE)
+    env = {**os.environ, "PYTHONPATH": str(toy_site)}
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", "test_toy_conformance.py"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    assert "10 passed, 1 skipped" in done.stdout  # skipped: same_ranking names nothing to compare

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -59,7 +60,7 @@ class RichProgress:
         return advance
 
     def note(self, message: str) -> None:
-        self.bars.console.print(f"[yellow]warning:[/] {message}", highlight=False)
+        self.bars.console.print(f"[yellow]warning:[/] {escape(message)}", highlight=False)
 
 
 def _is_share(metric: str) -> bool:
@@ -111,6 +112,9 @@ def run_table(report: dict[str, Any]) -> Table:
         table.add_column("skipped", justify="right")
     table.add_column("median ms", justify="right")
     table.add_column("p95 ms", justify="right")
+    server = any(s.get("server_ms") for s in report["setups"])  # a service that says its own time
+    if server:
+        table.add_column("server ms", justify="right")
     for setup in report["setups"]:
         label = f"{setup['label']} [dim]{setup['key']}[/]"
         if setup["key"] in marks:
@@ -119,7 +123,7 @@ def run_table(report: dict[str, Any]) -> Table:
         rank = f"≈{setup['rank']}" if setup.get("tied_with_best") and not best else str(setup["rank"])
         row = [rank, label] + ([setup["target"]] if many_targets else [])
         if not setup["summary"]:
-            row += ["failed"] + [""] * (len(columns) + skipped + 1)
+            row += ["failed"] + [""] * (len(columns) + skipped + 1 + server)
         else:
             for m in columns:
                 cell = _fmt(m, setup["summary"].get(m))
@@ -127,6 +131,8 @@ def run_table(report: dict[str, Any]) -> Table:
             if skipped:
                 row.append(str(setup["counts"]["skipped"]))
             row += [_ms(setup["times_ms"]["median"]), _ms(setup["times_ms"]["p95"])]
+            if server:
+                row.append(_ms(setup["server_ms"]["median"]) if setup.get("server_ms") else "")
         table.add_row(*row, style="red" if setup["error"] else None)
     return table
 

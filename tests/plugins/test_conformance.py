@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 
 import pytest
 
@@ -26,16 +25,6 @@ class TestQdrantFolder(EngineConformance):
     engine = "qdrant"
     options = {"path": "qdrant", "mode": "ultimate", "dense_models": ["minilm"], "late_model": "colbert-small"}
     absent_options = {"path": "qdrant-empty", "collection": "absent", "build": "never"}
-
-
-@pytest.fixture(scope="module")
-def osmem() -> Iterator[str]:
-    """osmem-server (an in-memory server speaking OpenSearch's HTTP API) on 127.0.0.1, stopped by its PID."""
-    from osmem_server import OsmemServer
-
-    server = OsmemServer.start(addr="127.0.0.1:0")
-    yield server.url
-    server.close()  # stdin closed, then the process (its own PID) killed after a grace period
 
 
 class TestOpenSearchKeywordOnOsmem(EngineConformance):

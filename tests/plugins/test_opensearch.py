@@ -239,3 +239,36 @@ class TestOpenSearchLive(EngineConformance):
         ),
     }
     absent_options = {**options, "collection": "vx-eval-absent", "build": "never"}
+
+
+def test_a_run_over_osmem_and_the_embedded_engine_reports_the_cluster_time_beside_the_wall_time(osmem, project, capsys):
+    from vx_eval.cli import main
+
+    config = project.write_config(
+        targets=[
+            {"name": "Local", "engine": "sqlite", "options": {"path": ".vx/tiny.db", "dense_models": []}},
+            {
+                "name": "OpenSearch",
+                "engine": "opensearch",
+                "options": {"url": osmem, "collection": "run-test", "dense_models": []},
+            },
+        ]
+    )
+    def run(*args: str) -> int:
+        try:
+            main(["run", str(config), *args])
+        except SystemExit as exc:
+            return int(exc.code or 0)
+        return 0
+
+    assert run("--json") == 0
+    report = json.loads(capsys.readouterr().out)
+    setups = {s["key"]: s for s in report["setups"]}
+    remote, local = setups["opensearch.keyword"], setups["local.keyword"]
+    assert remote["error"] is None and remote["summary"]["found@10"] > 0
+    assert set(remote["server_ms"]) == {"median", "p95"} and local["server_ms"] is None
+    times = remote["per_question"]["server_ms"]
+    assert all(isinstance(t, float) for t in times) and len(times) == len(remote["per_question"]["times_ms"])
+    assert {"key": "local.keyword", "change": "the same search on Local"} in remote["neighbours"]
+    assert run("--no-save") == 0
+    assert "server ms" in capsys.readouterr().out
