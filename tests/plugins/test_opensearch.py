@@ -254,6 +254,7 @@ def test_a_run_over_osmem_and_the_embedded_engine_reports_the_cluster_time_besid
             },
         ]
     )
+
     def run(*args: str) -> int:
         try:
             main(["run", str(config), *args])
@@ -272,3 +273,49 @@ def test_a_run_over_osmem_and_the_embedded_engine_reports_the_cluster_time_besid
     assert {"key": "local.keyword", "change": "the same search on Local"} in remote["neighbours"]
     assert run("--no-save") == 0
     assert "server ms" in capsys.readouterr().out
+
+
+def test_a_timeout_is_tried_again(models, tmp_path):
+    with Replay() as server:
+        existing_index(server)
+        handle = open_handle(server, models, tmp_path, timeout=0.3)
+        server.route("POST", f"/{INDEX}/_search", HITS, delays=[1.0, 0.0])
+        assert [h.doc_id for h in handle.search(Query("loan", 5, KEYWORD))] == ["a", "b"]
+        assert len([r for r in server.requests if r.path == f"/{INDEX}/_search"]) == 2
+
+
+def test_a_question_that_fails_is_recorded_for_that_setup_and_the_run_goes_on_without_the_password(
+    models, project, plugins, monkeypatch
+):
+    from vx_eval.core.config import load_config
+    from vx_eval.core.run import RunOptions, run_experiment
+
+    monkeypatch.setenv("VX_TEST_OS_PASSWORD", "hunter2-very-secret")
+    with Replay() as server:
+        existing_index(server)
+        failure = (
+            500,
+            {"error": "search_phase_execution_exception: shard failed for admin:hunter2-very-secret"},
+        )
+        server.route("POST", f"/{INDEX}/_search", HITS, HITS, failure, HITS)  # the warm-up, then q1 ok, q2 fails
+        target = {
+            "name": "OpenSearch",
+            "engine": "opensearch",
+            "options": {
+                "url": server.url,
+                "collection": INDEX,
+                "build": "never",
+                "retries": 0,
+                "user": "admin",
+                "password": {"env": "VX_TEST_OS_PASSWORD"},
+            },
+        }
+        config = project.write_config(targets=[target], corpus=None)
+        options = RunOptions(save_to=str(project.root / "runs"), only=("opensearch.keyword",))
+        result = run_experiment(load_config(config, plugins), plugins, options)
+    keyword = next(s for s in result.report["setups"] if s["key"] == "opensearch.keyword")
+    assert keyword["counts"]["failed"] == 1 and keyword["counts"]["evaluated"] == keyword["counts"]["total"] - 1
+    failed = keyword["per_question"]["status"].index("failed")
+    assert "500" in keyword["per_question"]["errors"][failed] and "***" in keyword["per_question"]["errors"][failed]
+    saved = Path(result.location).read_text()
+    assert "hunter2" not in saved and "***" in saved  # the echoed password is masked in the saved report

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -44,11 +45,14 @@ class Route:
     responses: list[tuple[int, Any]]
     calls: int = 0
     headers: dict[str, str] = field(default_factory=dict)
+    delays: list[float] = field(default_factory=list)
 
-    def next(self) -> tuple[int, Any]:
-        status, body = self.responses[min(self.calls, len(self.responses) - 1)]
+    def next(self) -> tuple[int, Any, float]:
+        turn = min(self.calls, len(self.responses) - 1)
+        status, body = self.responses[turn]
+        delay = self.delays[min(self.calls, len(self.delays) - 1)] if self.delays else 0.0
         self.calls += 1
-        return status, body
+        return status, body, delay
 
 
 class Replay:
@@ -96,19 +100,28 @@ class Replay:
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
     def route(
-        self, method: str, pattern: str, *responses: Any, status: int = 200, headers: dict[str, str] | None = None
+        self,
+        method: str,
+        pattern: str,
+        *responses: Any,
+        status: int = 200,
+        headers: dict[str, str] | None = None,
+        delays: list[float] | None = None,
     ) -> Route:
         """Answer `method` on paths matching `pattern` (a regex, matched in full) with `responses` in turn;
-        a response given as ``(status, body)`` sets its own status. Later routes win over earlier ones."""
+        a response given as ``(status, body)`` sets its own status; `delays` (seconds, in turn, the last
+        repeated) hold answers back, to test timeouts. Later routes win over earlier ones."""
         answers = [r if isinstance(r, tuple) else (status, r) for r in responses] or [(status, {})]
-        route = Route(method.upper(), re.compile(pattern), answers, headers=headers or {})
+        route = Route(method.upper(), re.compile(pattern), answers, headers=headers or {}, delays=list(delays or []))
         self.routes.insert(0, route)
         return route
 
     def _respond(self, method: str, path: str) -> tuple[int, Any, dict[str, str]]:
         for route in self.routes:
             if route.method == method and route.pattern.fullmatch(path):
-                status, body = route.next()
+                status, body, delay = route.next()
+                if delay:
+                    time.sleep(delay)
                 return status, body, route.headers
         return 404, {"error": f"no route for {method} {path} in this replay"}, {}
 
