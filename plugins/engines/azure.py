@@ -53,6 +53,7 @@ from vx_eval.plugins.engines.remote import (
     need,
     payload_hit,
     prepare,
+    stored_documents,
 )
 
 FORMAT = 1
@@ -395,17 +396,7 @@ class AzureSearchHandle:
             select=["doc_id", "title", "text", "metadata"],
             top=len(wanted),
         )
-        found = {str(r["doc_id"]): r for r in rows}
-        return [
-            Document(
-                id=d,
-                text=found[d].get("text") or "",
-                title=found[d].get("title") or "",
-                metadata=json.loads(found[d].get("metadata") or "{}"),
-            )
-            for d in wanted
-            if d in found
-        ]
+        return stored_documents(wanted, {str(r["doc_id"]): r for r in rows})
 
     def close(self) -> None:
         self.client.close()

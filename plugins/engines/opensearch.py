@@ -48,6 +48,7 @@ from vx_eval.plugins.engines.remote import (
     payload_hit,
     prepare,
     retrying,
+    stored_documents,
 )
 
 FORMAT = 1
@@ -337,16 +338,7 @@ class OpenSearchHandle:
         query = {"bool": {"filter": [{"terms": {"doc_id": wanted}}, {"term": {"first": True}}]}}
         response = _call(self.client.search, self.options, index=self.index, body={"size": len(wanted), "query": query})
         found = {str(h["_source"]["doc_id"]): h["_source"] for h in response["hits"]["hits"]}
-        return [
-            Document(
-                id=d,
-                text=found[d].get("text", ""),
-                title=found[d].get("title", ""),
-                metadata=found[d].get("metadata") or {},
-            )
-            for d in wanted
-            if d in found
-        ]
+        return stored_documents(wanted, found)
 
     def close(self) -> None:
         self.client.close()

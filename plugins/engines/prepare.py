@@ -7,19 +7,64 @@ compared engine against engine, and vectors made for one target are read from th
 
 from __future__ import annotations
 
+import os
+import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from pydantic import Field, model_validator
 
-from vx_eval.core.engine import Corpus, Document, OpenContext
+from vx_eval.core.config import ConfigPath
+from vx_eval.core.engine import Corpus, Document, EngineOptions, OpenContext
 from vx_eval.core.models import DENSE, LATE
 from vx_eval.plugins.engines.cache import EmbeddingCache, content_key, quantize
 from vx_eval.plugins.engines.text import chunk_words
 
 EMBED_SLICE = 256  # texts handed to a model at a time (the progress bar moves per slice)
+
+
+class IndexOptions(EngineOptions):
+    """Options of every engine that builds from the corpus: models, chunking, the embedding cache."""
+
+    dense_models: list[str] = Field(default_factory=lambda: ["minilm"])
+    """Models to embed with when building; when opening an existing index, the vectors it must hold."""
+    chunk_words: int = Field(300, ge=0, le=100_000)
+    """Words per chunk (0: one chunk per document or page)."""
+    chunk_overlap: int = Field(50, ge=0)
+    cache: ConfigPath | None = None
+    """The embedding cache; default: the run's ``models.embeddings``, shared with every other target."""
+
+    @model_validator(mode="after")
+    def _consistent_chunks(self) -> IndexOptions:
+        if self.chunk_words and self.chunk_overlap >= self.chunk_words:
+            raise ValueError(f"chunk_overlap ({self.chunk_overlap}) must be below chunk_words ({self.chunk_words})")
+        if len(set(self.dense_models)) != len(self.dense_models):
+            raise ValueError("dense_models names a model twice")
+        return self
+
+
+@contextmanager
+def building(path: Path) -> Iterator[sqlite3.Connection]:
+    """A new SQLite file written beside `path` and renamed into place when the block ends without an
+    error; on any error (or interrupt) the partial file is removed and `path` is left as it was."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.building")
+    tmp.unlink(missing_ok=True)
+    db = sqlite3.connect(tmp)
+    try:
+        db.executescript("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;")
+        yield db
+        db.commit()
+        db.close()
+        os.replace(tmp, path)
+    except BaseException:
+        db.close()
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 @dataclass(frozen=True)

@@ -55,6 +55,7 @@ from vx_eval.plugins.engines.remote import (
     payload_hit,
     prepare,
     retrying,
+    stored_documents,
     words_path,
 )
 from vx_eval.plugins.engines.text import STOPWORDS
@@ -433,17 +434,7 @@ class QdrantHandle:
             ]
         )
         records, _ = self.call("scroll", self.name, scroll_filter=keep, limit=len(wanted), with_payload=True)
-        found = {str(r.payload["doc_id"]): r.payload for r in records if r.payload}
-        return [
-            Document(
-                id=d,
-                text=found[d].get("text", ""),
-                title=found[d].get("title", ""),
-                metadata=found[d].get("metadata") or {},
-            )
-            for d in wanted
-            if d in found
-        ]
+        return stored_documents(wanted, {str(r.payload["doc_id"]): r.payload for r in records if r.payload})
 
     def close(self) -> None:
         if self.words is not None:

@@ -10,54 +10,46 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 import numpy as np
-from pydantic import Field, model_validator
+from pydantic import Field
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential
 
-from vx_eval.core.config import ConfigPath
-from vx_eval.core.engine import Corpus, EngineOptions, Hit, OpenContext, slug
+from vx_eval.core.engine import Corpus, Document, Hit, OpenContext, slug
 from vx_eval.core.errors import EngineError
 from vx_eval.core.models import LATE
 from vx_eval.plugins.engines.cache import EmbeddingCache, dequantize
-from vx_eval.plugins.engines.prepare import Chunk, chunk_corpus, default_cache, dense_matrix, token_matrices
+from vx_eval.plugins.engines.prepare import (
+    Chunk,
+    IndexOptions,
+    chunk_corpus,
+    default_cache,
+    dense_matrix,
+    token_matrices,
+)
 
 T = TypeVar("T")
 MODES = ("dense", "hybrid", "ultimate")
 
 
-class RemoteOptions(EngineOptions):
+class RemoteOptions(IndexOptions):
     """Options every remote engine shares: what to build, from which chunks, and how to call the service."""
 
     collection: str | None = None
     """The index or collection; default: the target's name as a slug (``Qdrant local`` -> ``qdrant-local``)."""
     mode: Literal["dense", "hybrid", "ultimate"] = "hybrid"
     """dense: keyword + dense; hybrid: + fused and reranked setups; ultimate: + ColBERT-style where held."""
-    dense_models: list[str] = Field(default_factory=lambda: ["minilm"])
-    """Models to embed with when building; when opening an existing index, the vectors it must hold."""
     reranker: str | None = "ms-marco-minilm"
     build: Literal["auto", "always", "never"] = "auto"
     """auto: build from the config's corpus when it or a setting changed; always; never: search as it is."""
-    chunk_words: int = Field(300, ge=0, le=100_000)
-    chunk_overlap: int = Field(50, ge=0)
-    cache: ConfigPath | None = None
-    """The embedding cache; default: the run's ``models.embeddings``, shared with every other target."""
     timeout: float = Field(30.0, gt=0)
     """Seconds one request may take."""
     retries: int = Field(3, ge=0, le=10)
     """Further tries after a 429, a 502-504 or a timeout, with exponential backoff (bounded)."""
-
-    @model_validator(mode="after")
-    def _consistent(self) -> RemoteOptions:
-        if self.chunk_words and self.chunk_overlap >= self.chunk_words:
-            raise ValueError(f"chunk_overlap ({self.chunk_overlap}) must be below chunk_words ({self.chunk_words})")
-        if len(set(self.dense_models)) != len(self.dense_models):
-            raise ValueError("dense_models names a model twice")
-        return self
 
     def level(self) -> int:
         return MODES.index(self.mode)
@@ -121,6 +113,22 @@ def prepare(corpus: Corpus, options: RemoteOptions, context: OpenContext) -> Bui
 def is_first_chunk(chunk: Chunk) -> bool:
     """The chunk that carries its document's own fields (title, text, metadata) in a remote index."""
     return chunk.ord == 0 and chunk.page in (None, 1)
+
+
+def stored_documents(wanted: Sequence[str], found: dict[str, dict[str, Any]]) -> list[Document]:
+    """Documents rebuilt from their first chunks' fields (``title``, ``text``, ``metadata`` as an object
+    or JSON), in the order asked, those not found left out."""
+    out = []
+    for doc_id in wanted:
+        if doc_id not in found:
+            continue
+        fields = found[doc_id]
+        metadata = fields.get("metadata") or {}
+        if isinstance(metadata, str):
+            metadata = json.loads(metadata or "{}")
+        text, title = fields.get("text") or "", fields.get("title") or ""
+        out.append(Document(id=doc_id, text=text, title=title, metadata=metadata))
+    return out
 
 
 def payload_hit(payload: dict[str, Any], score: float) -> Hit:

@@ -7,14 +7,13 @@ puts it. The embedded engine runs its keyword search through the same `fts_searc
 
 from __future__ import annotations
 
-import os
 import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
 
 from vx_eval.core.engine import Hit
 from vx_eval.core.errors import EngineError
-from vx_eval.plugins.engines.prepare import Chunk
+from vx_eval.plugins.engines.prepare import Chunk, building
 from vx_eval.plugins.engines.text import fts_match, query_terms
 
 
@@ -32,14 +31,9 @@ def fts_search(db: sqlite3.Connection, text: str, k: int, *, stopwords: bool = T
 
 def build_words(path: Path, chunks: Sequence[Chunk], fingerprint: str, tokenizer: str) -> None:
     """Write the words index for `chunks` into a temporary file, then rename it into place."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.building")
-    tmp.unlink(missing_ok=True)
-    try:
-        db = sqlite3.connect(tmp)
+    with building(path) as db:
         db.executescript(
-            """PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;
-            CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+            """CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
             CREATE TABLE chunks (id INTEGER PRIMARY KEY, chunk_id TEXT NOT NULL, doc_id TEXT NOT NULL, page INTEGER);"""
         )
         db.execute(f"CREATE VIRTUAL TABLE chunks_fts USING fts5(body, content='', tokenize='{tokenizer}')")
@@ -51,12 +45,6 @@ def build_words(path: Path, chunks: Sequence[Chunk], fingerprint: str, tokenizer
             "INSERT INTO chunks_fts (rowid, body) VALUES (?, ?)", [(i, c.body) for i, c in enumerate(chunks, 1)]
         )
         db.execute("INSERT INTO meta VALUES ('fingerprint', ?)", (fingerprint,))
-        db.commit()
-        db.close()
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
 
 
 class WordsIndex:

@@ -17,45 +17,31 @@ import sqlite3
 from pathlib import Path
 from typing import ClassVar, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field
 
 from vx_eval import hookimpl
 from vx_eval.core.config import ConfigPath
 from vx_eval.core.engine import Corpus, Engine, EngineOptions, OpenContext, slug
 from vx_eval.core.errors import EngineError
-from vx_eval.plugins.engines.prepare import default_cache
+from vx_eval.plugins.engines.prepare import IndexOptions, default_cache
 from vx_eval.plugins.engines.sqlite.build import FORMAT, build_index
 from vx_eval.plugins.engines.sqlite.handle import SqliteHandle
 
 MODES = ("dense", "hybrid", "ultimate", "graph")
 
 
-class SqliteOptions(EngineOptions):
+class SqliteOptions(IndexOptions):
     path: ConfigPath | None = None
     """The index file; default ``.vx/<target>.db`` beside the config."""
     collection: str | None = None
     mode: Literal["dense", "hybrid", "ultimate", "graph"] = "dense"
     """dense: keyword + dense; hybrid: + fused and reranked; ultimate: + ColBERT-style; graph: + the entity graph."""
-    dense_models: list[str] = Field(default_factory=lambda: ["minilm"])
     reranker: str | None = "ms-marco-minilm"
     late_model: str | None = "colbert-small"
-    cache: ConfigPath | None = None
-    """The embedding cache; default: the run's ``models.embeddings`` (``.vx/embeddings.db``)."""
-    chunk_words: int = Field(300, ge=0, le=100_000)
-    """Words per chunk (0: one chunk per document or page)."""
-    chunk_overlap: int = Field(50, ge=0)
     tokenizer: str = Field("porter unicode61 remove_diacritics 2", pattern=r"^[a-z0-9_ ]+$")
     stopwords: bool = True
     reindex: Literal["auto", "always", "never"] = "auto"
     """auto: index when the corpus or a setting changed; always: every run; never: use the index as it is."""
-
-    @model_validator(mode="after")
-    def _consistent(self) -> SqliteOptions:
-        if self.chunk_words and self.chunk_overlap >= self.chunk_words:
-            raise ValueError(f"chunk_overlap ({self.chunk_overlap}) must be below chunk_words ({self.chunk_words})")
-        if len(set(self.dense_models)) != len(self.dense_models):
-            raise ValueError("dense_models names a model twice")
-        return self
 
     def level(self) -> int:
         return MODES.index(self.mode)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 import time
 from pathlib import Path
@@ -12,7 +11,7 @@ from typing import Any
 from vx_eval.core.engine import Corpus, OpenContext
 from vx_eval.core.errors import EngineError
 from vx_eval.plugins.engines.cache import EmbeddingCache
-from vx_eval.plugins.engines.prepare import chunk_corpus, dense_matrix, token_matrices
+from vx_eval.plugins.engines.prepare import building, chunk_corpus, dense_matrix, token_matrices
 from vx_eval.plugins.engines.sqlite import graph
 
 FORMAT = 3
@@ -38,47 +37,40 @@ def build_index(
     path: Path, cache_path: Path, corpus: Corpus, options: Any, fingerprint: str, context: OpenContext
 ) -> None:
     """Index `corpus` into a temporary file beside `path`, then rename it into place."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.building")
-    tmp.unlink(missing_ok=True)
     settings = options.indexing()
     cache = EmbeddingCache(cache_path) if settings["dense_models"] or settings["late_model"] else None
     try:
-        db = sqlite3.connect(tmp)
-        db.executescript("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;" + SCHEMA)
-        try:
-            db.execute(f"CREATE VIRTUAL TABLE chunks_fts USING fts5(body, content='', tokenize='{options.tokenizer}')")
-        except sqlite3.OperationalError as exc:
-            raise EngineError(f"tokenizer '{options.tokenizer}' is not one FTS5 knows: {exc}") from None
-        documents, bodies = _chunks(db, corpus, options, context)
-        db.execute("INSERT INTO chunks_fts (rowid, body) SELECT id, body FROM chunks")
-        models_meta = {}
-        for name in settings["dense_models"]:
-            models_meta[name] = _dense(db, cache, name, bodies, context)
-        if settings["late_model"]:
-            _late(db, cache, settings["late_model"], bodies, context)
-        if settings["graph"]:
-            df, edges = graph.build((row + 1, body) for row, body in enumerate(bodies))
-            db.executemany("INSERT INTO entities VALUES (?, ?)", df.items())
-            db.executemany("INSERT INTO chunk_entities VALUES (?, ?)", edges)
-        meta = {
-            "format": str(FORMAT),
-            "fingerprint": fingerprint,
-            "corpus_sha256": corpus.fingerprint,
-            "corpus_source": corpus.source,
-            "documents": str(documents),
-            "chunks": str(len(bodies)),
-            "indexed_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "settings": json.dumps(settings),
-            "models": json.dumps(models_meta),
-        }
-        db.executemany("INSERT INTO meta VALUES (?, ?)", meta.items())
-        db.commit()
-        db.close()
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+        with building(path) as db:
+            db.executescript(SCHEMA)
+            try:
+                db.execute(
+                    f"CREATE VIRTUAL TABLE chunks_fts USING fts5(body, content='', tokenize='{options.tokenizer}')"
+                )
+            except sqlite3.OperationalError as exc:
+                raise EngineError(f"tokenizer '{options.tokenizer}' is not one FTS5 knows: {exc}") from None
+            documents, bodies = _chunks(db, corpus, options, context)
+            db.execute("INSERT INTO chunks_fts (rowid, body) SELECT id, body FROM chunks")
+            models_meta = {}
+            for name in settings["dense_models"]:
+                models_meta[name] = _dense(db, cache, name, bodies, context)
+            if settings["late_model"]:
+                _late(db, cache, settings["late_model"], bodies, context)
+            if settings["graph"]:
+                df, edges = graph.build((row + 1, body) for row, body in enumerate(bodies))
+                db.executemany("INSERT INTO entities VALUES (?, ?)", df.items())
+                db.executemany("INSERT INTO chunk_entities VALUES (?, ?)", edges)
+            meta = {
+                "format": str(FORMAT),
+                "fingerprint": fingerprint,
+                "corpus_sha256": corpus.fingerprint,
+                "corpus_source": corpus.source,
+                "documents": str(documents),
+                "chunks": str(len(bodies)),
+                "indexed_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                "settings": json.dumps(settings),
+                "models": json.dumps(models_meta),
+            }
+            db.executemany("INSERT INTO meta VALUES (?, ?)", meta.items())
     finally:
         if cache is not None:
             cache.close()
