@@ -153,6 +153,8 @@ class ExperimentConfig(Strict):
     corpus: Location | CorpusSource | None = None
     targets: list[TargetConfig] = Field(min_length=1)
     evaluation: EvaluationConfig = Field(default_factory=EvaluationConfig)
+    stores: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    """Settings per store plugin: ``{s3: {endpoint_url: …}, azure-blob: {connection_string: {env: …}}}``."""
     search: SearchConfig = Field(default_factory=SearchConfig)
     models: ModelsConfig = Field(default_factory=dict, validate_default=True)  # validated: paths resolve
 

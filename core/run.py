@@ -386,7 +386,7 @@ def run_experiment(experiment: Experiment, plugins: Any, options: RunOptions | N
     options = options or RunOptions()
     config = experiment.config
     ev = config.evaluation
-    stores = Stores(plugins)
+    stores = Stores(plugins, options=config.stores)
     started = dt.datetime.now(dt.UTC)
     golden = read_golden(config.golden_source, stores)
     if not golden.questions:

@@ -5,12 +5,12 @@ from __future__ import annotations
 import os
 import posixpath
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any, ClassVar, Protocol
 
 from vx_eval.core.config import is_uri
-from vx_eval.core.errors import StoreError
+from vx_eval.core.errors import StoreError, did_you_mean
 
 
 class StoreNotFound(StoreError):
@@ -26,8 +26,9 @@ class Store(Protocol):
 
     name: ClassVar[str]
 
-    @classmethod
-    def handles(cls, location: str) -> bool: ...
+    def handles(self, location: str) -> bool:
+        """Whether this store reads and writes `location` (a classmethod where settings do not matter)."""
+        ...
 
     def read(self, location: str) -> bytes: ...
 
@@ -61,15 +62,39 @@ def join(base: str, *parts: str) -> str:
 
 @dataclass
 class Stores:
-    """Reads and writes any location through the store plugin that handles it (or a caller's fetcher)."""
+    """Reads and writes any location through the store plugin that handles it (or a caller's fetcher).
+
+    `options` are each store's settings by name (the config's ``stores:`` block): ``{"s3": {"endpoint_url":
+    …}}``. Stores are made once and kept, so their clients are too.
+    """
 
     plugins: Any
     fetcher: Fetcher | None = None
+    options: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        unknown = set(self.options) - set(self.plugins.stores.names())
+        if unknown:
+            name = sorted(unknown)[0]
+            raise StoreError(
+                f"stores.{name}: no store plugin is named '{name}'{did_you_mean(name, self.plugins.stores.names())} "
+                f"(installed: {', '.join(self.plugins.stores.names())})"
+            )
+        self._made: dict[str, Any] = {}
+
+    def _store(self, cls: Any) -> Any:
+        if cls.name not in self._made:
+            try:
+                self._made[cls.name] = cls(**self.options.get(cls.name, {}))
+            except TypeError as exc:
+                raise StoreError(f"stores.{cls.name}: {exc}; see the store's documentation for its settings") from None
+        return self._made[cls.name]
 
     def store_for(self, location: str) -> Store:
         for cls in self.plugins.stores:
-            if cls.handles(location):
-                return cls()
+            store = self._store(cls)
+            if store.handles(location):
+                return store
         scheme = location.split("://", 1)[0] if is_uri(location) else "a local path"
         raise StoreError(
             f"no store plugin handles {location} ({scheme}); installed stores: "

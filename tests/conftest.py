@@ -153,3 +153,110 @@ def osmem() -> Iterator[str]:
     server = OsmemServer.start(addr="127.0.0.1:0")
     yield server.url
     server.close()  # stdin closed, then the process (its own PID) killed after a grace period
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for_port(port: int, process, what: str, seconds: float = 60) -> None:
+    import socket
+    import time
+
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"{what} exited at start (code {process.returncode})")
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.1)
+    process.kill()
+    raise RuntimeError(f"{what} did not listen on 127.0.0.1:{port} within {seconds} s")
+
+
+@pytest.fixture(scope="session")
+def moto_s3() -> Iterator[str]:
+    """moto's S3 server on 127.0.0.1 (a real HTTP server speaking S3), stopped by its PID; its endpoint."""
+    import subprocess
+    import sys
+
+    port = free_port()
+    for name, value in {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }.items():
+        os.environ.setdefault(name, value)
+    moto = Path(sys.executable).with_name("moto_server")
+    process = subprocess.Popen(
+        [str(moto), "-H", "127.0.0.1", "-p", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    try:
+        wait_for_port(port, process, "moto_server")
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        process.kill()
+        process.wait()
+
+
+AZURITE_VERSION = "3.37.0"
+AZURITE_ACCOUNT = "devstoreaccount1"
+# The emulator's well-known development key (published by Microsoft; it opens nothing but a local Azurite).
+AZURITE_KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+
+
+def azurite_binary() -> Path:
+    """azurite-blob from npm: AZURITE_BLOB if set, else installed once into .vx/node of the checkout."""
+    import subprocess
+
+    if os.environ.get("AZURITE_BLOB"):
+        return Path(os.environ["AZURITE_BLOB"])
+    prefix = REPO / ".vx" / "node"
+    binary = prefix / "node_modules" / ".bin" / "azurite-blob"
+    if not binary.exists():
+        subprocess.run(
+            ["npm", "install", "--no-audit", "--no-fund", "--prefix", str(prefix), f"azurite@{AZURITE_VERSION}"],
+            check=True,
+            capture_output=True,
+            timeout=600,
+        )
+    return binary
+
+
+@pytest.fixture(scope="session")
+def azurite(tmp_path_factory) -> Iterator[str]:
+    """Microsoft's Azurite blob emulator on 127.0.0.1, stopped by its PID; its connection string."""
+    import subprocess
+
+    port = free_port()
+    folder = tmp_path_factory.mktemp("azurite")
+    process = subprocess.Popen(
+        [
+            str(azurite_binary()),
+            "--blobHost",
+            "127.0.0.1",
+            "--blobPort",
+            str(port),
+            "--location",
+            str(folder),
+            "--silent",
+            "--skipApiVersionCheck",
+            "--loose",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_for_port(port, process, "azurite-blob")
+        yield (
+            f"DefaultEndpointsProtocol=http;AccountName={AZURITE_ACCOUNT};AccountKey={AZURITE_KEY};"
+            f"BlobEndpoint=http://127.0.0.1:{port}/{AZURITE_ACCOUNT};"
+        )
+    finally:
+        process.kill()
+        process.wait()

@@ -16,12 +16,13 @@ from vx_eval import __version__
 from vx_eval.core.config import load_config
 from vx_eval.core.errors import GoldenError, VxEvalError, redact
 from vx_eval.core.golden import dump_rows, lint
+from vx_eval.core.history import golden_bytes, list_runs, read_report
 from vx_eval.core.plugins import load_plugins
 from vx_eval.core.run import RunOptions, open_targets, run_experiment
 from vx_eval.core.sources import beir_golden_bytes
 from vx_eval.core.stores import Stores
 from vx_eval.core.template import sample_documents
-from vx_eval.display import RichProgress, show_comparison, show_run
+from vx_eval.display import RichProgress, runs_table, show_comparison, show_run
 
 # Piped output (CI logs, files) gets a wide page instead of rich's 80 columns; COLUMNS still wins.
 _WIDTH = None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 150
@@ -161,6 +162,80 @@ def golden_import(fmt: str, source: Path, out_file: str, split: str, force: bool
     stores.write(target_location, data)
     count = len(data.splitlines())
     out.print(f"Wrote {count} questions to {out_file}")
+
+
+def _runs_place(location: str | None, config: Path | None) -> tuple[str, Stores]:
+    """Where runs are kept: LOCATION, or the config's save_to (with the config's store settings)."""
+    plugins = load_plugins()
+    if config is not None:
+        experiment = load_config(config, plugins)
+        return _location(location) or experiment.config.save_to, Stores(plugins, options=experiment.config.stores)
+    if location is None:
+        raise VxEvalError(
+            "name where the runs are kept: `vx-eval runs list LOCATION`, or --config CONFIG for its save_to"
+        )
+    return _location(location), Stores(plugins)
+
+
+_where = click.argument("location", required=False)
+_config = click.option(
+    "--config", type=click.Path(dir_okay=False, path_type=Path), help="Read the runs at this config's save_to."
+)
+
+
+@cli.group()
+def runs() -> None:
+    """The runs kept at a location (a folder, s3://…, a Blob address): list, show, golden."""
+
+
+@runs.command("list")
+@_where
+@_config
+@click.option("--limit", default=20, show_default=True, type=click.IntRange(1), help="Runs per page.")
+@click.option("--offset", default=0, show_default=True, type=click.IntRange(0), help="Runs to skip (newest first).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def runs_list(location, config, limit, offset, as_json) -> None:
+    """Saved runs, newest first: collections, golden file, questions, picks."""
+    save_to, stores = _runs_place(location, config)
+    entries, total = list_runs(stores, save_to, limit, offset)
+    if as_json:
+        click.echo(json.dumps({"total": total, "offset": offset, "runs": [e.as_dict() for e in entries]}, indent=1))
+        return
+    out.print(runs_table(entries, total, offset, save_to))
+
+
+@runs.command("show")
+@click.argument("run_id", metavar="RUN")
+@_where
+@_config
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+def runs_show(run_id, location, config, as_json) -> None:
+    """One run's ranking and picks (RUN is a run id, or `latest`)."""
+    save_to, stores = _runs_place(location, config)
+    report = read_report(stores, save_to, run_id)
+    if as_json:
+        click.echo(json.dumps(report, indent=1, ensure_ascii=False))
+    else:
+        show_run(out, report, None)
+
+
+@runs.command("golden")
+@click.argument("run_id", metavar="RUN")
+@_where
+@_config
+@click.option("--out", "out_file", required=True, help="Where to write the golden file the run read.")
+@click.option("--force", is_flag=True, help="Overwrite an existing file.")
+def runs_golden(run_id, location, config, out_file, force) -> None:
+    """Give back the exact golden file RUN read, even after it changed."""
+    save_to, stores = _runs_place(location, config)
+    report = read_report(stores, save_to, run_id)
+    data = golden_bytes(stores, save_to, report)
+    target = _location(out_file)
+    if stores.exists(target) and not force:
+        raise GoldenError(f"{out_file} exists; choose another --out, or pass --force to overwrite it")
+    stores.write(target, data)
+    sha = report["golden"]["sha256"]
+    err.print(f"wrote the golden file of run {report['id']} ({len(data):,} bytes, sha256 {sha[:12]}…) to {out_file}")
 
 
 @cli.command("eval")

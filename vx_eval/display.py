@@ -268,3 +268,27 @@ def show_comparison(console: Console, comparison: dict[str, Any], only: set[str]
     ):
         if keys:
             console.print(f"Setups {side}: {', '.join(keys)}", highlight=False)
+
+
+def runs_table(entries: list[Any], total: int, offset: int, save_to: str) -> Table:
+    """`vx-eval runs list`: one row a run, newest first."""
+    shown = f"{offset + 1}–{offset + len(entries)} of {total}" if entries else f"none of {total}"
+    table = Table(title=f"runs at {save_to} ({shown})", title_justify="left")
+    for name, justify in (("run", "left"), ("name", "left"), ("collections", "left"), ("golden", "left")):
+        table.add_column(name, justify=justify)
+    table.add_column("questions", justify="right")
+    table.add_column("setups", justify="right")
+    table.add_column("picks (most · balance · time)")
+    for e in entries:
+        picks = " · ".join(str(e.picks.get(k) or "–") for k in ("finds_the_most", "best_for_balance", "best_for_time"))
+        status = "" if e.status in (None, "done") else f" [red]{escape(str(e.status))}[/]"
+        table.add_row(
+            e.id + status,
+            escape(e.name),
+            escape(", ".join(e.collections)),
+            (e.golden_sha256 or "–")[:12],
+            str(e.questions) if e.questions is not None else "–",
+            str(e.setups),
+            escape(picks),
+        )
+    return table

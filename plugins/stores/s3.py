@@ -1,0 +1,124 @@
+"""The S3 store: ``s3://bucket/key`` through boto3, with its default credential chain.
+
+An S3 object is written whole or not at all (a PUT is atomic), so a report or golden copy is never seen
+half-written. A server other than AWS's (MinIO, moto, LocalStack) is named by `endpoint_url` in the
+config's ``stores: {s3: {endpoint_url: …}}``, or by boto3's own ``AWS_ENDPOINT_URL_S3`` /
+``AWS_ENDPOINT_URL``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from vx_eval import hookimpl
+from vx_eval.core.errors import StoreError
+from vx_eval.core.stores import StoreDenied, StoreNotFound
+
+NOT_FOUND = {"404", "NoSuchKey", "NoSuchBucket", "NotFound"}
+DENIED = {"403", "AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "ExpiredToken", "AllAccessDisabled"}
+
+
+def split(location: str) -> tuple[str, str]:
+    """``s3://bucket/a/b`` -> (``bucket``, ``a/b``)."""
+    rest = location.removeprefix("s3://")
+    bucket, _, key = rest.partition("/")
+    if not bucket:
+        raise StoreError(f"{location} names no bucket: write s3://bucket/key")
+    return bucket, key
+
+
+class S3Store:
+    """Objects in S3 (or an S3-compatible server)."""
+
+    name: ClassVar[str] = "s3"
+
+    def __init__(self, endpoint_url: str | None = None, region: str | None = None, profile: str | None = None) -> None:
+        self.endpoint_url = endpoint_url
+        self.region = region
+        self.profile = profile
+        self._client: Any = None
+
+    @classmethod
+    def handles(cls, location: str) -> bool:
+        return location.startswith("s3://")
+
+    @property
+    def client(self) -> Any:
+        if self._client is None:
+            try:
+                import boto3
+            except ImportError:
+                raise StoreError("s3:// locations need boto3: pip install 'vx-eval[s3]'") from None
+            session = boto3.session.Session(profile_name=self.profile) if self.profile else boto3.session.Session()
+            self._client = session.client("s3", endpoint_url=self.endpoint_url, region_name=self.region)
+        return self._client
+
+    def _call(self, location: str, action: str, method: str, **kwargs: Any) -> Any:
+        from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
+
+        try:
+            return getattr(self.client, method)(**kwargs)
+        except NoCredentialsError:
+            raise StoreDenied(
+                f"no AWS credentials to {action} {location}: set AWS_PROFILE, or AWS_ACCESS_KEY_ID and "
+                "AWS_SECRET_ACCESS_KEY, or run where an instance role applies"
+            ) from None
+        except ClientError as exc:
+            code = str(exc.response.get("Error", {}).get("Code", ""))
+            bucket = kwargs.get("Bucket", "")
+            if code == "NoSuchBucket":
+                raise StoreNotFound(f"the bucket '{bucket}' of {location} does not exist") from None
+            if code in NOT_FOUND:
+                raise StoreNotFound(f"{location} does not exist") from None
+            if code in DENIED:
+                raise StoreDenied(
+                    f"the AWS credentials in use may not {action} {location} ({code}); check the policy on "
+                    f"bucket '{bucket}'"
+                ) from None
+            raise StoreError(f"could not {action} {location}: {code or exc}") from None
+        except BotoCoreError as exc:
+            raise StoreError(f"could not {action} {location}: {exc}") from None
+
+    def read(self, location: str) -> bytes:
+        bucket, key = split(location)
+        return self._call(location, "read", "get_object", Bucket=bucket, Key=key)["Body"].read()
+
+    def write(self, location: str, data: bytes) -> None:
+        bucket, key = split(location)
+        self._call(location, "write", "put_object", Bucket=bucket, Key=key, Body=data)
+
+    def exists(self, location: str) -> bool:
+        """An object at the location, or anything below it as a folder."""
+        bucket, key = split(location)
+        try:
+            self._call(location, "read", "head_object", Bucket=bucket, Key=key)
+            return True
+        except StoreNotFound:
+            pass
+        listing = self._call(
+            location, "list", "list_objects_v2", Bucket=bucket, Prefix=key.rstrip("/") + "/", MaxKeys=1
+        )
+        return bool(listing.get("KeyCount"))
+
+    def list(self, prefix: str) -> list[str]:
+        """What sits directly below `prefix` as a folder: objects and sub-folders, as full locations."""
+        bucket, key = split(prefix)
+        folder = key.rstrip("/") + "/" if key else ""
+        out: set[str] = set()
+        token = None
+        while True:
+            kwargs: dict[str, Any] = {"Bucket": bucket, "Prefix": folder, "Delimiter": "/"}
+            if token:
+                kwargs["ContinuationToken"] = token
+            page = self._call(prefix, "list", "list_objects_v2", **kwargs)
+            out.update(f"s3://{bucket}/{p['Prefix'].rstrip('/')}" for p in page.get("CommonPrefixes", []))
+            out.update(f"s3://{bucket}/{o['Key']}" for o in page.get("Contents", []) if o["Key"] != folder)
+            token = page.get("NextContinuationToken")
+            if not token:
+                break
+        return sorted(o for o in out if not o.rsplit("/", 1)[-1].startswith("."))
+
+
+@hookimpl
+def vx_eval_register_stores(register):
+    register.add(S3Store)
