@@ -22,6 +22,7 @@ from vx_eval.core.run import RunOptions, open_targets, run_experiment
 from vx_eval.core.sources import beir_golden_bytes
 from vx_eval.core.stores import Stores
 from vx_eval.core.template import sample_documents
+from vx_eval.core.watch import Outcome, Watcher
 from vx_eval.display import RichProgress, runs_table, show_comparison, show_run
 
 # Piped output (CI logs, files) gets a wide page instead of rich's 80 columns; COLUMNS still wins.
@@ -162,6 +163,39 @@ def golden_import(fmt: str, source: Path, out_file: str, split: str, force: bool
     stores.write(target_location, data)
     count = len(data.splitlines())
     out.print(f"Wrote {count} questions to {out_file}")
+
+
+@cli.command()
+@click.argument("config", type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "--settle",
+    default=60.0,
+    show_default=True,
+    type=click.FloatRange(0),
+    help="Seconds a new golden file must stay the same before it runs.",
+)
+@click.option(
+    "--poll",
+    default=10.0,
+    show_default=True,
+    type=click.FloatRange(0.1),
+    help="Seconds between looks at the golden file.",
+)
+@click.option("--once", is_flag=True, help="Look once (settling if it is new), run if needed, and stop.")
+def watch(config: Path, settle: float, poll: float, once: bool) -> None:
+    """Run CONFIG whenever its golden file (a path, s3://…, a Blob address) has new content."""
+    plugins = load_plugins()
+
+    def report(outcome: Outcome) -> bool:
+        if outcome.action == "ran":
+            show_run(out, outcome.result.report, outcome.result.location)
+        elif once:
+            err.print(f"golden {outcome.sha256[:12]}… was run before; nothing to do")
+        return once
+
+    with RichProgress(err) as progress:
+        err.print(f"watching the golden file of {config} (settle {settle:g} s, every {poll:g} s); Ctrl-C stops")
+        Watcher(config, plugins, settle, options=RunOptions(progress=progress)).watch(poll, until=report)
 
 
 def _runs_place(location: str | None, config: Path | None) -> tuple[str, Stores]:
