@@ -85,6 +85,9 @@ class GoldenSet:
     source: str
     unfilled: int = 0
     drafts: int = 0
+    unlabelled: int = 0
+    """Questions with a reference answer and no expected ids yet (imported from Bedrock, say): counted,
+    not scored, until somebody labels them."""
 
     @property
     def labelled(self) -> int:
@@ -141,8 +144,15 @@ def lint(raw: bytes) -> tuple[list[Defect], list[tuple[int, GoldenRow]]]:
                 defects.append(Defect(number, None, f"{where}: {msg} (got {json.dumps(err.get('input'))[:60]})"))
             continue
         if row.question.strip():
-            if not [u for u in row.expected if u.strip()]:
-                defects.append(Defect(number, None, "expected is empty: name the ids of the documents that answer it"))
+            if not [u for u in row.expected if u.strip()] and not (row.reference or "").strip():
+                defects.append(
+                    Defect(
+                        number,
+                        None,
+                        "expected is empty: name the ids of the documents that answer it "
+                        "(or give a reference answer to keep it unscored until it is labelled)",
+                    )
+                )
             key = _normalise(row.question)
             if key in questions:
                 defects.append(Defect(number, None, f"the same question as line {questions[key]}"))
@@ -169,10 +179,13 @@ def parse_golden(raw: bytes, source: str) -> GoldenSet:
         shown = [d.render(source) for d in defects[:50]]
         more = f"\n… and {len(defects) - 50} more" if len(defects) > 50 else ""
         raise GoldenError("\n".join(shown) + more + f"\n(`vx-eval golden check {source}` lists them all)")
-    questions, unfilled, drafts = [], 0, 0
+    questions, unfilled, drafts, unlabelled = [], 0, 0, 0
     for _, row in rows:
         if not row.question.strip():
             unfilled += 1
+            continue
+        if not row.expected:
+            unlabelled += 1
             continue
         drafts += row.draft
         questions.append(
@@ -185,7 +198,7 @@ def parse_golden(raw: bytes, source: str) -> GoldenSet:
                 draft=row.draft,
             )
         )
-    return GoldenSet(tuple(questions), hashlib.sha256(raw).hexdigest(), raw, source, unfilled, drafts)
+    return GoldenSet(tuple(questions), hashlib.sha256(raw).hexdigest(), raw, source, unfilled, drafts, unlabelled)
 
 
 def dump_rows(rows: Iterable[Mapping[str, Any]]) -> bytes:

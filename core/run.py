@@ -391,8 +391,9 @@ def run_experiment(experiment: Experiment, plugins: Any, options: RunOptions | N
     golden = read_golden(config.golden_source, stores)
     if not golden.questions:
         raise GoldenError(
-            f"{golden.source} has no filled questions ({golden.unfilled} rows wait for one); write what "
-            "somebody would ask in each row's `question` field"
+            f"{golden.source} has no labelled questions ({golden.unfilled} rows wait for a question, "
+            f"{golden.unlabelled} for expected ids); fill each row's `question` and name the ids that "
+            "answer it in `expected`"
         )
     measures = measures_for(experiment)
     targets = open_targets(experiment, plugins, stores, options.progress)
@@ -450,9 +451,10 @@ def run_experiment(experiment: Experiment, plugins: Any, options: RunOptions | N
         "golden": {
             "source": golden.source,
             "sha256": golden.sha256,
-            "questions": golden.labelled + golden.unfilled,
+            "questions": golden.labelled + golden.unfilled + golden.unlabelled,
             "labelled": golden.labelled,
             "unfilled": golden.unfilled,
+            "unlabelled": golden.unlabelled,
             "drafts": golden.drafts,
         },
         "question_ids": [q.id for q in golden.questions],

@@ -17,6 +17,7 @@ from vx_eval.core.config import load_config
 from vx_eval.core.errors import GoldenError, VxEvalError, redact
 from vx_eval.core.golden import dump_rows, lint
 from vx_eval.core.history import golden_bytes, list_runs, read_report
+from vx_eval.core.importers import bedrock_golden_bytes, trec_golden_bytes
 from vx_eval.core.plugins import load_plugins
 from vx_eval.core.run import RunOptions, open_targets, run_experiment
 from vx_eval.core.sources import beir_golden_bytes
@@ -116,7 +117,12 @@ def golden_check(file: str, config: Path | None) -> None:
         err.print(f"[red]{problems} problem{'s' * (problems != 1)}[/] in {file}")
         sys.exit(2)
     unfilled = len(rows) - len(filled)
-    out.print(f"{file}: {len(filled)} questions ok" + (f", {unfilled} rows still to fill" if unfilled else ""))
+    unlabelled = sum(1 for r in filled if not r.expected)
+    out.print(
+        f"{file}: {len(filled) - unlabelled} questions ok"
+        + (f", {unlabelled} with a reference answer but no expected ids yet (not scored)" if unlabelled else "")
+        + (f", {unfilled} rows still to fill" if unfilled else "")
+    )
 
 
 @golden.command("template")
@@ -148,21 +154,51 @@ def golden_template(config: Path, out_file: str, count: int, seed: int, writer: 
 
 
 @golden.command("import")
-@click.option("--from", "fmt", type=click.Choice(["beir"]), required=True, help="The source format.")
-@click.argument("source", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--from", "fmt", type=click.Choice(["beir", "bedrock", "trec"]), required=True, help="The source format.")
+@click.argument("source", type=click.Path(exists=True, path_type=Path))
 @click.option("--out", "out_file", required=True, help="The golden JSONL to write.")
-@click.option("--split", default="test", show_default=True, help="The qrels split to read.")
+@click.option("--split", default="test", show_default=True, help="beir: the qrels split to read.")
+@click.option("--qrels", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="trec: the qrels file.")
+@click.option(
+    "--field",
+    type=click.Choice(["title", "desc"]),
+    default="title",
+    show_default=True,
+    help="trec: which topic field is the question.",
+)
 @click.option("--force", is_flag=True, help="Overwrite an existing file.")
-def golden_import(fmt: str, source: Path, out_file: str, split: str, force: bool) -> None:
-    """Convert a BEIR folder (queries.jsonl + qrels/SPLIT.tsv) into a golden file."""
+def golden_import(
+    fmt: str, source: Path, out_file: str, split: str, qrels: Path | None, field: str, force: bool
+) -> None:
+    """Convert SOURCE into a golden file: a BEIR folder (queries.jsonl + qrels/SPLIT.tsv), a Bedrock evaluation
+    dataset (JSONL conversations: questions with reference answers, unscored until labelled), or TREC topics
+    (with --qrels)."""
     stores = Stores(load_plugins())
     target_location = _location(out_file)
     if stores.exists(target_location) and not force:
         raise GoldenError(f"{out_file} exists; choose another --out, or pass --force to overwrite it")
-    data = beir_golden_bytes(str(source), split)
+    if fmt == "beir":
+        if not source.is_dir():
+            raise GoldenError(f"{source} is not a BEIR folder (queries.jsonl + qrels/); name the folder")
+        data = beir_golden_bytes(str(source), split)
+        note = ""
+    elif fmt == "bedrock":
+        data, _ = bedrock_golden_bytes(source.read_bytes(), str(source))
+        note = " with reference answers and no expected ids yet: they are counted, not scored, until labelled"
+    else:
+        if qrels is None:
+            raise GoldenError("--from trec needs --qrels QRELS (the judgements for these topics)")
+        data, _ = trec_golden_bytes(
+            source.read_text(encoding="utf-8", errors="replace"),
+            qrels.read_text(encoding="utf-8"),
+            str(source),
+            str(qrels),
+            field,
+        )
+        note = ""
     stores.write(target_location, data)
     count = len(data.splitlines())
-    out.print(f"Wrote {count} questions to {out_file}")
+    out.print(f"Wrote {count} questions to {out_file}{note}")
 
 
 @cli.command()

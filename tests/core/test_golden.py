@@ -31,7 +31,8 @@ def test_lint_reports_every_defect_on_every_line_at_once():
         "g.jsonl:2: unknown field 'expect'; did you mean 'expected'? (fields: id, question, expected, grades, "
         "reference, hint, evidence, draft, metadata)",
         "g.jsonl:2: the same question as line 1",
-        "g.jsonl:3: expected is empty: name the ids of the documents that answer it",
+        "g.jsonl:3: expected is empty: name the ids of the documents that answer it (or give a reference answer "
+        "to keep it unscored until it is labelled)",
         "g.jsonl:3: id 'q1' is already used on line 1",
         "g.jsonl:4:54: invalid JSON: Expecting property name enclosed in double quotes",
         "g.jsonl:5: question: Input should be a valid string (got 5)",

@@ -62,6 +62,7 @@ def test_a_run_writes_a_complete_report_and_keeps_the_golden_file(project, plugi
         "questions": 6,
         "labelled": 5,
         "unfilled": 1,
+        "unlabelled": 0,
         "drafts": 0,
     }
     assert report["question_ids"] == ["q1", "q2", "q3", "q4", "q5"]
@@ -181,7 +182,9 @@ def test_only_and_skip_choose_setups_and_refuse_what_matches_nothing(project, pl
 
 def test_a_golden_file_with_only_unfilled_rows_is_refused(project, plugins):
     (project / "golden.jsonl").write_text('{"question": "", "expected": ["wire"]}\n')
-    with pytest.raises(GoldenError, match="has no filled questions \\(1 rows wait for one\\)"):
+    with pytest.raises(
+        GoldenError, match="has no labelled questions \\(1 rows wait for a question, 0 for expected ids\\)"
+    ):
         run(project.write_config(), plugins)
 
 
