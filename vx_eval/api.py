@@ -2,23 +2,65 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from vx_eval.core.config import GoldenSource, load_config
+from vx_eval.core.engine import SilentProgress
 from vx_eval.core.errors import GoldenError
 from vx_eval.core.golden import GoldenSet, Question, dump_rows, question_row
 from vx_eval.core.plugins import load_plugins
-from vx_eval.core.run import RunOptions, RunResult, run_experiment
+from vx_eval.core.run import RunOptions, RunResult, open_targets, run_experiment
+from vx_eval.core.sources import read_corpus
 from vx_eval.core.sources import read_golden as _read_golden
 from vx_eval.core.stores import Fetcher, Stores
+from vx_eval.core.template import drafted, sample_units
 
 
 def evaluate(config: str | Path, **options: Any) -> RunResult:
     """Run the experiment in `config` (``vx-eval run``); options as `RunOptions` (save_to, only, skip, …)."""
     plugins = load_plugins()
     return run_experiment(load_config(config, plugins), plugins, RunOptions(**options))
+
+
+def template_rows(
+    configs: Sequence[str | Path],
+    n: int = 50,
+    *,
+    seed: int = 0,
+    by: str = "document",
+    writer: Callable[[str], str] | None = None,
+    writer_plugin: str = "template",
+    progress: Any = None,
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """Template rows from the collections of one or several configs, and the collections' names.
+
+    A config that declares a corpus is one collection (its pages read from the corpus itself); one that
+    does not gives each target's index as a collection. `writer`, any function from a unit's text to a
+    question, drafts the questions (rows marked ``draft: true``).
+    """
+    plugins = load_plugins()
+    writer_obj = plugins.writers.get(writer_plugin, where="writer")()
+    collections: list[tuple[str, Any]] = []
+    opened = []
+    try:
+        for path in configs:
+            experiment = load_config(path, plugins)
+            stores = Stores(plugins, options=experiment.config.stores)
+            if experiment.config.corpus_source is not None:
+                corpus = read_corpus(experiment.config.corpus_source, stores)
+                collections.append((experiment.config.name, list(corpus)))
+                continue
+            targets = open_targets(experiment, plugins, stores, progress or SilentProgress())
+            opened += targets
+            collections += [(t.name, t.handle) for t in targets]
+        units = sample_units(collections, n, seed, by)
+    finally:
+        for target in opened:
+            target.handle.close()
+    rows = writer_obj.rows(units)
+    return (drafted(rows, units, writer) if writer else rows), [name for name, _ in collections]
 
 
 def read_golden(location: str | GoldenSource, *, fetcher: Fetcher | None = None) -> GoldenSet:

@@ -13,6 +13,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from vx_eval import __version__
+from vx_eval.api import template_rows
 from vx_eval.core.config import load_config
 from vx_eval.core.errors import GoldenError, VxEvalError, redact
 from vx_eval.core.golden import dump_rows, lint
@@ -22,7 +23,6 @@ from vx_eval.core.plugins import load_plugins
 from vx_eval.core.run import RunOptions, open_targets, run_experiment
 from vx_eval.core.sources import beir_golden_bytes
 from vx_eval.core.stores import Stores
-from vx_eval.core.template import sample_documents
 from vx_eval.core.watch import Outcome, Watcher
 from vx_eval.display import RichProgress, runs_table, show_comparison, show_run
 
@@ -126,31 +126,31 @@ def golden_check(file: str, config: Path | None) -> None:
 
 
 @golden.command("template")
-@click.argument("config", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("configs", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--out", "out_file", required=True, help="The golden file to write (never overwritten).")
 @click.option("-n", "count", default=50, show_default=True, type=click.IntRange(1), help="Rows to write.")
 @click.option("--seed", default=0, show_default=True, help="Same seed + same collection = same rows.")
+@click.option(
+    "--by",
+    type=click.Choice(["document", "page"]),
+    default="document",
+    show_default=True,
+    help="A row per document drawn at random, or per page spread evenly through the collection.",
+)
 @click.option("--writer", default="template", show_default=True, help="Question writer plugin.")
 @click.option("--force", is_flag=True, help="Overwrite an existing file.")
-def golden_template(config: Path, out_file: str, count: int, seed: int, writer: str, force: bool) -> None:
-    """Rows to fill in from the collection's own documents: expected filled, hint = start of the text."""
+def golden_template(configs, out_file: str, count: int, seed: int, by: str, writer: str, force: bool) -> None:
+    """Rows to fill in from the collections of CONFIGS (one file for all): expected filled, a hint saying
+    where the unit is and how it starts."""
     plugins = load_plugins()
     stores = Stores(plugins)
     target_location = _location(out_file)
     if stores.exists(target_location) and not force:
         raise GoldenError(f"{out_file} exists; choose another --out, or pass --force to overwrite it")
-    writer_obj = plugins.writers.get(writer, where="--writer")()
-    experiment = load_config(config, plugins)
     with RichProgress(err) as progress:
-        targets = open_targets(experiment, plugins, stores, progress)
-    try:
-        documents = sample_documents(targets[0].handle, count, seed)
-    finally:
-        for target in targets:
-            target.handle.close()
-    rows = writer_obj.rows(documents)
+        rows, names = template_rows(list(configs), count, seed=seed, by=by, writer_plugin=writer, progress=progress)
     stores.write(target_location, dump_rows(rows))
-    out.print(f"Wrote {len(rows)} rows to {out_file} from {targets[0].name}; fill in each `question`.")
+    out.print(f"Wrote {len(rows)} rows to {out_file} from {', '.join(names)}; fill in each `question`.")
 
 
 @golden.command("import")
