@@ -1,0 +1,84 @@
+"""History: runs listed newest first and paged, shown, given back; reports of earlier formats read."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from vx_eval.core.errors import StoreError
+from vx_eval.core.history import golden_bytes, list_runs, read_report
+from vx_eval.core.stores import StoreNotFound, Stores
+
+OLD = {  # a report as format 1 wrote it before `collections`, `status` and `server_ms` existed
+    "format": 1,
+    "id": "20250101T000000000000Z-aaaaaa",
+    "name": "policies",
+    "created_at": "2025-01-01T00:00:00+00:00",
+    "golden": {"sha256": "ab" * 32, "questions": 3},
+    "targets": {"Local": {"collection": "policies", "documents": 3}, "Azure": {"documents": 3}},
+    "picks": {"finds_the_most": "local.keyword", "best_for_balance": None, "best_for_time": None},
+    "setups": [{"key": "local.keyword"}],
+}
+
+
+def put(root, report: dict) -> None:
+    folder = root / "retrieval" / "runs" / report["id"]
+    folder.mkdir(parents=True)
+    (folder / "report.json").write_text(json.dumps(report))
+
+
+def test_an_older_report_is_read_with_its_collections_taken_from_its_targets(tmp_path, plugins):
+    put(tmp_path, OLD)
+    put(tmp_path, {**OLD, "id": "20250102T000000000000Z-bbbbbb", "collections": ["new"], "status": "done"})
+    (tmp_path / "retrieval" / "runs" / "20250103T000000000000Z-cccccc").mkdir()
+    (tmp_path / "retrieval" / "runs" / "20250103T000000000000Z-cccccc" / "report.json").write_text("{not json")
+    stores = Stores(plugins)
+    entries, total = list_runs(stores, str(tmp_path))
+    assert total == 3 and [e.id[:8] for e in entries] == ["20250103", "20250102", "20250101"]
+    assert entries[0].status.startswith("unreadable: ") and "not a readable report" in entries[0].status
+    assert entries[2].collections == ["Azure", "policies"] and entries[2].status == "done"
+    assert read_report(stores, str(tmp_path), OLD["id"])["setups"][0]["server_ms"] is None
+    page, _ = list_runs(stores, str(tmp_path), limit=1, offset=1)
+    assert [e.id for e in page] == ["20250102T000000000000Z-bbbbbb"]
+
+
+def test_missing_runs_and_golden_copies_are_named(tmp_path, plugins):
+    stores = Stores(plugins)
+    assert list_runs(stores, str(tmp_path / "nothing")) == ([], 0)
+    with pytest.raises(StoreError, match="no runs are saved at"):
+        read_report(stores, str(tmp_path), "latest")
+    put(tmp_path, OLD)
+    with pytest.raises(StoreNotFound, match="no run 'nope' at .*; the newest is 20250101T000000000000Z-aaaaaa"):
+        read_report(stores, str(tmp_path), "nope")
+    with pytest.raises(StoreNotFound, match="is not kept at"):
+        golden_bytes(stores, str(tmp_path), read_report(stores, str(tmp_path), "latest"))
+    (tmp_path / "golden").mkdir()
+    (tmp_path / "golden" / f"{'ab' * 32}.jsonl").write_bytes(b"old name\n")  # where older versions kept it
+    assert golden_bytes(stores, str(tmp_path), read_report(stores, str(tmp_path), "latest")) == b"old name\n"
+    newer = {**OLD, "id": "20990101T000000000000Z-ffffff", "format": 99}
+    put(tmp_path, newer)
+    with pytest.raises(StoreError, match="written by a newer vx-eval"):
+        read_report(stores, str(tmp_path), newer["id"])
+
+
+def test_runs_show_and_list_on_the_command_line(project, capsys):
+    from vx_eval.cli import main
+
+    def cli(*args: str) -> int:
+        try:
+            main(list(args))
+        except SystemExit as exc:
+            return int(exc.code or 0)
+        return 0
+
+    config = project.write_config()
+    assert cli("run", str(config)) == 0
+    capsys.readouterr()
+    assert cli("runs", "show", "latest", "--config", str(config)) == 0
+    shown = capsys.readouterr().out
+    assert "Keyword (BM25)" in shown and "Finds the most" in shown
+    assert cli("runs", "list", str(project.root / "runs")) == 0
+    assert "tiny" in capsys.readouterr().out
+    assert cli("runs", "list") == 2
+    assert "name where the runs are kept" in capsys.readouterr().err
