@@ -66,6 +66,6 @@ def test_join_keeps_uris_and_paths_apart():
 
 def test_a_location_no_store_handles_names_the_installed_stores(plugins):
     with pytest.raises(
-        StoreError, match=r"no store plugin handles s3://bucket/g.jsonl \(s3\); installed stores: local"
+        StoreError, match=r"no store plugin handles gs://bucket/g.jsonl \(gs\); installed stores: azure-blob, local, s3"
     ):
-        Stores(plugins).read("s3://bucket/g.jsonl")
+        Stores(plugins).read("gs://bucket/g.jsonl")
