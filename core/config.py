@@ -119,6 +119,8 @@ class EvaluationConfig(Strict):
     """Grade results by this field's value (dotted path, e.g. metadata.frame_key) instead of document id."""
     timing_sample: int | None = Field(None, ge=1)
     """Time this many questions (seeded sample) end to end; the rest may reuse model scores. None: all."""
+    shard_size: int = Field(50, ge=1, le=100_000)
+    """Questions per checkpoint: each setup's searches are kept as every shard finishes (see --resume)."""
 
 
 class SearchConfig(Strict):

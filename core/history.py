@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from vx_eval.core.errors import StoreError
-from vx_eval.core.report import FORMAT, REPORT_NAME, golden_copy_location, runs_folder
+from vx_eval.core.report import FORMAT, REPORT_NAME, Checkpoints, golden_copy_location, runs_folder
 from vx_eval.core.stores import StoreNotFound, Stores, join
 
 
@@ -61,9 +61,9 @@ def run_ids(stores: Stores, save_to: str) -> list[str]:
 def read_report(stores: Stores, save_to: str, run_id: str) -> dict[str, Any]:
     """The report of `run_id` (or of the newest run for ``latest``), upgraded to this version's fields."""
     if run_id == "latest":
-        ids = run_ids(stores, save_to)
+        ids = [i for i in run_ids(stores, save_to) if stores.exists(join(runs_folder(save_to), i, REPORT_NAME))]
         if not ids:
-            raise StoreError(f"no runs are saved at {save_to}; run `vx-eval run CONFIG` first")
+            raise StoreError(f"no finished runs are saved at {save_to}; run `vx-eval run CONFIG` first")
         run_id = ids[0]
     location = join(runs_folder(save_to), run_id, REPORT_NAME)
     try:
@@ -93,6 +93,27 @@ def list_runs(stores: Stores, save_to: str, limit: int = 20, offset: int = 0) ->
         location = join(runs_folder(save_to), run_id, REPORT_NAME)
         try:
             report = read_report(stores, save_to, run_id)
+        except StoreNotFound:
+            manifest = Checkpoints(stores, save_to, run_id).manifest()
+            if manifest is None:
+                entries.append(RunEntry(run_id, "", None, [], None, None, 0, {}, "unreadable: no report", location))
+                continue
+            status = f"incomplete: `vx-eval run CONFIG --resume {run_id}` finishes it"
+            entries.append(
+                RunEntry(
+                    run_id,
+                    "",
+                    manifest.get("started_at"),
+                    [],
+                    manifest.get("golden_sha256"),
+                    manifest.get("questions"),
+                    len(manifest.get("setups", [])),
+                    {},
+                    status,
+                    location,
+                )
+            )
+            continue
         except StoreError as exc:
             entries.append(RunEntry(run_id, "", None, [], None, None, 0, {}, f"unreadable: {exc}", location))
             continue

@@ -27,7 +27,7 @@ from vx_eval.core.engine import (
 from vx_eval.core.errors import EngineError, GoldenError, PluginError, VxEvalError, redact
 from vx_eval.core.golden import GoldenSet, Question
 from vx_eval.core.models import Models, ModelSettings, PairScores
-from vx_eval.core.report import FORMAT, new_run_id, provenance, save_report
+from vx_eval.core.report import FORMAT, Checkpoints, new_run_id, provenance, save_report
 from vx_eval.core.sources import read_corpus, read_golden
 from vx_eval.core.stores import Stores
 from vx_eval.core.units import FieldUnits, document_of, first_position, judge
@@ -46,6 +46,8 @@ class RunOptions:
     time: float | None = None
     save: bool = True
     progress: Progress = field(default_factory=SilentProgress)
+    resume: str | None = None
+    """A run id whose checkpoints to continue from (`vx-eval run CONFIG --resume RUN`)."""
 
 
 @dataclass
@@ -178,6 +180,10 @@ def _finest_unit(target: str, hit: Hit) -> str:
     return hit.unit
 
 
+ShardDone = dict[tuple[str, int], dict[str, list]]
+"""Finished (setup key, shard) searches read back from checkpoints: results, times_ms, server_ms, errors."""
+
+
 def search_all(
     setups: Sequence[Setup],
     questions: Sequence[Question],
@@ -186,51 +192,93 @@ def search_all(
     progress: Progress,
     unit_of: UnitOf = _finest_unit,
     timed: set[int] | None = None,
+    shard_size: int | None = None,
+    done: ShardDone | None = None,
+    save_shard: Callable[[str, int, dict[str, list]], None] | None = None,
 ) -> list[SetupRun]:
     """One untimed warm-up per setup, then every question through every live setup, in a seeded shuffle.
 
     Questions in `timed` (all when None) are searched end to end with nothing reused and their times kept;
     the others only feed the measures, and setups may reuse model scores for them (`reuse_allowed`).
+    Questions go in shards of `shard_size`: when a shard is finished, each setup's part of it goes to
+    `save_shard`, and (setup, shard) parts already in `done` (a resumed run) are not searched again.
     """
+    n = len(questions)
+    size = shard_size or max(n, 1)
+    shards = range((n + size - 1) // size)
+    done = done or {}
     runs = [SetupRun(s) for s in setups]
     for run in runs:
+        run.results = [[] for _ in range(n)]
+        run.times_ms, run.server_ms, run.errors = [None] * n, [None] * n, [None] * n
+        if all((run.setup.key, shard) in done for shard in shards):
+            continue  # every shard is back from checkpoints: no warm-up needed
         try:
             run.setup.search(questions[0].question, depth)
         except Exception as exc:  # an engine's failure is a finding about that setup, not a crash of the run
             run.error = redact(f"warm-up search failed: {type(exc).__name__}: {exc}")
     live = [r for r in runs if r.error is None]
-    rng = random.Random(seed)
-    advance = progress.start("Searching", len(questions) * len(live))
-    for index, question in enumerate(questions):
-        order = live[:]
-        rng.shuffle(order)
-        timing = timed is None or index in timed
-        token = reuse_allowed.set(not timing)
-        for run in order:
-            spent: list[float] = []
-            server = server_time.set(spent)
-            start = time.perf_counter()
-            try:
-                hits = run.setup.search(question.question, depth)
-                elapsed = (time.perf_counter() - start) * 1000 if timing else None
-            except Exception as exc:
-                run.results.append([])
-                run.times_ms.append(None)
-                run.server_ms.append(None)
-                run.errors.append(redact(f"{type(exc).__name__}: {exc}"))
-            else:
-                run.results.append([(unit_of(run.setup.target, h), float(h.score)) for h in hits[:depth]])
-                run.times_ms.append(elapsed)
-                run.server_ms.append(sum(spent) if spent and timing else None)
-                run.errors.append(None)
-            finally:
-                server_time.reset(server)
-            advance(1)
-        reuse_allowed.reset(token)
+    todo_pairs = sum(
+        len(range(shard * size, min(n, (shard + 1) * size)))
+        for run in live
+        for shard in shards
+        if (run.setup.key, shard) not in done
+    )
+    advance = progress.start("Searching", todo_pairs)
+    for shard in shards:
+        span = range(shard * size, min(n, (shard + 1) * size))
+        for run in live:
+            part = done.get((run.setup.key, shard))
+            if part is not None:
+                for offset, index in enumerate(span):
+                    run.results[index] = [(u, float(sc)) for u, sc in part["results"][offset]]
+                    run.times_ms[index] = part["times_ms"][offset]
+                    run.server_ms[index] = part["server_ms"][offset]
+                    run.errors[index] = part["errors"][offset]
+        todo = [r for r in live if (r.setup.key, shard) not in done]
+        for index in span:
+            order = todo[:]
+            random.Random(f"{seed}:{index}").shuffle(order)
+            timing = timed is None or index in timed
+            token = reuse_allowed.set(not timing)
+            question = questions[index]
+            for run in order:
+                spent: list[float] = []
+                server = server_time.set(spent)
+                start = time.perf_counter()
+                try:
+                    hits = run.setup.search(question.question, depth)
+                    elapsed = (time.perf_counter() - start) * 1000 if timing else None
+                except Exception as exc:
+                    run.results[index] = []
+                    run.errors[index] = redact(f"{type(exc).__name__}: {exc}")
+                else:
+                    run.results[index] = [(unit_of(run.setup.target, h), float(h.score)) for h in hits[:depth]]
+                    run.times_ms[index] = elapsed
+                    run.server_ms[index] = sum(spent) if spent and timing else None
+                finally:
+                    server_time.reset(server)
+                advance(1)
+            reuse_allowed.reset(token)
+        if save_shard is not None:
+            for run in todo:
+                save_shard(
+                    run.setup.key,
+                    shard,
+                    {
+                        "results": [run.results[i] for i in span],
+                        "times_ms": [run.times_ms[i] for i in span],
+                        "server_ms": [run.server_ms[i] for i in span],
+                        "errors": [run.errors[i] for i in span],
+                    },
+                )
     for run in live:
         failures = [e for e in run.errors if e]
         if failures:
-            run.error = f"{len(failures)} of {len(questions)} searches failed; first: {failures[0]}"
+            run.error = f"{len(failures)} of {n} searches failed; first: {failures[0]}"
+    for run in runs:
+        if run.error is not None and run not in live:
+            run.results, run.times_ms, run.server_ms, run.errors = [], [], [], []
     return runs
 
 
@@ -381,6 +429,67 @@ def rank_and_pick(entries: list[dict[str, Any]], primary: str, balance: float, t
     }
 
 
+def start_checkpoints(
+    experiment: Experiment,
+    golden: GoldenSet,
+    setups: Sequence[Setup],
+    stores: Stores,
+    options: RunOptions,
+    started: dt.datetime,
+) -> tuple[Checkpoints | None, ShardDone, dt.datetime]:
+    """The run's checkpoints (none when it is not saved), what a resumed run already finished, and when the
+    run started (a resumed run keeps its first start)."""
+    if not options.save:
+        if options.resume:
+            raise VxEvalError("--resume continues a saved run; it cannot go with --no-save")
+        return None, {}, started
+    save_to = options.save_to or experiment.config.save_to
+    keys = [s.key for s in setups]
+    shards = (
+        len(golden.questions) + experiment.config.evaluation.shard_size - 1
+    ) // experiment.config.evaluation.shard_size
+    if options.resume is None:
+        checkpoints = Checkpoints(stores, save_to, new_run_id(started))
+        checkpoints.start(
+            {
+                "id": checkpoints.run_id,
+                "started_at": started.isoformat(timespec="seconds"),
+                "config_sha256": experiment.sha256,
+                "golden_sha256": golden.sha256,
+                "setups": keys,
+                "shard_size": experiment.config.evaluation.shard_size,
+                "questions": len(golden.questions),
+            }
+        )
+        return checkpoints, {}, started
+    checkpoints = Checkpoints(stores, save_to, options.resume)
+    manifest = checkpoints.manifest()
+    if manifest is None:
+        raise VxEvalError(
+            f"no checkpoints of run '{options.resume}' at {save_to}: it finished (see `vx-eval runs show`) or "
+            "never started there; start a new run without --resume"
+        )
+    changed = [
+        what
+        for what, ours, theirs in (
+            ("the golden file", golden.sha256, manifest["golden_sha256"]),
+            ("the config", experiment.sha256, manifest["config_sha256"]),
+            ("the setups", keys, manifest["setups"]),
+        )
+        if ours != theirs
+    ]
+    if changed:
+        raise VxEvalError(
+            f"{' and '.join(changed)} changed since run {options.resume} started, so its finished searches would "
+            "not add up to one run; start a new run without --resume"
+        )
+    done = checkpoints.done(keys, shards)
+    options.progress.note(
+        f"resuming run {options.resume}: {len(done)} of {len(keys) * shards} (setup, shard) parts done"
+    )
+    return checkpoints, done, dt.datetime.fromisoformat(manifest["started_at"])
+
+
 def run_experiment(experiment: Experiment, plugins: Any, options: RunOptions | None = None) -> RunResult:
     """Everything `vx-eval run` does, without printing: returns the report and where it was saved."""
     options = options or RunOptions()
@@ -406,7 +515,19 @@ def run_experiment(experiment: Experiment, plugins: Any, options: RunOptions | N
             FieldUnits(ev.relevance_field, {t.name: t.handle for t in targets}) if ev.relevance_field else _finest_unit
         )
         timed = timing_sample(len(golden.questions), ev.timing_sample, ev.seed)
-        runs = search_all(setups, golden.questions, ev.depth, ev.seed, options.progress, unit_of, timed)
+        checkpoints, done, started = start_checkpoints(experiment, golden, setups, stores, options, started)
+        runs = search_all(
+            setups,
+            golden.questions,
+            ev.depth,
+            ev.seed,
+            options.progress,
+            unit_of,
+            timed,
+            ev.shard_size,
+            done,
+            checkpoints.save if checkpoints else None,
+        )
         describe = {
             t.name: {"engine": t.engine, **t.handle.describe(), "capabilities": sorted(t.capabilities)} for t in targets
         }
@@ -442,7 +563,7 @@ def run_experiment(experiment: Experiment, plugins: Any, options: RunOptions | N
     detectable = compare_with_best(entries, chosen["picks"]["finds_the_most"], settings)
     report: dict[str, Any] = {
         "format": FORMAT,
-        "id": new_run_id(started),
+        "id": checkpoints.run_id if checkpoints else new_run_id(started),
         "name": config.name,
         "status": "done" if chosen["picks"]["finds_the_most"] else "failed",
         "created_at": started.isoformat(timespec="seconds"),
@@ -472,4 +593,6 @@ def run_experiment(experiment: Experiment, plugins: Any, options: RunOptions | N
     if options.save:
         save_to = options.save_to or config.save_to
         location = save_report(report, golden.raw, stores, save_to)
+        if checkpoints is not None:
+            checkpoints.clear()  # the report holds everything they did
     return RunResult(report, location)

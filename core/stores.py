@@ -38,6 +38,11 @@ class Store(Protocol):
 
     def list(self, prefix: str) -> list[str]: ...
 
+    def delete(self, location: str) -> None:
+        """Remove what is at `location` (nothing there is no error). Optional: a store without it keeps
+        everything, and vx-eval never needs it to be correct (only tidy)."""
+        ...
+
 
 class Fetcher(Protocol):
     """Any object that reads a location for the caller, around a client the caller built."""
@@ -117,3 +122,8 @@ class Stores:
 
     def list(self, prefix: str) -> list[str]:
         return self.store_for(prefix).list(prefix)
+
+    def delete(self, location: str) -> None:
+        store = self.store_for(location)
+        if hasattr(store, "delete"):
+            store.delete(location)

@@ -54,7 +54,8 @@ def cli() -> None:
 @click.option("--time", "time_points", type=click.FloatRange(0, 100), help="Points for best_for_time (default 8).")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON instead of the table.")
 @click.option("--no-save", is_flag=True, help="Do not save the report.")
-def run(config, save_to, only, skip, balance, time_points, as_json, no_save) -> None:
+@click.option("--resume", metavar="RUN", help="Finish a run that was stopped: only what did not finish is searched.")
+def run(config, save_to, only, skip, balance, time_points, as_json, no_save, resume) -> None:
     """Index what CONFIG declares, search every setup, print the ranking and the picks, save the report."""
     plugins = load_plugins()
     experiment = load_config(config, plugins)
@@ -67,6 +68,7 @@ def run(config, save_to, only, skip, balance, time_points, as_json, no_save) -> 
             time=time_points,
             save=not no_save,
             progress=progress,
+            resume=resume,
         )
         result = run_experiment(experiment, plugins, options)
     if as_json:

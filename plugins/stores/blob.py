@@ -10,6 +10,7 @@ seen half-written.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from typing import Any, ClassVar
 from urllib.parse import urlsplit
@@ -130,6 +131,12 @@ class BlobStore:
 
     def write(self, location: str, data: bytes) -> None:
         self._call(location, "write", lambda: self._blob(location).upload_blob(data, overwrite=True))
+
+    def delete(self, location: str) -> None:
+        from azure.core.exceptions import ResourceNotFoundError
+
+        with contextlib.suppress(StoreNotFound, ResourceNotFoundError):
+            self._call(location, "delete", lambda: self._blob(location).delete_blob())
 
     def exists(self, location: str) -> bool:
         """A blob at the location, or any blob below it as a folder."""

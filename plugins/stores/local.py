@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 from pathlib import Path
@@ -62,6 +63,14 @@ class LocalStore:
 
     def exists(self, location: str) -> bool:
         return self._path(location).exists()
+
+    def delete(self, location: str) -> None:
+        path = self._path(location)
+        if path.is_dir():
+            return  # only files: a folder is left to whoever made it
+        path.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            path.parent.rmdir()  # the folder goes too once it is empty
 
     def list(self, prefix: str) -> list[str]:
         root = self._path(prefix)

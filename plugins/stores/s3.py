@@ -87,6 +87,10 @@ class S3Store:
         bucket, key = split(location)
         self._call(location, "write", "put_object", Bucket=bucket, Key=key, Body=data)
 
+    def delete(self, location: str) -> None:
+        bucket, key = split(location)
+        self._call(location, "delete", "delete_object", Bucket=bucket, Key=key)
+
     def exists(self, location: str) -> bool:
         """An object at the location, or anything below it as a folder."""
         bucket, key = split(location)

@@ -46,7 +46,7 @@ def test_an_older_report_is_read_with_its_collections_taken_from_its_targets(tmp
 def test_missing_runs_and_golden_copies_are_named(tmp_path, plugins):
     stores = Stores(plugins)
     assert list_runs(stores, str(tmp_path / "nothing")) == ([], 0)
-    with pytest.raises(StoreError, match="no runs are saved at"):
+    with pytest.raises(StoreError, match="no finished runs are saved at"):
         read_report(stores, str(tmp_path), "latest")
     put(tmp_path, OLD)
     with pytest.raises(StoreNotFound, match="no run 'nope' at .*; the newest is 20250101T000000000000Z-aaaaaa"):
