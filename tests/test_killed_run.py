@@ -18,6 +18,8 @@ WORDS = ["wire", "loan", "card", "fee", "abroad", "payment", "disaster", "funds"
 
 
 def vx(*args: str, **kwargs) -> subprocess.CompletedProcess:
+    """`vx-eval` in a child process; callers pass `cwd` outside the checkout (whose vx_eval/ folder would
+    shadow the installed package)."""
     return subprocess.run(
         [sys.executable, "-m", "vx_eval", *args], capture_output=True, text=True, timeout=600, **kwargs
     )
@@ -42,7 +44,7 @@ def test_a_killed_run_leaves_no_partial_report_and_resumes_to_the_same_measures(
     config = project.write_config(
         evaluation={"metrics": ["found@10", "mrr", "ndcg@10"], "depth": 10, "shard_size": 1000}
     )
-    whole = vx("run", str(config), "--json")
+    whole = vx("run", str(config), "--json", cwd=project.root)
     assert whole.returncode == 0, whole.stderr
     expected = json.loads(whole.stdout)
 
@@ -64,7 +66,7 @@ def test_a_killed_run_leaves_no_partial_report_and_resumes_to_the_same_measures(
     finished = len(list((runs / "retrieval" / "runs" / killed.id / "checkpoints").glob("*.shard*.json")))
     assert 2 <= finished < QUESTIONS // 1000
 
-    resumed = vx("run", str(config), "--resume", killed.id, "--json")
+    resumed = vx("run", str(config), "--resume", killed.id, "--json", cwd=project.root)
     assert resumed.returncode == 0, resumed.stderr
     assert f"resuming run {killed.id}: {finished} of 20 (setup, shard) parts done" in resumed.stderr
     report = json.loads(resumed.stdout)
@@ -82,7 +84,7 @@ def test_resume_refuses_a_changed_golden_file_and_an_unknown_run(project, plugin
     from vx_eval.core.report import Checkpoints
 
     config = project.write_config()
-    done = vx("run", str(config), "--resume", "20260101T000000000000Z-abcdef")
+    done = vx("run", str(config), "--resume", "20260101T000000000000Z-abcdef", cwd=project.root)
     assert done.returncode == 2 and "no checkpoints of run '20260101T000000000000Z-abcdef'" in done.stderr
     started = Checkpoints(Stores(plugins), str(project.root / "runs"), "20260101T000000000000Z-aaaaaa")
     started.start(
@@ -96,6 +98,6 @@ def test_resume_refuses_a_changed_golden_file_and_an_unknown_run(project, plugin
             "questions": 5,
         }
     )
-    done = vx("run", str(config), "--resume", started.run_id)
+    done = vx("run", str(config), "--resume", started.run_id, cwd=project.root)
     assert done.returncode == 2
     assert "the golden file and the config changed since run 20260101T000000000000Z-aaaaaa started" in done.stderr
