@@ -135,6 +135,21 @@ class SearchConfig(Strict):
     rrf_k: int = Field(60, ge=1, le=10_000)
 
 
+class ExecutionConfig(Strict):
+    """Who runs the searches (see `core.executors`): serial, a thread pool, or a Dask cluster."""
+
+    executor: Literal["serial", "thread", "dask"] = "serial"
+    address: str | None = None
+    """dask: the scheduler, ``tcp://host:8786``; none starts a LocalCluster of `workers` on this machine."""
+    workers: int = Field(2, ge=1, le=1024)
+    concurrency: int = Field(4, ge=1, le=1024)
+    """thread: searches at once in all."""
+    per_engine: dict[str, int] = Field(default_factory=dict)
+    """thread: searches at once per engine, ``{opensearch: 2}``."""
+    rate: dict[str, float] = Field(default_factory=dict)
+    """thread: searches started per second per engine, ``{azure-search: 10}``."""
+
+
 class ModelsConfig(Strict):
     """How models run: CPU threads (1 is fastest on a busy machine), batch size, cross-encoder passage length."""
 
@@ -158,6 +173,7 @@ class ExperimentConfig(Strict):
     stores: dict[str, dict[str, Any]] = Field(default_factory=dict)
     """Settings per store plugin: ``{s3: {endpoint_url: …}, azure-blob: {connection_string: {env: …}}}``."""
     search: SearchConfig = Field(default_factory=SearchConfig)
+    execution: ExecutionConfig = Field(default_factory=ExecutionConfig)
     models: ModelsConfig = Field(default_factory=dict, validate_default=True)  # validated: paths resolve
 
     @model_validator(mode="after")

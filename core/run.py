@@ -5,7 +5,6 @@ from __future__ import annotations
 import datetime as dt
 import fnmatch
 import random
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,10 +20,9 @@ from vx_eval.core.engine import (
     Setup,
     SilentProgress,
     Target,
-    reuse_allowed,
-    server_time,
 )
 from vx_eval.core.errors import EngineError, GoldenError, PluginError, VxEvalError, redact
+from vx_eval.core.executors import DaskExecutor, SerialExecutor, Shard, ThreadExecutor
 from vx_eval.core.golden import GoldenSet, Question
 from vx_eval.core.models import Models, ModelSettings, PairScores
 from vx_eval.core.report import FORMAT, Checkpoints, new_run_id, provenance, save_report
@@ -48,6 +46,10 @@ class RunOptions:
     progress: Progress = field(default_factory=SilentProgress)
     resume: str | None = None
     """A run id whose checkpoints to continue from (`vx-eval run CONFIG --resume RUN`)."""
+    executor: str | None = None
+    """Overrides the config's `execution.executor`."""
+    address: str | None = None
+    """Overrides the config's `execution.address` (a Dask scheduler)."""
 
 
 @dataclass
@@ -60,6 +62,8 @@ class SetupRun:
     times_ms: list[float | None] = field(default_factory=list)
     server_ms: list[float | None] = field(default_factory=list)
     """What the service said it spent (OpenSearch's ``took``), per timed question, where it says."""
+    workers: list[str | None] = field(default_factory=list)
+    """Which worker (process or thread) searched each question."""
     errors: list[str | None] = field(default_factory=list)
 
 
@@ -195,13 +199,15 @@ def search_all(
     shard_size: int | None = None,
     done: ShardDone | None = None,
     save_shard: Callable[[str, int, dict[str, list]], None] | None = None,
+    executor: Any = None,
 ) -> list[SetupRun]:
-    """One untimed warm-up per setup, then every question through every live setup, in a seeded shuffle.
+    """One untimed warm-up per setup, then every question through every live setup.
 
     Questions in `timed` (all when None) are searched end to end with nothing reused and their times kept;
     the others only feed the measures, and setups may reuse model scores for them (`reuse_allowed`).
-    Questions go in shards of `shard_size`: when a shard is finished, each setup's part of it goes to
-    `save_shard`, and (setup, shard) parts already in `done` (a resumed run) are not searched again.
+    Questions go in shards of `shard_size`; the `executor` (serial by default, see `core.executors`) runs
+    them, and each finished (setup, shard) part goes to `save_shard`; parts already in `done` (a resumed
+    run) are not searched again.
     """
     n = len(questions)
     size = shard_size or max(n, 1)
@@ -210,75 +216,48 @@ def search_all(
     runs = [SetupRun(s) for s in setups]
     for run in runs:
         run.results = [[] for _ in range(n)]
-        run.times_ms, run.server_ms, run.errors = [None] * n, [None] * n, [None] * n
+        run.times_ms, run.server_ms, run.errors, run.workers = [None] * n, [None] * n, [None] * n, [None] * n
         if all((run.setup.key, shard) in done for shard in shards):
             continue  # every shard is back from checkpoints: no warm-up needed
         try:
             run.setup.search(questions[0].question, depth)
         except Exception as exc:  # an engine's failure is a finding about that setup, not a crash of the run
             run.error = redact(f"warm-up search failed: {type(exc).__name__}: {exc}")
-    live = [r for r in runs if r.error is None]
-    todo_pairs = sum(
-        len(range(shard * size, min(n, (shard + 1) * size)))
-        for run in live
-        for shard in shards
-        if (run.setup.key, shard) not in done
-    )
-    advance = progress.start("Searching", todo_pairs)
+    live = {r.setup.key: r for r in runs if r.error is None}
+
+    def span_of(shard: int) -> range:
+        return range(shard * size, min(n, (shard + 1) * size))
+
+    def fill(run: SetupRun, shard: int, part: dict[str, list]) -> None:
+        for offset, index in enumerate(span_of(shard)):
+            run.results[index] = [(u, float(sc)) for u, sc in part["results"][offset]]
+            run.times_ms[index] = part["times_ms"][offset]
+            run.server_ms[index] = part["server_ms"][offset]
+            run.errors[index] = part["errors"][offset]
+            run.workers[index] = (part.get("workers") or [None] * len(span_of(shard)))[offset]
+
+    work = []
     for shard in shards:
-        span = range(shard * size, min(n, (shard + 1) * size))
-        for run in live:
-            part = done.get((run.setup.key, shard))
-            if part is not None:
-                for offset, index in enumerate(span):
-                    run.results[index] = [(u, float(sc)) for u, sc in part["results"][offset]]
-                    run.times_ms[index] = part["times_ms"][offset]
-                    run.server_ms[index] = part["server_ms"][offset]
-                    run.errors[index] = part["errors"][offset]
-        todo = [r for r in live if (r.setup.key, shard) not in done]
-        for index in span:
-            order = todo[:]
-            random.Random(f"{seed}:{index}").shuffle(order)
-            timing = timed is None or index in timed
-            token = reuse_allowed.set(not timing)
-            question = questions[index]
-            for run in order:
-                spent: list[float] = []
-                server = server_time.set(spent)
-                start = time.perf_counter()
-                try:
-                    hits = run.setup.search(question.question, depth)
-                    elapsed = (time.perf_counter() - start) * 1000 if timing else None
-                except Exception as exc:
-                    run.results[index] = []
-                    run.errors[index] = redact(f"{type(exc).__name__}: {exc}")
-                else:
-                    run.results[index] = [(unit_of(run.setup.target, h), float(h.score)) for h in hits[:depth]]
-                    run.times_ms[index] = elapsed
-                    run.server_ms[index] = sum(spent) if spent and timing else None
-                finally:
-                    server_time.reset(server)
-                advance(1)
-            reuse_allowed.reset(token)
+        for run in live.values():
+            if (run.setup.key, shard) in done:
+                fill(run, shard, done[(run.setup.key, shard)])
+        todo = [r.setup for r in live.values() if (r.setup.key, shard) not in done]
+        if todo:
+            span = span_of(shard)
+            work.append((Shard(shard, span, [questions[i].question for i in span], timed, depth, seed), todo))
+    advance = progress.start("Searching", sum(len(shard.span) * len(todo) for shard, todo in work))
+    executor = executor or SerialExecutor()
+    for key, shard, part in executor.run(work, unit_of, advance):
+        fill(live[key], shard, part)
         if save_shard is not None:
-            for run in todo:
-                save_shard(
-                    run.setup.key,
-                    shard,
-                    {
-                        "results": [run.results[i] for i in span],
-                        "times_ms": [run.times_ms[i] for i in span],
-                        "server_ms": [run.server_ms[i] for i in span],
-                        "errors": [run.errors[i] for i in span],
-                    },
-                )
-    for run in live:
+            save_shard(key, shard, part)
+    for run in live.values():
         failures = [e for e in run.errors if e]
         if failures:
             run.error = f"{len(failures)} of {n} searches failed; first: {failures[0]}"
     for run in runs:
-        if run.error is not None and run not in live:
-            run.results, run.times_ms, run.server_ms, run.errors = [], [], [], []
+        if run.setup.key not in live:
+            run.results, run.times_ms, run.server_ms, run.errors, run.workers = [], [], [], [], []
     return runs
 
 
@@ -342,6 +321,17 @@ def score_setup(
     entry["times_ms"] = stats.median_p95([t for t in run.times_ms if t is not None])
     server = [t for t in run.server_ms if t is not None]
     entry["server_ms"] = stats.median_p95(server) if server else None
+    by_worker: dict[str, list[float]] = {}
+    for worker, ms in zip(run.workers, run.times_ms, strict=True):
+        if worker is not None:
+            by_worker.setdefault(worker, []).extend([ms] if ms is not None else [])
+    entry["workers"] = {
+        w: {
+            "searches": sum(1 for x in run.workers if x == w),
+            "median_ms": stats.median_p95(t)["median"] if t else None,
+        }
+        for w, t in sorted(by_worker.items())
+    }
     entry["per_question"] = {
         "status": [s for s, _ in statuses],
         "errors": [why for _, why in statuses],
@@ -427,6 +417,24 @@ def rank_and_pick(entries: list[dict[str, Any]], primary: str, balance: float, t
         "picks": picks.picks(scored, balance=balance, time=time_points),
         "frontier": picks.frontier(scored),
     }
+
+
+def make_executor(experiment: Experiment, options: RunOptions) -> Any:
+    """The executor the config (or the command line) names."""
+    settings = experiment.config.execution
+    name = options.executor or settings.executor
+    if name == "serial":
+        return SerialExecutor()
+    if name == "thread":
+        return ThreadExecutor(settings.concurrency, dict(settings.per_engine), dict(settings.rate))
+    if name == "dask":
+        if experiment.path is None:
+            raise VxEvalError("the dask executor needs a config file: workers open their targets from it")
+        address = options.address or settings.address
+        return DaskExecutor(
+            str(experiment.path), experiment.sha256, options.only, options.skip, address, settings.workers
+        )
+    raise VxEvalError(f"no executor named '{name}'; executors: serial, thread, dask")
 
 
 def start_checkpoints(
@@ -516,18 +524,23 @@ def run_experiment(experiment: Experiment, plugins: Any, options: RunOptions | N
         )
         timed = timing_sample(len(golden.questions), ev.timing_sample, ev.seed)
         checkpoints, done, started = start_checkpoints(experiment, golden, setups, stores, options, started)
-        runs = search_all(
-            setups,
-            golden.questions,
-            ev.depth,
-            ev.seed,
-            options.progress,
-            unit_of,
-            timed,
-            ev.shard_size,
-            done,
-            checkpoints.save if checkpoints else None,
-        )
+        executor = make_executor(experiment, options)
+        try:
+            runs = search_all(
+                setups,
+                golden.questions,
+                ev.depth,
+                ev.seed,
+                options.progress,
+                unit_of,
+                timed,
+                ev.shard_size,
+                done,
+                checkpoints.save if checkpoints else None,
+                executor,
+            )
+        finally:
+            executor.close()
         describe = {
             t.name: {"engine": t.engine, **t.handle.describe(), "capabilities": sorted(t.capabilities)} for t in targets
         }

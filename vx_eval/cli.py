@@ -55,7 +55,11 @@ def cli() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON instead of the table.")
 @click.option("--no-save", is_flag=True, help="Do not save the report.")
 @click.option("--resume", metavar="RUN", help="Finish a run that was stopped: only what did not finish is searched.")
-def run(config, save_to, only, skip, balance, time_points, as_json, no_save, resume) -> None:
+@click.option(
+    "--executor", type=click.Choice(["serial", "thread", "dask"]), help="Who runs the searches (default: the config's)."
+)
+@click.option("--address", help="With --executor dask: the scheduler, tcp://host:8786 (default: a LocalCluster).")
+def run(config, save_to, only, skip, balance, time_points, as_json, no_save, resume, executor, address) -> None:
     """Index what CONFIG declares, search every setup, print the ranking and the picks, save the report."""
     plugins = load_plugins()
     experiment = load_config(config, plugins)
@@ -69,6 +73,8 @@ def run(config, save_to, only, skip, balance, time_points, as_json, no_save, res
             save=not no_save,
             progress=progress,
             resume=resume,
+            executor=executor,
+            address=address,
         )
         result = run_experiment(experiment, plugins, options)
     if as_json:

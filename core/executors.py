@@ -1,0 +1,300 @@
+"""Who runs the searches: this process one at a time (serial), a thread pool, or a Dask cluster.
+
+Every executor runs one shard of questions for a list of setups and gives back, per setup, the same
+part a serial run makes (results, times, server times, errors, and which worker searched), so the run
+checkpoints and scores them the same way and the measures do not depend on the executor.
+
+- ``serial`` (default): one search at a time, the setups interleaved per question in a seeded shuffle.
+- ``thread``: up to `concurrency` searches at once for remote engines; `per_engine` bounds how many go to
+  one engine at a time and `rate` how many start per second (a token bucket). Times are as a caller sees
+  them under that load.
+- ``dask``: (setup, shard) tasks on a Dask cluster (`address`, or a LocalCluster); each worker opens its
+  own targets from the config (indexes are built by the run first, so workers only open them).
+"""
+
+from __future__ import annotations
+
+import contextvars
+import random
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from vx_eval.core.engine import Setup, reuse_allowed, server_time
+from vx_eval.core.errors import redact
+
+Part = dict[str, list]
+UnitOf = Callable[[str, Any], "str | None"]
+Work = list[tuple["Shard", list[Setup]]]
+"""Each shard with the setups that still have to search it."""
+
+
+def worker_name() -> str:
+    """This process's name in reports: the Dask worker's address where there is one, else the host."""
+    try:
+        from distributed import get_worker
+
+        return get_worker().address
+    except (ImportError, ValueError):
+        return f"{socket.gethostname()}/{threading.current_thread().name}"
+
+
+def search_one(setup: Setup, text: str, depth: int, timing: bool, unit_of: UnitOf) -> tuple:
+    """One search as the run records it: (results, ms or None, server ms or None, error or None)."""
+    spent: list[float] = []
+    server = server_time.set(spent)
+    token = reuse_allowed.set(not timing)
+    start = time.perf_counter()
+    try:
+        hits = setup.search(text, depth)
+        elapsed = (time.perf_counter() - start) * 1000 if timing else None
+        results = [(unit_of(setup.target, h), float(h.score)) for h in hits[:depth]]
+        return results, elapsed, (sum(spent) if spent and timing else None), None
+    except Exception as exc:  # a failed search is a finding for that setup and question
+        return [], None, None, redact(f"{type(exc).__name__}: {exc}")
+    finally:
+        reuse_allowed.reset(token)
+        server_time.reset(server)
+
+
+def empty_part(size: int) -> Part:
+    return {"results": [[] for _ in range(size)], "times_ms": [None] * size, "server_ms": [None] * size,
+            "errors": [None] * size, "workers": [None] * size}  # fmt: skip
+
+
+@dataclass
+class Shard:
+    """One shard to search: the question indices, their texts, which are timed, and the search depth."""
+
+    number: int
+    span: range
+    texts: list[str]
+    timed: set[int] | None
+    depth: int
+    seed: int
+
+    def timing(self, index: int) -> bool:
+        return self.timed is None or index in self.timed
+
+
+class ShardByShard:
+    """Executors that finish one shard (every setup) before the next: each setup's part of it is given back
+    as soon as the shard is done."""
+
+    def run(self, work: Work, unit_of: UnitOf, advance: Callable[[int], None]) -> Iterator[tuple[str, int, Part]]:
+        for shard, setups in work:
+            for key, part in self.search(setups, shard, unit_of, advance).items():
+                yield key, shard.number, part
+
+    def search(
+        self, setups: Sequence[Setup], shard: Shard, unit_of: UnitOf, advance: Callable[[int], None]
+    ) -> dict[str, Part]:
+        raise NotImplementedError
+
+
+class SerialExecutor(ShardByShard):
+    name = "serial"
+
+    def search(
+        self, setups: Sequence[Setup], shard: Shard, unit_of: UnitOf, advance: Callable[[int], None]
+    ) -> dict[str, Part]:
+        parts = {s.key: empty_part(len(shard.span)) for s in setups}
+        me = worker_name()
+        for offset, index in enumerate(shard.span):
+            order = list(setups)
+            random.Random(f"{shard.seed}:{index}").shuffle(order)
+            for setup in order:
+                row = search_one(setup, shard.texts[offset], shard.depth, shard.timing(index), unit_of)
+                _put(parts[setup.key], offset, row, me)
+                advance(1)
+        return parts
+
+    def close(self) -> None:
+        return None
+
+
+def _put(part: Part, offset: int, row: tuple, worker: str) -> None:
+    part["results"][offset], part["times_ms"][offset], part["server_ms"][offset], part["errors"][offset] = row
+    part["workers"][offset] = worker
+
+
+class RateLimit:
+    """At most `rate` starts a second (a token bucket holding one second's worth), shared by threads."""
+
+    def __init__(self, rate: float | None) -> None:
+        self.rate = rate
+        self.lock = threading.Lock()
+        self.tokens = rate or 0.0
+        self.stamp = time.monotonic()
+
+    def wait(self) -> None:
+        if not self.rate:
+            return
+        while True:
+            with self.lock:
+                now = time.monotonic()
+                self.tokens = min(self.rate, self.tokens + (now - self.stamp) * self.rate)
+                self.stamp = now
+                if self.tokens >= 1:
+                    self.tokens -= 1
+                    return
+                delay = (1 - self.tokens) / self.rate
+            time.sleep(delay)
+
+
+@dataclass
+class ThreadExecutor(ShardByShard):
+    """Several searches at once, bounded per engine and rate-limited per engine."""
+
+    concurrency: int = 4
+    per_engine: dict[str, int] = field(default_factory=dict)
+    rate: dict[str, float] = field(default_factory=dict)
+    name: str = "thread"
+
+    def __post_init__(self) -> None:
+        self.pool = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="vx-search")
+        self.slots: dict[str, threading.Semaphore] = {}
+        self.limits: dict[str, RateLimit] = {}
+        self.lock = threading.Lock()
+
+    def _gate(self, engine: str) -> tuple[threading.Semaphore, RateLimit]:
+        with self.lock:
+            if engine not in self.slots:
+                self.slots[engine] = threading.Semaphore(self.per_engine.get(engine, self.concurrency))
+                self.limits[engine] = RateLimit(self.rate.get(engine))
+            return self.slots[engine], self.limits[engine]
+
+    def search(
+        self, setups: Sequence[Setup], shard: Shard, unit_of: UnitOf, advance: Callable[[int], None]
+    ) -> dict[str, Part]:
+        parts = {s.key: empty_part(len(shard.span)) for s in setups}
+        lock = threading.Lock()
+
+        def task(setup: Setup, offset: int, index: int) -> None:
+            slot, limit = self._gate(setup.engine)
+            with slot:
+                limit.wait()
+                row = search_one(setup, shard.texts[offset], shard.depth, shard.timing(index), unit_of)
+            with lock:
+                _put(parts[setup.key], offset, row, worker_name())
+                advance(1)
+
+        futures = []
+        for offset, index in enumerate(shard.span):
+            order = list(setups)
+            random.Random(f"{shard.seed}:{index}").shuffle(order)
+            for setup in order:  # each task in a copy of this context: the run's context variables hold there
+                futures.append(self.pool.submit(contextvars.copy_context().run, task, setup, offset, index))
+        for future in futures:
+            future.result()
+        return parts
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=True)
+
+
+# ---------------------------------------------------------------------------------------------- Dask
+
+_OPENED: dict[tuple[str, str], dict[str, Any]] = {}
+_OPENED_LOCK = threading.Lock()
+
+
+def _worker_setups(config_path: str, config_sha: str, only: tuple[str, ...], skip: tuple[str, ...]) -> dict[str, Any]:
+    """This worker's targets and setups for a config, opened once per process and kept."""
+    from vx_eval.core.config import load_config
+    from vx_eval.core.plugins import load_plugins
+    from vx_eval.core.run import RunOptions, enumerate_setups, open_targets
+    from vx_eval.core.stores import Stores
+    from vx_eval.core.units import FieldUnits
+
+    key = (config_path, config_sha)
+    with _OPENED_LOCK:
+        if key not in _OPENED:
+            plugins = load_plugins()
+            experiment = load_config(config_path, plugins)
+            stores = Stores(plugins, options=experiment.config.stores)
+            targets = open_targets(experiment, plugins, stores, RunOptions().progress)
+            setups = enumerate_setups(targets, plugins, RunOptions(only=only, skip=skip))
+            field_name = experiment.config.evaluation.relevance_field
+            unit_of = (
+                FieldUnits(field_name, {t.name: t.handle for t in targets}) if field_name else (lambda t, h: h.unit)
+            )
+            _OPENED[key] = {"setups": {s.key: s for s in setups}, "unit_of": unit_of, "warm": set()}
+        return _OPENED[key]
+
+
+def dask_search_part(
+    config_path: str, config_sha: str, only: tuple[str, ...], skip: tuple[str, ...], setup_key: str, shard: Shard
+) -> Part:
+    """A Dask task: one setup over one shard, on the worker's own targets (a first, untimed search warms the
+    setup up in this process)."""
+    opened = _worker_setups(config_path, config_sha, only, skip)
+    setup = opened["setups"][setup_key]
+    if setup_key not in opened["warm"]:
+        search_one(setup, shard.texts[0], shard.depth, False, opened["unit_of"])
+        opened["warm"].add(setup_key)
+    part = empty_part(len(shard.span))
+    me = worker_name()
+    for offset, index in enumerate(shard.span):
+        _put(
+            part,
+            offset,
+            search_one(setup, shard.texts[offset], shard.depth, shard.timing(index), opened["unit_of"]),
+            me,
+        )
+    return part
+
+
+@dataclass
+class DaskExecutor:
+    """(setup, shard) tasks on a Dask cluster: `address` of a scheduler, or a LocalCluster of `workers`."""
+
+    config_path: str
+    config_sha: str
+    only: tuple[str, ...] = ()
+    skip: tuple[str, ...] = ()
+    address: str | None = None
+    workers: int = 2
+    name: str = "dask"
+
+    def __post_init__(self) -> None:
+        try:
+            from distributed import Client, LocalCluster
+        except ImportError:
+            from vx_eval.core.errors import PluginError
+
+            raise PluginError("the dask executor needs dask[distributed]: pip install 'vx-eval[dask]'") from None
+        self.cluster = None
+        if self.address is None:
+            self.cluster = LocalCluster(
+                n_workers=self.workers, threads_per_worker=1, host="127.0.0.1", dashboard_address=None
+            )
+            self.client = Client(self.cluster)
+        else:
+            self.client = Client(self.address)
+
+    def run(self, work: Work, unit_of: UnitOf, advance: Callable[[int], None]) -> Iterator[tuple[str, int, Part]]:
+        """Every (setup, shard) task submitted at once; parts given back as they finish, in any order."""
+        from distributed import as_completed
+
+        futures = {
+            self.client.submit(
+                dask_search_part, self.config_path, self.config_sha, self.only, self.skip, s.key, shard, pure=False
+            ): (s.key, shard)
+            for shard, setups in work
+            for s in setups
+        }
+        for future in as_completed(futures):
+            key, shard = futures[future]
+            part = future.result()
+            advance(len(shard.span))
+            yield key, shard.number, part
+
+    def close(self) -> None:
+        self.client.close()
+        if self.cluster is not None:
+            self.cluster.close()
