@@ -119,6 +119,9 @@ class EvaluationConfig(Strict):
     """Grade results by this field's value (dotted path, e.g. metadata.frame_key) instead of document id."""
     timing_sample: int | None = Field(None, ge=1)
     """Time this many questions (seeded sample) end to end; the rest may reuse model scores. None: all."""
+    throughput: list[int] = Field(default_factory=list)
+    """Optional: for each number of callers (``[1, 4, 16]``), queries a second and latency per setup, on the
+    timed questions (at most 50), searched end to end after the run's searches."""
     shard_size: int = Field(50, ge=1, le=100_000)
     """Questions per checkpoint: each setup's searches are kept as every shard finishes (see --resume)."""
 

@@ -298,3 +298,41 @@ class DaskExecutor:
         self.client.close()
         if self.cluster is not None:
             self.cluster.close()
+
+
+def throughput(
+    setup: Setup, texts: Sequence[str], depth: int, concurrency: Sequence[int]
+) -> list[dict[str, float | int | None]]:
+    """Queries a second and latency per search with `c` callers at once, for each `c` in `concurrency`:
+    every text searched end to end (nothing reused), by `c` threads sharing the list."""
+    return [_load(setup, texts, depth, callers) for callers in concurrency]
+
+
+def _load(setup: Setup, texts: Sequence[str], depth: int, callers: int) -> dict[str, float | int | None]:
+    latencies: list[float] = []
+    failed = 0
+    lock = threading.Lock()
+
+    def one(text: str) -> None:
+        nonlocal failed
+        row = search_one(setup, text, depth, True, lambda target, hit: hit.unit)
+        with lock:
+            if row[3] is None and row[1] is not None:
+                latencies.append(row[1])
+            else:
+                failed += 1
+
+    start = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=callers, thread_name_prefix="vx-throughput") as pool:
+        for future in [pool.submit(contextvars.copy_context().run, one, t) for t in texts]:
+            future.result()
+    wall = time.perf_counter() - start
+    ordered = sorted(latencies)
+    return {
+        "concurrency": callers,
+        "searches": len(texts),
+        "failed": failed,
+        "qps": round(len(latencies) / wall, 3) if wall > 0 else None,
+        "median_ms": round(ordered[len(ordered) // 2], 3) if ordered else None,
+        "p95_ms": round(ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))], 3) if ordered else None,
+    }

@@ -22,7 +22,7 @@ from vx_eval.core.engine import (
     Target,
 )
 from vx_eval.core.errors import EngineError, GoldenError, PluginError, VxEvalError, redact
-from vx_eval.core.executors import DaskExecutor, SerialExecutor, Shard, ThreadExecutor
+from vx_eval.core.executors import DaskExecutor, SerialExecutor, Shard, ThreadExecutor, throughput
 from vx_eval.core.golden import GoldenSet, Question
 from vx_eval.core.models import Models, ModelSettings, PairScores
 from vx_eval.core.report import FORMAT, Checkpoints, new_run_id, provenance, save_report
@@ -31,6 +31,7 @@ from vx_eval.core.stores import Stores
 from vx_eval.core.units import FieldUnits, document_of, first_position, judge
 
 FOUND_DEPTHS = (1, 3, 5, 10, 20)
+THROUGHPUT_QUESTIONS = 50
 
 
 @dataclass(frozen=True)
@@ -64,6 +65,7 @@ class SetupRun:
     """What the service said it spent (OpenSearch's ``took``), per timed question, where it says."""
     workers: list[str | None] = field(default_factory=list)
     """Which worker (process or thread) searched each question."""
+    throughput: list[dict[str, Any]] | None = None
     errors: list[str | None] = field(default_factory=list)
 
 
@@ -299,6 +301,8 @@ def score_setup(
         "ci": {},
         "times_ms": {"median": None, "p95": None},
         "server_ms": None,
+        "throughput": None,
+        "workers": {},
         "per_question": {},
         "counts": {"total": len(questions), "evaluated": 0, "skipped": 0, "failed": 0},
     }
@@ -325,6 +329,7 @@ def score_setup(
     for worker, ms in zip(run.workers, run.times_ms, strict=True):
         if worker is not None:
             by_worker.setdefault(worker, []).extend([ms] if ms is not None else [])
+    entry["throughput"] = run.throughput
     entry["workers"] = {
         w: {
             "searches": sum(1 for x in run.workers if x == w),
@@ -541,6 +546,14 @@ def run_experiment(experiment: Experiment, plugins: Any, options: RunOptions | N
             )
         finally:
             executor.close()
+        if ev.throughput:
+            sample = sorted(timed) if timed is not None else range(len(golden.questions))
+            texts = [golden.questions[i].question for i in list(sample)[:THROUGHPUT_QUESTIONS]]
+            advance = options.progress.start("Throughput", len([r for r in runs if r.error is None]))
+            for run in runs:
+                if run.error is None:
+                    run.throughput = throughput(run.setup, texts, ev.depth, ev.throughput)
+                advance(1)
         describe = {
             t.name: {"engine": t.engine, **t.handle.describe(), "capabilities": sorted(t.capabilities)} for t in targets
         }

@@ -195,8 +195,31 @@ def neighbour_lines(report: dict[str, Any]) -> list[str]:
     return lines
 
 
+def throughput_table(report: dict[str, Any]) -> Table | None:
+    """Queries a second and median latency per setup at each number of callers, where the run measured it."""
+    measured = [s for s in report["setups"] if s.get("throughput")]
+    if not measured:
+        return None
+    levels = [t["concurrency"] for t in measured[0]["throughput"]]
+    questions = measured[0]["throughput"][0]["searches"]
+    table = Table(title=f"throughput: {questions} questions, each searched end to end", title_justify="left")
+    table.add_column("setup")
+    for level in levels:
+        table.add_column(f"{level} at once: q/s · median ms", justify="right")
+    for setup in measured:
+        cells = [
+            f"{t['qps']:,.1f} · {_ms(t['median_ms'])}" if t["qps"] is not None else "failed"
+            for t in setup["throughput"]
+        ]
+        table.add_row(f"{setup['label']} [dim]{setup['key']}[/]", *cells)
+    return table
+
+
 def show_run(console: Console, report: dict[str, Any], location: str | None) -> None:
     console.print(run_table(report))
+    measured = throughput_table(report)
+    if measured is not None:
+        console.print(measured)
     for setup in report["setups"]:
         if setup["error"]:
             console.print(f"[red]✗ {setup['key']}:[/] {setup['error']} (never picked)", highlight=False)

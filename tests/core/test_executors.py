@@ -3,6 +3,7 @@ measures as a serial run; per-engine bounds and rate limits hold."""
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import sys
 import threading
@@ -103,3 +104,18 @@ def test_a_dask_cluster_gives_the_serial_measures_with_each_workers_times(projec
     assert all(name.startswith("tcp://127.0.0.1:") for name in setup["workers"])
     assert 1 <= len(setup["workers"]) <= 2  # the workers' own addresses: the searches ran on the cluster
     assert sum(w["searches"] for w in setup["workers"].values()) == 5
+
+
+def test_a_throughput_pass_measures_queries_a_second_at_each_level(project, plugins, capsys):
+    from vx_eval.cli import main
+
+    path = project.write_config(evaluation={"metrics": ["found@10"], "depth": 10, "throughput": [1, 4]})
+    report = run_experiment(load_config(path, plugins), plugins, RunOptions(save=False)).report
+    (setup,) = report["setups"]
+    assert [t["concurrency"] for t in setup["throughput"]] == [1, 4]
+    assert all(
+        t["searches"] == 5 and t["failed"] == 0 and t["qps"] > 0 and t["median_ms"] > 0 for t in setup["throughput"]
+    )
+    with contextlib.suppress(SystemExit):
+        main(["run", str(path), "--no-save"])
+    assert "4 at once: q/s · median ms" in capsys.readouterr().out
