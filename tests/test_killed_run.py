@@ -48,13 +48,16 @@ def test_a_killed_run_leaves_no_partial_report_and_resumes_to_the_same_measures(
     assert whole.returncode == 0, whole.stderr
     expected = json.loads(whole.stdout)
 
+    log = (project.root / "killed.log").open("w")
     process = subprocess.Popen(
-        [sys.executable, "-m", "vx_eval", "run", str(config)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        [sys.executable, "-m", "vx_eval", "run", str(config)], cwd=project.root, stdout=subprocess.DEVNULL, stderr=log
     )
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and len(list(runs.glob("retrieval/runs/*/checkpoints/*.shard*.json"))) < 2:
         time.sleep(0.02)
-    assert process.poll() is None, "the run finished before it could be killed"
+    assert process.poll() is None, (
+        "the run ended before it could be killed: " + (project.root / "killed.log").read_text()[-3000:]
+    )
     os.kill(process.pid, signal.SIGKILL)
     process.wait()
 
