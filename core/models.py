@@ -66,6 +66,8 @@ class ModelSettings:
     threads: int = 1
     batch_size: int = 32
     max_tokens: int = 512
+    """The cross-encoder's (question, passage) length in tokens (`models.passage_tokens`); document encoders
+    keep their own (bge-small 512), so this never shortens what the dense index holds."""
 
 
 def maxsim(query: np.ndarray, documents: Sequence[np.ndarray]) -> np.ndarray:

@@ -71,7 +71,8 @@ class OnnxModel:
             yield chunk, {k: v for k, v in feed.items() if k in self.inputs}
 
     def truncate(self, length: int) -> None:
-        self.tokenizer.enable_truncation(max_length=min(length, self.settings.max_tokens))
+        """Cut longer inputs at `length` tokens (each model says its own; passage_tokens is the cross-encoder's)."""
+        self.tokenizer.enable_truncation(max_length=length)
 
 
 def _unit(rows: np.ndarray) -> np.ndarray:
