@@ -26,6 +26,7 @@ from typing import Any
 
 from vx_eval.core.engine import Setup, reuse_allowed, server_time
 from vx_eval.core.errors import redact
+from vx_eval.core.units import finest_unit, units_for
 
 Part = dict[str, list]
 UnitOf = Callable[[str, Any], "str | None"]
@@ -209,7 +210,6 @@ def _worker_setups(config_path: str, config_sha: str, only: tuple[str, ...], ski
     from vx_eval.core.plugins import load_plugins
     from vx_eval.core.run import RunOptions, enumerate_setups, open_targets
     from vx_eval.core.stores import Stores
-    from vx_eval.core.units import FieldUnits
 
     key = (config_path, config_sha)
     with _OPENED_LOCK:
@@ -219,11 +219,8 @@ def _worker_setups(config_path: str, config_sha: str, only: tuple[str, ...], ski
             stores = Stores(plugins, options=experiment.config.stores)
             targets = open_targets(experiment, plugins, stores, RunOptions().progress)
             setups = enumerate_setups(targets, plugins, RunOptions(only=only, skip=skip))
-            field_name = experiment.config.evaluation.relevance_field
-            unit_of = (
-                FieldUnits(field_name, {t.name: t.handle for t in targets}) if field_name else (lambda t, h: h.unit)
-            )
-            _OPENED[key] = {"setups": {s.key: s for s in setups}, "unit_of": unit_of, "warm": set()}
+            units = units_for(experiment.config.evaluation.relevance_field, targets)
+            _OPENED[key] = {"setups": {s.key: s for s in setups}, "unit_of": units, "warm": set()}
         return _OPENED[key]
 
 
@@ -315,7 +312,7 @@ def _load(setup: Setup, texts: Sequence[str], depth: int, callers: int) -> dict[
 
     def one(text: str) -> None:
         nonlocal failed
-        row = search_one(setup, text, depth, True, lambda target, hit: hit.unit)
+        row = search_one(setup, text, depth, True, finest_unit)
         with lock:
             if row[3] is None and row[1] is not None:
                 latencies.append(row[1])

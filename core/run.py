@@ -28,7 +28,7 @@ from vx_eval.core.models import Models, ModelSettings, PairScores
 from vx_eval.core.report import FORMAT, Checkpoints, new_run_id, provenance, save_report
 from vx_eval.core.sources import read_corpus, read_golden
 from vx_eval.core.stores import Stores
-from vx_eval.core.units import FieldUnits, document_of, first_position, judge
+from vx_eval.core.units import document_of, finest_unit, first_position, judge, units_for
 
 FOUND_DEPTHS = (1, 3, 5, 10, 20)
 THROUGHPUT_QUESTIONS = 50
@@ -86,13 +86,17 @@ def measures_for(experiment: Experiment) -> list[metrics.Measure]:
     return list(out.values())
 
 
-def open_targets(experiment: Experiment, plugins: Any, stores: Stores, progress: Progress) -> list[Target]:
+def open_targets(
+    experiment: Experiment, plugins: Any, stores: Stores, progress: Progress, golden: GoldenSet | None = None
+) -> list[Target]:
+    """Every target opened (indexed where the corpus asks); `golden`, when the caller has read it already,
+    saves reading it again for a corpus slice."""
     config = experiment.config
     corpus = None
     if config.corpus_source is not None:
         keep: set[str] = set()
         if config.corpus_source.limit is not None:  # a slice keeps what the questions expect
-            golden = read_golden(config.golden_source, stores)
+            golden = golden or read_golden(config.golden_source, stores)
             keep = {document_of(u) for q in golden.questions for u in q.expected}
         corpus = read_corpus(config.corpus_source, stores, keep)
     settings = config.models
@@ -182,10 +186,6 @@ def enumerate_setups(targets: Sequence[Target], plugins: Any, options: RunOption
 UnitOf = Callable[[str, Hit], "str | None"]
 
 
-def _finest_unit(target: str, hit: Hit) -> str:
-    return hit.unit
-
-
 ShardDone = dict[tuple[str, int], dict[str, list]]
 """Finished (setup key, shard) searches read back from checkpoints: results, times_ms, server_ms, errors."""
 
@@ -196,7 +196,7 @@ def search_all(
     depth: int,
     seed: int,
     progress: Progress,
-    unit_of: UnitOf = _finest_unit,
+    unit_of: UnitOf = finest_unit,
     timed: set[int] | None = None,
     shard_size: int | None = None,
     done: ShardDone | None = None,
@@ -518,15 +518,13 @@ def run_experiment(experiment: Experiment, plugins: Any, options: RunOptions | N
             "answer it in `expected`"
         )
     measures = measures_for(experiment)
-    targets = open_targets(experiment, plugins, stores, options.progress)
+    targets = open_targets(experiment, plugins, stores, options.progress, golden)
     try:
         missing = {} if ev.relevance_field else check_missing(golden, targets)
         for note in missing_notes(missing):
             options.progress.note(note)
         setups = enumerate_setups(targets, plugins, options)
-        unit_of = (
-            FieldUnits(ev.relevance_field, {t.name: t.handle for t in targets}) if ev.relevance_field else _finest_unit
-        )
+        units = units_for(ev.relevance_field, targets)
         timed = timing_sample(len(golden.questions), ev.timing_sample, ev.seed)
         checkpoints, done, started = start_checkpoints(experiment, golden, setups, stores, options, started)
         executor = make_executor(experiment, options)
@@ -537,7 +535,7 @@ def run_experiment(experiment: Experiment, plugins: Any, options: RunOptions | N
                 ev.depth,
                 ev.seed,
                 options.progress,
-                unit_of,
+                units,
                 timed,
                 ev.shard_size,
                 done,

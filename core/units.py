@@ -86,3 +86,13 @@ class FieldUnits:
                 {"id": doc.id, "title": doc.title, "metadata": doc.metadata} if doc else {"id": doc_id}
             )
         return self._documents[key]
+
+
+def finest_unit(target: str, hit: Hit) -> str:
+    """A hit's finest unit (``doc`` or ``doc#page=N``), whatever target it came from."""
+    return hit.unit
+
+
+def units_for(relevance_field: str | None, targets: Sequence[Any]) -> Any:
+    """How the run names each hit: the `relevance_field`'s value where one is set, else its finest unit."""
+    return FieldUnits(relevance_field, {t.name: t.handle for t in targets}) if relevance_field else finest_unit
