@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from vx_eval.core.config import load_config
-from vx_eval.core.history import list_runs
+from vx_eval.core.errors import StoreError
+from vx_eval.core.history import read_report, run_ids
 from vx_eval.core.run import RunOptions, RunResult, run_experiment
 from vx_eval.core.sources import read_golden
 from vx_eval.core.stores import Stores
@@ -44,6 +45,7 @@ class Watcher:
     """How many settle periods a golden file that keeps changing is waited for before it is run anyway."""
     options: RunOptions = field(default_factory=RunOptions)
     sleep: Callable[[float], None] = time.sleep
+    _runs: dict[tuple[str, str], tuple[str | None, str | None]] = field(default_factory=dict, init=False, repr=False)
 
     def _experiment(self) -> Any:
         return load_config(self.config, self.plugins)  # read afresh: the config may change too
@@ -52,16 +54,20 @@ class Watcher:
         return read_golden(experiment.config.golden_source, stores).sha256
 
     def already_run(self, experiment: Any, stores: Stores, sha256: str) -> bool:
-        """Whether a saved run of this experiment read exactly this golden content."""
+        """Whether a saved run of this experiment read exactly this golden content. Each finished run's
+        report is read once and its (name, golden sha256) kept: a report never changes once written."""
         save_to = self.options.save_to or experiment.config.save_to
-        offset = 0
-        while True:
-            entries, total = list_runs(stores, save_to, limit=200, offset=offset)
-            if any(e.golden_sha256 == sha256 and e.name == experiment.config.name for e in entries):
+        wanted = (experiment.config.name, sha256)
+        for run_id in run_ids(stores, save_to):
+            if (save_to, run_id) not in self._runs:
+                try:
+                    report = read_report(stores, save_to, run_id)
+                except StoreError:  # unfinished or unreadable: looked at again next time
+                    continue
+                self._runs[(save_to, run_id)] = (report.get("name"), (report.get("golden") or {}).get("sha256"))
+            if self._runs[(save_to, run_id)] == wanted:
                 return True
-            offset += len(entries)
-            if not entries or offset >= total:
-                return False
+        return False
 
     def check_once(self) -> Outcome:
         experiment = self._experiment()

@@ -39,6 +39,14 @@ def _location(value: str | None) -> str | None:
     return value if value is None or is_uri(value) else str(Path(value).expanduser().resolve())
 
 
+def _new_file(stores: Stores, out_file: str, force: bool) -> str:
+    """The location of --out, refused when something is there already and --force was not given."""
+    location = _location(out_file)
+    if stores.exists(location) and not force:
+        raise GoldenError(f"{out_file} exists; choose another --out, or pass --force to overwrite it")
+    return location
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="vx-eval")
 def cli() -> None:
@@ -152,9 +160,7 @@ def golden_template(configs, out_file: str, count: int, seed: int, by: str, writ
     where the unit is and how it starts."""
     plugins = load_plugins()
     stores = Stores(plugins)
-    target_location = _location(out_file)
-    if stores.exists(target_location) and not force:
-        raise GoldenError(f"{out_file} exists; choose another --out, or pass --force to overwrite it")
+    target_location = _new_file(stores, out_file, force)
     with RichProgress(err) as progress:
         rows, names = template_rows(list(configs), count, seed=seed, by=by, writer_plugin=writer, progress=progress)
     stores.write(target_location, dump_rows(rows))
@@ -182,9 +188,7 @@ def golden_import(
     dataset (JSONL conversations: questions with reference answers, unscored until labelled), or TREC topics
     (with --qrels)."""
     stores = Stores(load_plugins())
-    target_location = _location(out_file)
-    if stores.exists(target_location) and not force:
-        raise GoldenError(f"{out_file} exists; choose another --out, or pass --force to overwrite it")
+    target_location = _new_file(stores, out_file, force)
     if fmt == "beir":
         if not source.is_dir():
             raise GoldenError(f"{source} is not a BEIR folder (queries.jsonl + qrels/); name the folder")
@@ -308,9 +312,7 @@ def runs_golden(run_id, location, config, out_file, force) -> None:
     save_to, stores = _runs_place(location, config)
     report = read_report(stores, save_to, run_id)
     data = golden_bytes(stores, save_to, report)
-    target = _location(out_file)
-    if stores.exists(target) and not force:
-        raise GoldenError(f"{out_file} exists; choose another --out, or pass --force to overwrite it")
+    target = _new_file(stores, out_file, force)
     stores.write(target, data)
     sha = report["golden"]["sha256"]
     err.print(f"wrote the golden file of run {report['id']} ({len(data):,} bytes, sha256 {sha[:12]}…) to {out_file}")
