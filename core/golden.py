@@ -93,6 +93,11 @@ class GoldenSet:
     def labelled(self) -> int:
         return len(self.questions)
 
+    @property
+    def max_grade(self) -> int:
+        """The highest grade any question gives (1 for binary labels): above 1, the run is graded."""
+        return max((g for q in self.questions for g in q.relevance().values()), default=0)
+
 
 def _normalise(question: str) -> str:
     return re.sub(r"\s+", " ", question).strip().casefold()

@@ -13,6 +13,7 @@ from typing import Any
 
 from vx_eval.core.errors import StoreError
 from vx_eval.core.report import FORMAT, REPORT_NAME, Checkpoints, golden_copy_location, runs_folder
+from vx_eval.core.run import missing_notes
 from vx_eval.core.stores import StoreNotFound, Stores, join
 
 
@@ -44,6 +45,9 @@ def upgrade(report: dict[str, Any]) -> dict[str, Any]:
     report.setdefault("status", "done")
     report.setdefault("picks", {})
     report.setdefault("golden", {})
+    if "missing_notes" not in report:
+        report["missing_notes"] = missing_notes(report.get("missing") or {})
+    report.setdefault("frontier", [])
     for setup in report.get("setups", []):
         setup.setdefault("server_ms", None)
     return report
@@ -149,3 +153,27 @@ def golden_bytes(stores: Stores, save_to: str, report: dict[str, Any]) -> bytes:
         f"the golden file of run {report.get('id')} (sha256 {sha[:12]}…) is not kept at {save_to}: "
         "it was saved before files were kept, or somebody removed golden_dataset/"
     )
+
+
+def same_questions(stores: Stores, save_to: str, report: dict[str, Any], limit: int = 20) -> list[dict[str, Any]]:
+    """Up to `limit` finished runs before `report` that read the same golden file (same sha256), oldest
+    first, each slimmed to what the run-by-run views need (no per-question lists)."""
+    sha = (report.get("golden") or {}).get("sha256")
+    if not sha:
+        return []
+    earlier = []
+    for run_id in run_ids(stores, save_to):
+        if run_id >= str(report.get("id", "")):
+            continue
+        try:
+            other = read_report(stores, save_to, run_id)
+        except StoreError:
+            continue  # an unfinished or unreadable run has nothing to show run by run
+        if (other.get("golden") or {}).get("sha256") != sha:
+            continue
+        for setup in other.get("setups", []):
+            setup.pop("per_question", None)
+        earlier.append(other)
+        if len(earlier) >= limit:
+            break
+    return earlier[::-1]

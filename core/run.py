@@ -362,7 +362,41 @@ def score_setup(
     entry["relevance_distribution"] = metrics.relevance_distribution(
         metrics.Batch.of([judged[i] for i in evaluated], settings["depth"]), 10
     )
+    if settings.get("graded"):
+        entry["graded"] = graded_summary(batch, evaluated, settings)
+        entry["per_question"]["grades"] = [
+            [
+                int(g) if j else None
+                for g, j in zip(batch.grade[i, :GRADED_DEPTH], batch.judged[i, :GRADED_DEPTH], strict=True)
+            ]
+            if s == "evaluated"
+            else None
+            for i, (s, _) in enumerate(statuses)
+        ]
     return entry
+
+
+GRADED_DEPTH = 10
+
+
+def graded_summary(batch: metrics.Batch, evaluated: list[int], settings: dict[str, Any]) -> dict[str, Any]:
+    """The graded view of a setup (Databricks' dashboard): DCG@10 and mean relevance@10 with intervals, and
+    the mean grade at each of the first ten places (unjudged results count 0, as in DCG)."""
+    k = GRADED_DEPTH
+    rows = batch.grade[evaluated, :k] if evaluated else np.zeros((0, k))
+    returned = np.arange(k)[None, :] < batch.length[evaluated, None] if evaluated else np.zeros((0, k), dtype=bool)
+    values = np.column_stack([metrics.parse(f"{name}@{k}").compute(batch)[evaluated] for name in ("dcg", "mean_rel")])
+    ci = stats.bootstrap_ci(values, samples=settings["bootstrap"], seed=settings["seed"])
+    by_place = []
+    for r in range(k):
+        filled = returned[:, r]
+        by_place.append(float(rows[filled, r].mean()) if filled.any() else None)
+    return {
+        f"dcg@{k}": float(values[:, 0].mean()) if len(values) else None,
+        f"mean_rel@{k}": float(values[:, 1].mean()) if len(values) else None,
+        "ci": {f"dcg@{k}": [float(x) for x in ci[0]], f"mean_rel@{k}": [float(x) for x in ci[1]]},
+        "mean_grade_by_place": by_place,
+    }
 
 
 def compare_with_best(entries: list[dict[str, Any]], best: str | None, settings: dict[str, Any]) -> dict[str, Any]:
@@ -581,6 +615,7 @@ def run_experiment(experiment: Experiment, plugins: Any, options: RunOptions | N
         "search": config.search.model_dump(mode="json"),
         "models": config.models.model_dump(mode="json"),
         "confidence": 0.95,
+        "graded": golden.max_grade > 1,
     }
     entries = [score_setup(r, golden.questions, measures, settings) for r in runs]
     chosen = rank_and_pick(entries, settings["primary"], balance, time_points)
@@ -601,6 +636,7 @@ def run_experiment(experiment: Experiment, plugins: Any, options: RunOptions | N
             "unfilled": golden.unfilled,
             "unlabelled": golden.unlabelled,
             "drafts": golden.drafts,
+            "max_grade": golden.max_grade,
         },
         "question_ids": [q.id for q in golden.questions],
         "collections": sorted({d.get("collection", name) for name, d in describe.items()}),

@@ -260,3 +260,56 @@ def azurite(tmp_path_factory) -> Iterator[str]:
     finally:
         process.kill()
         process.wait()
+
+
+class Evaluations:
+    """A folder of real runs (see the `evaluations` fixture) and what tests need to find in it."""
+
+    def __init__(self, root: Path, runs: Path, rich: list[dict], quick: list[dict]) -> None:
+        self.root, self.runs, self.rich, self.quick = root, runs, rich, quick
+
+    @property
+    def newest(self) -> dict:
+        return self.rich[-1]
+
+
+@pytest.fixture(scope="session")
+def evaluations(tmp_path_factory, plugins, shared_cache) -> Evaluations:
+    """Fourteen runs on the same golden file, saved in one folder: twelve keyword-only runs, then two runs of
+    every method (graph mode, MiniLM + BGE, the cross-encoder), the second after a document was added to the
+    corpus (so the index changed between them). The golden file has a grade-2 label (a graded run) and
+    expects one document the corpus lacks (a missing-document note)."""
+    from vx_eval.core.config import load_config
+    from vx_eval.core.run import RunOptions, run_experiment
+
+    root = tmp_path_factory.mktemp("evaluations")
+    project = Project(root)
+    write_jsonl(
+        root / "golden.jsonl", [*GOLDEN, {"id": "q6", "question": "Where is the branch in Oslo?", "expected": ["oslo"]}]
+    )
+    quick_config = project.write_config(
+        "quick.yaml",
+        targets=[{"name": "Local", "engine": "sqlite", "options": {"path": ".vx/quick.db", "dense_models": []}}],
+    )
+    rich_config = project.write_config(
+        "rich.yaml",
+        targets=[
+            {
+                "name": "Local",
+                "engine": "sqlite",
+                "options": {
+                    "path": ".vx/rich.db",
+                    "mode": "graph",
+                    "dense_models": ["minilm", "bge-small"],
+                    "cache": str(shared_cache / "embeddings.db"),
+                },
+            }
+        ],
+        models={"threads": 1, "scores": str(shared_cache / "scores.db")},
+        evaluation={"metrics": ["found@1", "found@3", "found@10", "mrr", "recall@10", "ndcg@10"], "depth": 20},
+    )
+    quick = [run_experiment(load_config(quick_config, plugins), plugins, RunOptions()).report for _ in range(12)]
+    rich = [run_experiment(load_config(rich_config, plugins), plugins, RunOptions()).report]
+    write_jsonl(root / "docs.jsonl", [*DOCS, {"id": "atm", "title": "ATMs", "text": "Withdraw cash at any ATM."}])
+    rich.append(run_experiment(load_config(rich_config, plugins), plugins, RunOptions()).report)
+    return Evaluations(root, root / "runs", rich, quick)

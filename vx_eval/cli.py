@@ -67,7 +67,10 @@ def cli() -> None:
     "--executor", type=click.Choice(["serial", "thread", "dask"]), help="Who runs the searches (default: the config's)."
 )
 @click.option("--address", help="With --executor dask: the scheduler, tcp://host:8786 (default: a LocalCluster).")
-def run(config, save_to, only, skip, balance, time_points, as_json, no_save, resume, executor, address) -> None:
+@click.option("--html", "html_file", help="Also write the run's page, one self-contained HTML file, here.")
+def run(
+    config, save_to, only, skip, balance, time_points, as_json, no_save, resume, executor, address, html_file
+) -> None:
     """Index what CONFIG declares, search every setup, print the ranking and the picks, save the report."""
     plugins = load_plugins()
     experiment = load_config(config, plugins)
@@ -89,6 +92,10 @@ def run(config, save_to, only, skip, balance, time_points, as_json, no_save, res
         click.echo(json.dumps(result.report, indent=1, ensure_ascii=False))
     else:
         show_run(out, result.report, result.location)
+    if html_file:
+        save_to = _location(save_to) or experiment.config.save_to
+        stores = Stores(plugins, options=experiment.config.stores)
+        _write_page(stores, html_file, result.report, save_to if result.location else None)
     if result.report["status"] == "failed":
         err.print(
             "[red]error:[/] the run failed: no setup could be scored "
@@ -316,6 +323,112 @@ def runs_golden(run_id, location, config, out_file, force) -> None:
     stores.write(target, data)
     sha = report["golden"]["sha256"]
     err.print(f"wrote the golden file of run {report['id']} ({len(data):,} bytes, sha256 {sha[:12]}…) to {out_file}")
+
+
+def _write_page(stores: Stores, html_file: str, report: dict, save_to: str | None) -> None:
+    from vx_eval.html import page_for
+
+    page = page_for(report, stores, save_to).encode("utf-8")
+    stores.write(_location(html_file), page)
+    err.print(f"wrote the page of run {report['id']} ({len(page) / 1e6:.2f} MB, self-contained) to {html_file}")
+
+
+@cli.command("report")
+@click.argument("run_id", metavar="RUN")
+@_where
+@_config
+@click.option("--html", "html_file", required=True, help="The HTML file to write (one file, no network needed).")
+def report_page(run_id, location, config, html_file) -> None:
+    """Write RUN's page (a run id, or `latest`): picks, charts, every setup ranked and a page per setup."""
+    save_to, stores = _runs_place(location, config)
+    _write_page(stores, html_file, read_report(stores, save_to, run_id), save_to)
+
+
+def _users_file(value: str | None) -> Path:
+    """The users file: --users, else VX_EVAL_USERS, else ~/.config/vx-eval/users.json."""
+    chosen = value or os.environ.get("VX_EVAL_USERS") or str(Path.home() / ".config" / "vx-eval" / "users.json")
+    return Path(chosen).expanduser().resolve()
+
+
+_users_option = click.option(
+    "--users", "users_file", help="The users file (default: VX_EVAL_USERS, else ~/.config/vx-eval/users.json)."
+)
+
+
+@cli.command()
+@click.option(
+    "--store", help="Where the runs are: a folder, s3://bucket/prefix or a Blob address (default: VX_EVAL_EVALUATIONS)."
+)
+@_users_option
+@click.option("--host", default="127.0.0.1", show_default=True, help="The address to listen on.")
+@click.option("--port", default=8765, show_default=True, type=click.IntRange(0, 65535), help="The port to listen on.")
+@click.option("--no-guests", is_flag=True, help="Only people signed in and API keys may read runs.")
+@click.option(
+    "--access-log",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="JSON lines, one per request (default: access.log beside the users file).",
+)
+@click.option("--secure-cookies", is_flag=True, help="Send the session cookie over HTTPS only (behind a TLS proxy).")
+def serve(store, users_file, host, port, no_guests, access_log, secure_cookies) -> None:
+    """Serve the Evaluate page (newest run, older runs, each setup's page) and the REST routes over a store."""
+    try:
+        import uvicorn
+
+        from vx_eval.serve.app import ServeSettings, create_app
+    except ImportError:
+        raise VxEvalError('vx-eval serve needs its extra: pip install "vx-eval[serve]"') from None
+
+    store = _location(store or os.environ.get("VX_EVAL_EVALUATIONS"))
+    if not store:
+        raise VxEvalError("name the runs to serve: --store LOCATION, or set VX_EVAL_EVALUATIONS")
+    users = _users_file(users_file)
+    settings = ServeSettings(
+        store=store,
+        users=users,
+        guests=not no_guests,
+        admin_key=os.environ.get("VX_EVAL_ADMIN_KEY") or None,
+        access_log=access_log or users.with_name("access.log"),
+        secure_cookies=secure_cookies,
+    )
+    app = create_app(settings, Stores(load_plugins()))
+    err.print(f"serving the runs at {store} on http://{host}:{port} (access log: {settings.access_log})")
+    uvicorn.run(app, host=host, port=port, log_level="warning")
+
+
+@cli.group()
+def users() -> None:
+    """People and API keys of `vx-eval serve`."""
+
+
+@users.command("add")
+@click.argument("name")
+@click.option(
+    "--role", type=click.Choice(["reader", "admin"]), default="reader", show_default=True, help="What they may do."
+)
+@_users_option
+@click.option("--password-stdin", is_flag=True, help="Read the password from standard input instead of a prompt.")
+def users_add(name, role, users_file, password_stdin) -> None:
+    """Add a person (or change their role and password); the password is kept only as an argon2 hash."""
+    from vx_eval.serve.auth import Users
+
+    if password_stdin:
+        password = sys.stdin.readline().rstrip("\n")
+    else:
+        password = click.prompt("Password", hide_input=True, confirmation_prompt=True)
+    path = _users_file(users_file)
+    Users(path).add_person(name, password, role)
+    err.print(f"{name} ({role}) is in {path}")
+
+
+@users.command("key")
+@click.argument("name")
+@click.option("--role", type=click.Choice(["reader", "admin"]), help="The key's role (default: the person's).")
+@_users_option
+def users_key(name, role, users_file) -> None:
+    """Make an API key for NAME; it is printed once and kept only as a hash."""
+    from vx_eval.serve.auth import Users
+
+    click.echo(Users(_users_file(users_file)).add_key(name, role))
 
 
 @cli.command("eval")

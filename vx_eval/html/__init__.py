@@ -1,0 +1,16 @@
+"""The run's page: one self-contained HTML file (`vx-eval report RUN --html FILE`), also what `vx-eval serve` shows."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from vx_eval.core.history import same_questions
+from vx_eval.core.stores import Stores
+
+
+def page_for(report: dict[str, Any], stores: Stores | None = None, save_to: str | None = None, **served: Any) -> str:
+    """The page of a saved run, with the earlier runs on the same questions read from where it was saved."""
+    from vx_eval.html.render import render_page
+
+    earlier = same_questions(stores, save_to, report) if stores is not None and save_to else []
+    return render_page(report, earlier, **served)

@@ -1,0 +1,190 @@
+"""The report page's charts as inline SVG, drawn here so the page needs no script library and no network."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from markupsafe import Markup, escape
+
+W, H = 640, 300
+LEFT, RIGHT, TOP, BOTTOM = 56, 20, 16, 44
+PALETTE = ("#2563eb", "#dc2626", "#16a34a", "#9333ea", "#ea580c", "#0891b2", "#be185d", "#4d7c0f")
+
+
+@dataclass(frozen=True)
+class Point:
+    key: str
+    label: str
+    number: int
+    x: float
+    y: float
+    tip: str
+
+
+def _nice_log_ticks(lo: float, hi: float) -> list[float]:
+    ticks = []
+    for exp in range(math.floor(math.log10(lo)), math.ceil(math.log10(hi)) + 1):
+        for m in (1, 2, 5):
+            v = m * 10.0**exp
+            if lo <= v <= hi:
+                ticks.append(v)
+    return ticks or [lo, hi]
+
+
+def _linear_ticks(lo: float, hi: float, n: int = 5) -> list[float]:
+    if hi <= lo:
+        return [lo]
+    step = 10 ** math.floor(math.log10((hi - lo) / n))
+    for m in (1, 2, 5, 10):
+        if (hi - lo) / (step * m) <= n:
+            step *= m
+            break
+    start = math.ceil(lo / step) * step
+    return [round(start + i * step, 10) for i in range(int((hi - start) / step) + 1)]
+
+
+def _fmt_ms(v: float) -> str:
+    return f"{v:g}" if v < 1000 else f"{v / 1000:g} s"
+
+
+def _frame(inner: str, title: str, x_label: str, y_label: str, cls: str) -> Markup:
+    return Markup(
+        f'<svg class="chart {cls}" viewBox="0 0 {W} {H}" role="img" aria-label="{escape(title)}">'
+        f"<title>{escape(title)}</title>{inner}"
+        f'<text class="axis-label" x="{LEFT + (W - LEFT - RIGHT) / 2}" y="{H - 6}" text-anchor="middle">'
+        f"{escape(x_label)}</text>"
+        f'<text class="axis-label" transform="rotate(-90)" x="{-(TOP + (H - TOP - BOTTOM) / 2)}" y="14" '
+        f'text-anchor="middle">{escape(y_label)}</text></svg>'
+    )
+
+
+def _share_axis(lo: float, hi: float, y) -> str:
+    out = []
+    for t in _linear_ticks(lo, hi):
+        out.append(
+            f'<line class="grid" x1="{LEFT}" x2="{W - RIGHT}" y1="{y(t):.1f}" y2="{y(t):.1f}"/>'
+            f'<text class="tick" x="{LEFT - 6}" y="{y(t) + 4:.1f}" text-anchor="end">{t:g}</text>'
+        )
+    return "".join(out)
+
+
+def quality_vs_time(points: Sequence[Point], frontier: Sequence[str], y_label: str) -> Markup:
+    """One mark per setup: quality up, median search time across on a log scale; the frontier (setups
+    nothing beats on both) joined by a line from the fastest to the best."""
+    timed = [p for p in points if p.x > 0]
+    if not timed:
+        return Markup('<p class="empty">No setup has search times to draw.</p>')
+    x_lo, x_hi = min(p.x for p in timed) / 1.5, max(p.x for p in timed) * 1.5
+    ys = [p.y for p in timed]
+    y_lo, y_hi = max(0.0, min(ys) - 0.05), min(1.0, max(ys) + 0.05) if max(ys) <= 1 else max(ys) * 1.05
+    if y_hi <= y_lo:
+        y_hi = y_lo + 0.1
+
+    def x(v: float) -> float:
+        return LEFT + (math.log10(v) - math.log10(x_lo)) / (math.log10(x_hi) - math.log10(x_lo)) * (W - LEFT - RIGHT)
+
+    def y(v: float) -> float:
+        return TOP + (1 - (v - y_lo) / (y_hi - y_lo)) * (H - TOP - BOTTOM)
+
+    parts = [_share_axis(y_lo, y_hi, y)]
+    for t in _nice_log_ticks(x_lo, x_hi):
+        parts.append(
+            f'<line class="grid" x1="{x(t):.1f}" x2="{x(t):.1f}" y1="{TOP}" y2="{H - BOTTOM}"/>'
+            f'<text class="tick" x="{x(t):.1f}" y="{H - BOTTOM + 16}" text-anchor="middle">{_fmt_ms(t)}</text>'
+        )
+    by_key = {p.key: p for p in timed}
+    line = sorted((by_key[k] for k in frontier if k in by_key), key=lambda p: p.x)
+    if line:
+        coords = " ".join(f"{x(p.x):.1f},{y(p.y):.1f}" for p in line)
+        parts.append(
+            f'<polyline class="frontier" points="{coords}" data-keys="{escape(",".join(p.key for p in line))}"/>'
+        )
+    for p in timed:
+        on = " on-frontier" if p.key in frontier else ""
+        parts.append(
+            f'<g class="mark{on}" data-key="{escape(p.key)}"><title>{escape(p.tip)}</title>'
+            f'<circle cx="{x(p.x):.1f}" cy="{y(p.y):.1f}" r="6"/>'
+            f'<text x="{x(p.x) + 8:.1f}" y="{y(p.y) - 8:.1f}">{p.number}</text></g>'
+        )
+    return _frame(
+        "".join(parts),
+        f"{y_label} against median search time",
+        "median search time, ms (log scale)",
+        y_label,
+        "scatter",
+    )
+
+
+def lines(
+    series: Sequence[tuple[str, str, Sequence[float | None]]],
+    x_labels: Sequence[str],
+    y_label: str,
+    x_label: str,
+    title: str,
+    cls: str,
+    marks: Sequence[int] = (),
+    from_zero: bool = True,
+) -> Markup:
+    """A line per series (name shown at its end, tooltip with its full label) over shared x categories;
+    `marks` draws a dashed rule before those x positions (where something changed)."""
+    values = [v for _, _, vs in series for v in vs if v is not None]
+    if not values or not x_labels:
+        return Markup('<p class="empty">Nothing to draw.</p>')
+    y_lo = 0.0 if from_zero else max(0.0, math.floor((min(values) - 0.05) * 20) / 20)
+    y_hi = max(values) * 1.05 if max(values) > 1 else min(1.0, math.ceil((max(values) + 0.05) * 20) / 20)
+    n = len(x_labels)
+
+    def x(i: int) -> float:
+        return LEFT + (i + 0.5) / n * (W - LEFT - RIGHT)
+
+    def y(v: float) -> float:
+        return TOP + (1 - (v - y_lo) / (y_hi - y_lo)) * (H - TOP - BOTTOM)
+
+    parts = [_share_axis(y_lo, y_hi, y)]
+    for i, label in enumerate(x_labels):
+        parts.append(
+            f'<text class="tick" x="{x(i):.1f}" y="{H - BOTTOM + 16}" text-anchor="middle">{escape(label)}</text>'
+        )
+    for i in marks:
+        xm = (x(i - 1) + x(i)) / 2
+        parts.append(
+            f'<g class="index-changed"><title>the index changed here</title>'
+            f'<line x1="{xm:.1f}" x2="{xm:.1f}" y1="{TOP}" y2="{H - BOTTOM}"/>'
+            f'<text x="{xm + 3:.1f}" y="{TOP + 10}">index changed</text></g>'
+        )
+    for s, (name, tip, vs) in enumerate(series):
+        colour = PALETTE[s % len(PALETTE)]
+        pts = [(x(i), y(v)) for i, v in enumerate(vs) if v is not None]
+        coords = " ".join(f"{a:.1f},{b:.1f}" for a, b in pts)
+        dots = "".join(f'<circle cx="{a:.1f}" cy="{b:.1f}" r="3"/>' for a, b in pts)
+        end = f'<text x="{pts[-1][0] + 6:.1f}" y="{pts[-1][1] + 4:.1f}">{escape(name)}</text>' if pts else ""
+        parts.append(
+            f'<g class="series" data-name="{escape(name)}" stroke="{colour}" fill="{colour}">'
+            f'<title>{escape(tip)}</title><polyline fill="none" points="{coords}"/>{dots}{end}</g>'
+        )
+    return _frame("".join(parts), title, x_label, y_label, cls)
+
+
+def bars(items: Sequence[tuple[str, float, str]], y_label: str, x_label: str, title: str, cls: str) -> Markup:
+    """Vertical bars: (label under the bar, value, tooltip)."""
+    if not items:
+        return Markup('<p class="empty">Nothing to draw.</p>')
+    top = max(v for _, v, _ in items) or 1.0
+    n = len(items)
+    width = (W - LEFT - RIGHT) / n
+
+    def y(v: float) -> float:
+        return TOP + (1 - v / top) * (H - TOP - BOTTOM)
+
+    parts = [_share_axis(0.0, top, y)]
+    for i, (label, value, tip) in enumerate(items):
+        x0 = LEFT + i * width + width * 0.15
+        parts.append(
+            f'<g class="bar"><title>{escape(tip)}</title>'
+            f'<rect x="{x0:.1f}" y="{y(value):.1f}" width="{width * 0.7:.1f}" height="{y(0) - y(value):.1f}"/>'
+            f'<text class="tick" x="{x0 + width * 0.35:.1f}" y="{H - BOTTOM + 16}" text-anchor="middle">'
+            f"{escape(label)}</text></g>"
+        )
+    return _frame("".join(parts), title, x_label, y_label, cls)

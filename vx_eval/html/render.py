@@ -1,0 +1,228 @@
+"""One self-contained HTML page for a run: styles, script and charts inline, nothing fetched from anywhere."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+import jinja2
+from markupsafe import Markup
+
+from vx_eval import __version__
+from vx_eval.html import charts
+from vx_eval.html.view import PER_PAGE, PICKS, SetupView, fmt, fmt_ms, graded_view, meaning, setup_views
+
+OVER_TIME_SERIES = 7
+
+
+@dataclass(frozen=True)
+class MenuEntry:
+    id: str
+    href: str
+    created_at: str | None
+    collections: list[str]
+    status: str | None
+
+
+@dataclass(frozen=True)
+class Menu:
+    """A page of older runs for the served page (twelve at a time)."""
+
+    entries: list[MenuEntry]
+    total: int
+    first: int
+    last: int
+    newer: str | None = None
+    older: str | None = None
+
+
+def _asset(name: str) -> str:
+    return resources.files("vx_eval.html").joinpath("assets", name).read_text(encoding="utf-8")
+
+
+def _environment() -> jinja2.Environment:
+    env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env.globals.update(fmt=fmt, fmt_ms=fmt_ms)
+    return env
+
+
+def _setup_charts(v: SetupView, primary_label: str) -> dict[str, Any]:
+    history = charts.lines(
+        [(str(v.number), v.label, [h["found10"] for h in v.history])],
+        [(h["created_at"] or h["id"] or "")[:10] for h in v.history],
+        "found in the top 10",
+        "run",
+        f"{v.label}: found in the top 10, run by run",
+        "history-chart",
+        marks=[i for i, h in enumerate(v.history) if h["index_changed"]],
+        from_zero=False,
+    )
+    return {
+        "positions": charts.bars(
+            v.positions, "questions", "place of the first right answer", f"{v.label}: how far down", "positions"
+        ),
+        "times": charts.bars(
+            v.times, "searches", "search time, ms (each bar doubles)", f"{v.label}: search times", "times"
+        ),
+        "history": history,
+    }
+
+
+def render_page(
+    report: dict[str, Any],
+    earlier: Sequence[dict[str, Any]] = (),
+    *,
+    menu: Menu | None = None,
+    older: str | None = None,
+    golden_url: str | None = None,
+    account: dict[str, Any] | None = None,
+) -> str:
+    """The page for `report`. `earlier`: reports of earlier runs on the same questions (for the run-by-run
+    views); `menu`, `older` and `golden_url` are what a server adds (other runs, the way back to the newest,
+    the golden download for a caller allowed it, and `account`: who is signed in, ``{"name": None}`` for
+    nobody)."""
+    settings = report.get("settings", {})
+    primary = settings.get("primary", "found@10")
+    views = setup_views(report, earlier)
+    by_key = {v.key: v for v in views}
+    picks = [
+        {
+            "name": name,
+            "title": title,
+            "rule": rule.format(balance=settings.get("balance_points", 4), time=settings.get("time_points", 8)),
+            "key": report.get("picks", {}).get(name),
+            "view": by_key.get(report.get("picks", {}).get(name) or ""),
+        }
+        for name, title, rule in PICKS
+    ]
+    primary_meaning = meaning(primary)
+    points = [
+        charts.Point(
+            v.key,
+            v.label,
+            v.number,
+            v.median_ms or 0.0,
+            v.primary or 0.0,
+            f"{v.number}. {v.label}: {primary_meaning['plain']} {fmt(primary, v.primary)}, "
+            f"median {fmt_ms(v.median_ms)}",
+        )
+        for v in views
+        if v.error is None and v.primary is not None
+    ]
+    found = [m for m in settings.get("metrics", []) if m.startswith("found@")]
+    found.sort(key=lambda m: int(m.split("@")[1]))
+    depths = (
+        charts.lines(
+            [(str(v.number), v.label, v.found_at) for v in views if v.error is None],
+            [m.split("@")[1] for m in found],
+            "share of questions found",
+            "depth k (results read)",
+            "found at each depth",
+            "depths",
+        )
+        if len(found) > 1
+        else None
+    )
+    runs = sorted([*earlier, report], key=lambda r: r.get("id", ""))
+    over_time = None
+    if len(runs) > 1:
+        over_time = charts.lines(
+            [
+                (
+                    str(v.number),
+                    v.label,
+                    [
+                        next(
+                            ((s.get("summary") or {}).get(primary) for s in r.get("setups", []) if s["key"] == v.key),
+                            None,
+                        )
+                        for r in runs
+                    ],
+                )
+                for v in views[:OVER_TIME_SERIES]
+            ],
+            [(r.get("created_at") or r.get("id") or "")[:10] for r in runs],
+            primary_meaning["plain"],
+            "run",
+            f"{primary_meaning['plain']} over time",
+            "over-time",
+            from_zero=False,
+        )
+    graded = graded_view(report, views)
+    graded_bars = by_place = None
+    if graded:
+        items = []
+        for row in graded["with_without"]:
+            if row["plain"] is not None:
+                items.append(
+                    (row["method"][:18], row["plain"], f"{row['method']}: DCG@10 {row['plain']:.3f} without a reranker")
+                )
+            for ranker, value in row["reranked"]:
+                items.append((f"+ {ranker}"[:18], value, f"{row['method']} reranked by {ranker}: DCG@10 {value:.3f}"))
+        graded_bars = charts.bars(
+            items,
+            "DCG@10",
+            "method (bars side by side: without, then with the reranker)",
+            "DCG@10 per method",
+            "graded-bars",
+        )
+        by_place = charts.bars(
+            [
+                (
+                    str(i + 1),
+                    v or 0.0,
+                    f"place {i + 1}: mean grade {v:.2f}" if v is not None else f"place {i + 1}: no results",
+                )
+                for i, v in enumerate(graded["by_place"])
+            ],
+            "mean grade",
+            "result place",
+            "mean grade by place",
+            "by-place",
+        )
+    timing = settings.get("timing") or {}
+    timing_note = (
+        f"a {timing['sample']} of {timing['questions_timed']} of {timing['questions']} questions"
+        if timing.get("sample") and timing.get("sample") != "all"
+        else None
+    )
+    golden = report.get("golden") or {}
+    source = str(golden.get("source") or "")
+    metric_names = list(
+        dict.fromkeys([primary, *settings.get("metrics", []), *(["dcg@10", "mean_rel@10"] if graded else [])])
+    )
+    return (
+        _environment()
+        .from_string(_asset("page.html.j2"))
+        .render(
+            version=__version__,
+            css=Markup(_asset("page.css")),
+            js=Markup(_asset("page.js")),
+            report=report,
+            golden={"questions": golden.get("questions"), "labelled": golden.get("labelled")},
+            golden_name=source.replace("\\", "/").rsplit("/", 1)[-1] or "(questions held in memory)",
+            golden_url=golden_url,
+            older=older,
+            account=account,
+            picks=picks,
+            primary=primary,
+            primary_meaning=primary_meaning,
+            scatter=charts.quality_vs_time(points, report.get("frontier", []), primary_meaning["plain"]),
+            depths=depths,
+            views=views,
+            by_key=by_key,
+            anchors={v.key: v.anchor for v in views},
+            charts={v.key: _setup_charts(v, primary_meaning["plain"]) for v in views},
+            per_page=PER_PAGE,
+            detectable=(report.get("detectable_difference") or {}).get("value"),
+            graded=graded,
+            graded_bars=graded_bars,
+            by_place=by_place,
+            over_time=over_time,
+            menu=menu,
+            timing_note=timing_note,
+            glossary=[meaning(m) for m in metric_names],
+        )
+    )
