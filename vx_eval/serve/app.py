@@ -232,7 +232,8 @@ def create_app(settings: ServeSettings, stores: Stores) -> FastAPI:
         if not isinstance(who, Principal):
             return who
         entries, total = list_runs(stores, settings.store, limit=limit, offset=offset)
-        return JSONResponse({"runs": [e.as_dict() for e in entries], "total": total, "limit": limit, "offset": offset})
+        shown = [{k: v for k, v in e.as_dict().items() if k != "location"} for e in entries]
+        return JSONResponse({"runs": shown, "total": total, "limit": limit, "offset": offset})
 
     @app.get("/api/v1/evaluations/{run_id}")
     def evaluation(request: Request, run_id: str) -> Response:

@@ -1,0 +1,206 @@
+"""The Evaluate server's routes and who may call them: guests, readers, admins, API keys, the server's key."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from vx_eval.core.report import golden_copy_location
+from vx_eval.core.stores import Stores
+from vx_eval.serve.app import MENU_SIZE, ServeSettings, create_app
+from vx_eval.serve.auth import Users
+
+ADMIN_KEY = "the-servers-own-admin-key"
+
+
+@pytest.fixture(scope="module")
+def people(tmp_path_factory) -> tuple[Path, dict[str, str]]:
+    folder = tmp_path_factory.mktemp("people")
+    users = Users(folder / "users.json")
+    users.add_person("ada", "ada-password", "admin")
+    users.add_person("rita", "rita-password", "reader")
+    keys = {"ada": users.add_key("ada"), "rita": users.add_key("rita")}
+    return folder / "users.json", keys
+
+
+def client(evaluations, people, tmp_path: Path, **settings) -> TestClient:
+    users, _ = people
+    serve = ServeSettings(
+        store=str(evaluations.runs),
+        users=users,
+        admin_key=ADMIN_KEY,
+        access_log=tmp_path / "access.log",
+        **settings,
+    )
+    return TestClient(create_app(serve, Stores(_plugins())))
+
+
+def _plugins():
+    from vx_eval.core.plugins import load_plugins
+
+    return load_plugins()
+
+
+def sign_in(c: TestClient, name: str, password: str) -> None:
+    response = c.post("/login", data={"username": name, "password": password}, follow_redirects=False)
+    assert response.status_code == 303 and response.headers["location"] == "/"
+
+
+def golden_file(evaluations) -> bytes:
+    sha = evaluations.newest["golden"]["sha256"]
+    return Path(golden_copy_location(str(evaluations.runs), sha)).read_bytes()
+
+
+def log_lines(tmp_path: Path) -> list[dict]:
+    return [json.loads(line) for line in (tmp_path / "access.log").read_text().splitlines()]
+
+
+def test_runs_are_listed_newest_first_a_page_at_a_time(evaluations, people, tmp_path):
+    c = client(evaluations, people, tmp_path)
+    every = [r["id"] for r in [*evaluations.quick, *evaluations.rich]][::-1]
+    first = c.get("/api/v1/evaluations", params={"limit": 5}).json()
+    assert first["total"] == 14 and [r["id"] for r in first["runs"]] == every[:5]
+    assert first["runs"][0]["collections"] == ["rich"] and first["runs"][-1]["collections"] == ["quick"]
+    assert "location" not in first["runs"][0]  # where the server keeps files is not the caller's business
+    rest = c.get("/api/v1/evaluations", params={"limit": 20, "offset": 5}).json()
+    assert [r["id"] for r in rest["runs"]] == every[5:]
+    assert c.get("/api/v1/evaluations", params={"limit": 0}).status_code == 422
+
+
+def test_one_run_by_id_or_latest_with_missing_notes_in_words(evaluations, people, tmp_path):
+    c = client(evaluations, people, tmp_path)
+    latest = c.get("/api/v1/evaluations/latest").json()
+    assert latest["id"] == evaluations.newest["id"]
+    assert latest["picks"] == evaluations.newest["picks"]
+    assert any("cannot be found there: q6" in note for note in latest["missing_notes"])
+    assert latest["golden_download"] is False  # a guest
+    older = evaluations.quick[0]["id"]
+    assert c.get(f"/api/v1/evaluations/{older}").json()["id"] == older
+    missing = c.get("/api/v1/evaluations/20990101T000000000000Z-000000")
+    assert missing.status_code == 404 and "no run" in missing.json()["detail"]
+
+
+def test_guests_read_runs_unless_the_server_admits_none(evaluations, people, tmp_path):
+    assert client(evaluations, people, tmp_path).get("/api/v1/evaluations").status_code == 200
+    closed = client(evaluations, people, tmp_path, guests=False)
+    assert closed.get("/api/v1/evaluations").status_code == 401
+    page = closed.get("/", follow_redirects=False)
+    assert page.status_code == 303 and page.headers["location"].startswith("/login")
+    _, keys = people
+    assert closed.get("/api/v1/evaluations", headers={"X-API-Key": keys["rita"]}).status_code == 200
+    sign_in(closed, "rita", "rita-password")
+    assert closed.get("/api/v1/evaluations").status_code == 200
+
+
+def test_golden_download_is_refused_to_guests_readers_and_every_key(evaluations, people, tmp_path):
+    _, keys = people
+    c = client(evaluations, people, tmp_path)
+    route = "/api/v1/evaluations/latest/golden"
+    assert c.get(route).status_code == 403  # guest
+    for key in (keys["ada"], keys["rita"], ADMIN_KEY):  # an admin's own key, a reader's, the server's admin key
+        assert c.get(route, headers={"X-API-Key": key}).status_code == 403
+        assert c.get(route, headers={"Authorization": f"Bearer {key}"}).status_code == 403
+        assert c.get("/api/v1/evaluations/latest", headers={"X-API-Key": key}).json()["golden_download"] is False
+    assert c.get(route, headers={"X-API-Key": "vxk_0000_forged"}).status_code == 401
+    sign_in(c, "rita", "rita-password")
+    assert c.get(route).status_code == 403  # a person, but not an admin
+    refusals = [e for e in log_lines(tmp_path) if e.get("event") == "golden download refused"]
+    assert len(refusals) == 9
+    assert not any(e.get("event") == "golden download" for e in log_lines(tmp_path))
+
+
+def test_an_admin_signed_in_gets_the_exact_file_and_the_log_names_them(evaluations, people, tmp_path):
+    c = client(evaluations, people, tmp_path)
+    sign_in(c, "ada", "ada-password")
+    assert c.get("/api/v1/evaluations/latest").json()["golden_download"] is True
+    response = c.get("/api/v1/evaluations/latest/golden")
+    assert response.status_code == 200
+    expected = golden_file(evaluations)
+    assert hashlib.sha256(response.content).hexdigest() == evaluations.newest["golden"]["sha256"]
+    assert response.content == expected
+    assert response.headers["content-type"].startswith("application/x-ndjson")
+    (download,) = [e for e in log_lines(tmp_path) if e.get("event") == "golden download"]
+    assert download["person"] == "ada" and download["run"] == evaluations.newest["id"]
+    assert download["sha256"] == evaluations.newest["golden"]["sha256"] and download["bytes"] == len(expected)
+
+
+def test_a_run_whose_golden_file_was_not_kept_gives_404_and_no_button(evaluations, people, tmp_path):
+    copy = tmp_path / "runs"
+    shutil.copytree(evaluations.runs, copy)
+    shutil.rmtree(copy / "golden_dataset")
+    users, _ = people
+    c = TestClient(
+        create_app(ServeSettings(store=str(copy), users=users, access_log=tmp_path / "access.log"), Stores(_plugins()))
+    )
+    sign_in(c, "ada", "ada-password")
+    assert c.get("/api/v1/evaluations/latest").json()["golden_download"] is False
+    response = c.get("/api/v1/evaluations/latest/golden")
+    assert response.status_code == 404 and "not kept" in response.json()["detail"]
+    assert 'id="golden-download"' not in c.get("/").text
+
+
+def test_sign_in_refuses_a_wrong_password_and_a_forged_or_stale_session(evaluations, people, tmp_path):
+    c = client(evaluations, people, tmp_path)
+    wrong = c.post("/login", data={"username": "ada", "password": "nope-nope"}, follow_redirects=False)
+    assert wrong.headers["location"].startswith("/login?failed=1")
+    assert c.get("/api/v1/evaluations/latest").json()["golden_download"] is False
+    sign_in(c, "ada", "ada-password")
+    cookie = c.cookies.get("vx_eval_session")
+    assert cookie and "ada" not in cookie.split(".")[-1]  # signed, not a bare name
+    c.cookies.clear()
+    c.cookies.set("vx_eval_session", cookie[:-3] + ("AAA" if not cookie.endswith("AAA") else "BBB"))
+    assert c.get("/api/v1/evaluations/latest/golden").status_code == 403  # a tampered cookie is a guest's
+    c.cookies.clear()
+    c.cookies.set("vx_eval_session", cookie)
+    assert c.get("/api/v1/evaluations/latest/golden").status_code == 200  # the cookie as signed still works
+    # a session of somebody removed from the users file since is no longer an admin's
+    users, _ = people
+    other = tmp_path / "users.json"
+    shutil.copy(users, other)
+    gone = TestClient(
+        create_app(ServeSettings(store=str(evaluations.runs), users=other, access_log=None), Stores(_plugins()))
+    )
+    sign_in(gone, "ada", "ada-password")
+    data = json.loads(other.read_text())
+    del data["people"]["ada"]
+    other.write_text(json.dumps(data))
+    assert gone.get("/api/v1/evaluations/latest/golden").status_code == 403
+    fresh = client(evaluations, people, tmp_path)
+    sign_in(fresh, "ada", "ada-password")
+    assert fresh.get("/api/v1/evaluations/latest").json()["golden_download"] is True
+    fresh.post("/logout")
+    assert fresh.get("/api/v1/evaluations/latest").json()["golden_download"] is False
+
+
+def test_the_page_shows_the_newest_run_a_menu_of_twelve_and_marks_an_older_run(evaluations, people, tmp_path):
+    c = client(evaluations, people, tmp_path)
+    page = c.get("/").text
+    assert f'data-run="{evaluations.newest["id"]}"' in page
+    assert page.count('<li><a href="/runs/') == MENU_SIZE
+    assert 'id="menu-older"' in page and 'id="older-run"' not in page
+    second = c.get("/?runs=12").text
+    assert second.count('<li><a href="/runs/') == 2
+    older = evaluations.quick[0]["id"]
+    shown = c.get(f"/runs/{older}").text
+    assert f'data-run="{older}"' in shown and 'id="older-run"' in shown and 'href="/"' in shown
+    assert c.get("/runs/nope").status_code == 404
+    # every request is in the access log with who made it
+    entries = [e for e in log_lines(tmp_path) if "path" in e]
+    assert {e["path"] for e in entries} >= {"/", f"/runs/{older}"} and all("caller" in e for e in entries)
+
+
+def test_people_and_keys_are_kept_as_hashes(people):
+    users, keys = people
+    text = users.read_text()
+    assert "ada-password" not in text and "$argon2id$" in text
+    assert all(key not in text for key in keys.values())
+    assert Users(users).key(keys["rita"]).role == "reader"
+    with pytest.raises(Exception, match="at least 8"):
+        Users(users).add_person("bob", "short", "admin")
+    with pytest.raises(Exception, match="no role 'owner'"):
+        Users(users).add_person("bob", "long-enough", "owner")
