@@ -275,21 +275,31 @@ class Evaluations:
 
 @pytest.fixture(scope="session")
 def evaluations(tmp_path_factory, plugins, shared_cache) -> Evaluations:
-    """Fourteen runs on the same golden file, saved in one folder: twelve keyword-only runs, then two runs of
-    every method (graph mode, MiniLM + BGE, the cross-encoder), the second after a document was added to the
-    corpus (so the index changed between them). The golden file has a grade-2 label (a graded run) and
-    expects one document the corpus lacks (a missing-document note)."""
+    """Fourteen runs of the shipped quickstart's questions, saved in one folder: twelve keyword-only runs,
+    then two runs of every method (graph mode, MiniLM + BGE, the cross-encoder), the second after a document
+    was added to the corpus (so the index changed between them). The golden file is graded (0-3) and one
+    added question expects a document the corpus lacks (a missing-document note)."""
     from vx_eval.core.config import load_config
     from vx_eval.core.run import RunOptions, run_experiment
 
     root = tmp_path_factory.mktemp("evaluations")
-    project = Project(root)
+    shipped = REPO / "configs" / "quickstart"
+    docs = [json.loads(line) for line in (shipped / "docs.jsonl").read_text(encoding="utf-8").splitlines()]
+    golden = [json.loads(line) for line in (shipped / "golden.jsonl").read_text(encoding="utf-8").splitlines()]
+    write_jsonl(root / "docs.jsonl", docs)
     write_jsonl(
-        root / "golden.jsonl", [*GOLDEN, {"id": "q6", "question": "Where is the branch in Oslo?", "expected": ["oslo"]}]
+        root / "golden.jsonl",
+        [*golden, {"id": "q-oslo", "question": "Where is the branch in Oslo?", "expected": ["oslo-branch"]}],
     )
+    project = Project.__new__(Project)
+    project.root = root
+    metrics = ["found@1", "found@3", "found@5", "found@10", "mrr", "recall@10", "ndcg@10"]
     quick_config = project.write_config(
         "quick.yaml",
-        targets=[{"name": "Local", "engine": "sqlite", "options": {"path": ".vx/quick.db", "dense_models": []}}],
+        targets=[
+            {"name": "Local", "engine": "sqlite", "options": {"path": ".vx/quickstart-keyword.db", "dense_models": []}}
+        ],
+        evaluation={"metrics": metrics, "depth": 20},
     )
     rich_config = project.write_config(
         "rich.yaml",
@@ -298,7 +308,7 @@ def evaluations(tmp_path_factory, plugins, shared_cache) -> Evaluations:
                 "name": "Local",
                 "engine": "sqlite",
                 "options": {
-                    "path": ".vx/rich.db",
+                    "path": ".vx/quickstart.db",
                     "mode": "graph",
                     "dense_models": ["minilm", "bge-small"],
                     "cache": str(shared_cache / "embeddings.db"),
@@ -306,10 +316,14 @@ def evaluations(tmp_path_factory, plugins, shared_cache) -> Evaluations:
             }
         ],
         models={"threads": 1, "scores": str(shared_cache / "scores.db")},
-        evaluation={"metrics": ["found@1", "found@3", "found@10", "mrr", "recall@10", "ndcg@10"], "depth": 20},
+        evaluation={"metrics": metrics, "depth": 20},
     )
+    for config in (quick_config, rich_config):  # the runs' name: the page's title
+        config.write_text(
+            config.read_text(encoding="utf-8").replace("name: tiny", "name: quickstart"), encoding="utf-8"
+        )
     quick = [run_experiment(load_config(quick_config, plugins), plugins, RunOptions()).report for _ in range(12)]
     rich = [run_experiment(load_config(rich_config, plugins), plugins, RunOptions()).report]
-    write_jsonl(root / "docs.jsonl", [*DOCS, {"id": "atm", "title": "ATMs", "text": "Withdraw cash at any ATM."}])
+    write_jsonl(root / "docs.jsonl", [*docs, {"id": "atm", "title": "ATMs", "text": "Withdraw cash at any ATM."}])
     rich.append(run_experiment(load_config(rich_config, plugins), plugins, RunOptions()).report)
     return Evaluations(root, root / "runs", rich, quick)

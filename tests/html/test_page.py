@@ -74,7 +74,7 @@ def test_the_page_needs_no_network_and_holds_the_reports_picks_and_numbers(evalu
         ).group(1)
         assert shown == fmt(primary, setup["summary"][primary])
     assert page.text_by_id["golden-questions"] == str(report["golden"]["questions"])
-    assert "cannot be found there: q6" in html  # the missing-document note, in the CLI's words
+    assert "cannot be found there: q-oslo" in html  # the missing-document note, in the CLI's words
 
 
 def test_the_chart_has_one_mark_per_timed_setup_and_the_frontier_in_speed_order(evaluations):
@@ -120,7 +120,7 @@ def test_every_setup_has_its_own_page_with_place_times_neighbours_and_history(ev
 
 def test_a_graded_run_shows_the_best_dcg_the_reranker_pairs_and_the_failed_questions(evaluations):
     report = evaluations.newest
-    assert report["settings"]["graded"] and report["golden"]["max_grade"] == 2
+    assert report["settings"]["graded"] and report["golden"]["max_grade"] == 3
     view = graded_view(report, setup_views(report))
     graded = {s["key"]: s for s in report["setups"] if s.get("graded")}
     best = max(graded.values(), key=lambda s: s["graded"]["dcg@10"])

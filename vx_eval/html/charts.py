@@ -10,6 +10,7 @@ from markupsafe import Markup, escape
 
 W, H = 640, 300
 LEFT, RIGHT, TOP, BOTTOM = 56, 20, 16, 44
+MAX_X_LABELS = 8
 PALETTE = ("#2563eb", "#dc2626", "#16a34a", "#9333ea", "#ea580c", "#0891b2", "#be185d", "#4d7c0f")
 
 
@@ -101,12 +102,25 @@ def quality_vs_time(points: Sequence[Point], frontier: Sequence[str], y_label: s
         parts.append(
             f'<polyline class="frontier" points="{coords}" data-keys="{escape(",".join(p.key for p in line))}"/>'
         )
+    # marks closer than a label's width share one label ("7, 8"), written once beside the first of them
+    labels: dict[int, list[Point]] = {}
+    anchors: list[tuple[float, float, int]] = []
+    for p in sorted(timed, key=lambda p: p.number):
+        near = next((i for ax, ay, i in anchors if abs(ax - x(p.x)) < 14 and abs(ay - y(p.y)) < 10), None)
+        if near is None:
+            anchors.append((x(p.x), y(p.y), p.number))
+            labels[p.number] = [p]
+        else:
+            labels[near].append(p)
     for p in timed:
         on = " on-frontier" if p.key in frontier else ""
+        text = ""
+        if p.number in labels:
+            names = ", ".join(str(q.number) for q in labels[p.number])
+            text = f'<text x="{x(p.x) + 8:.1f}" y="{y(p.y) - 8:.1f}">{names}</text>'
         parts.append(
             f'<g class="mark{on}" data-key="{escape(p.key)}"><title>{escape(p.tip)}</title>'
-            f'<circle cx="{x(p.x):.1f}" cy="{y(p.y):.1f}" r="6"/>'
-            f'<text x="{x(p.x) + 8:.1f}" y="{y(p.y) - 8:.1f}">{p.number}</text></g>'
+            f'<circle cx="{x(p.x):.1f}" cy="{y(p.y):.1f}" r="6"/>{text}</g>'
         )
     return _frame(
         "".join(parts),
@@ -143,10 +157,12 @@ def lines(
         return TOP + (1 - (v - y_lo) / (y_hi - y_lo)) * (H - TOP - BOTTOM)
 
     parts = [_share_axis(y_lo, y_hi, y)]
+    every = max(1, math.ceil(n / MAX_X_LABELS))
     for i, label in enumerate(x_labels):
-        parts.append(
-            f'<text class="tick" x="{x(i):.1f}" y="{H - BOTTOM + 16}" text-anchor="middle">{escape(label)}</text>'
-        )
+        if i % every == 0 or i == n - 1:
+            parts.append(
+                f'<text class="tick" x="{x(i):.1f}" y="{H - BOTTOM + 16}" text-anchor="middle">{escape(label)}</text>'
+            )
     for i in marks:
         xm = (x(i - 1) + x(i)) / 2
         parts.append(
@@ -188,3 +204,42 @@ def bars(items: Sequence[tuple[str, float, str]], y_label: str, x_label: str, ti
             f"{escape(label)}</text></g>"
         )
     return _frame("".join(parts), title, x_label, y_label, cls)
+
+
+def paired_bars(
+    rows: Sequence[tuple[str, Sequence[tuple[str, float, str]]]], x_label: str, title: str, cls: str
+) -> Markup:
+    """Horizontal bars grouped by row: a row's label on the left, then one bar per (name, value, tooltip),
+    e.g. a method without and with the reranker."""
+    bars_in = [b for _, group in rows for b in group]
+    if not bars_in:
+        return Markup('<p class="empty">Nothing to draw.</p>')
+    top = max(v for _, v, _ in bars_in) or 1.0
+    label_w, bar_h, gap = 250, 16, 10
+    height = TOP + sum(len(g) * (bar_h + 2) + gap for _, g in rows) + BOTTOM
+
+    def x(v: float) -> float:
+        return label_w + v / top * (W - label_w - RIGHT - 110)
+
+    parts = []
+    y0 = TOP
+    for label, group in rows:
+        parts.append(
+            f'<text class="tick row-label" x="{label_w - 8}" y="{y0 + bar_h - 3}" text-anchor="end">'
+            f"{escape(label[:44])}</text>"
+        )
+        for i, (name, value, tip) in enumerate(group):
+            yb = y0 + i * (bar_h + 2)
+            kind = "reranked" if name.startswith("+") else "plain"
+            parts.append(
+                f'<g class="hbar {kind}"><title>{escape(tip)}</title>'
+                f'<rect x="{label_w}" y="{yb}" width="{x(value) - label_w:.1f}" height="{bar_h}"/>'
+                f'<text class="tick" x="{x(value) + 4:.1f}" y="{yb + bar_h - 4}">{escape(name)} {value:.3f}</text></g>'
+            )
+        y0 += len(group) * (bar_h + 2) + gap
+    return Markup(
+        f'<svg class="chart {cls}" viewBox="0 0 {W} {height}" role="img" aria-label="{escape(title)}">'
+        f"<title>{escape(title)}</title>{''.join(parts)}"
+        f'<text class="axis-label" x="{label_w + (W - label_w) / 2}" y="{height - 8}" text-anchor="middle">'
+        f"{escape(x_label)}</text></svg>"
+    )

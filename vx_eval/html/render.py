@@ -38,6 +38,14 @@ class Menu:
     older: str | None = None
 
 
+def run_labels(created: Sequence[str | None]) -> list[str]:
+    """Short names for runs on a chart's axis: the time when they all ran on one day, else the day."""
+    days = {c[:10] for c in created if c}
+    if len(days) <= 1:
+        return [c[11:16] if c else "?" for c in created]
+    return [c[5:10] if c else "?" for c in created]
+
+
 def _asset(name: str) -> str:
     return resources.files("vx_eval.html").joinpath("assets", name).read_text(encoding="utf-8")
 
@@ -51,7 +59,7 @@ def _environment() -> jinja2.Environment:
 def _setup_charts(v: SetupView, primary_label: str) -> dict[str, Any]:
     history = charts.lines(
         [(str(v.number), v.label, [h["found10"] for h in v.history])],
-        [(h["created_at"] or h["id"] or "")[:10] for h in v.history],
+        run_labels([h["created_at"] for h in v.history]),
         "found in the top 10",
         "run",
         f"{v.label}: found in the top 10, run by run",
@@ -143,7 +151,7 @@ def render_page(
                 )
                 for v in views[:OVER_TIME_SERIES]
             ],
-            [(r.get("created_at") or r.get("id") or "")[:10] for r in runs],
+            run_labels([r.get("created_at") for r in runs]),
             primary_meaning["plain"],
             "run",
             f"{primary_meaning['plain']} over time",
@@ -153,20 +161,18 @@ def render_page(
     graded = graded_view(report, views)
     graded_bars = by_place = None
     if graded:
-        items = []
+        rows = []
         for row in graded["with_without"]:
+            group = []
             if row["plain"] is not None:
-                items.append(
-                    (row["method"][:18], row["plain"], f"{row['method']}: DCG@10 {row['plain']:.3f} without a reranker")
+                group.append(
+                    ("without", row["plain"], f"{row['method']}: DCG@10 {row['plain']:.3f} without a reranker")
                 )
             for ranker, value in row["reranked"]:
-                items.append((f"+ {ranker}"[:18], value, f"{row['method']} reranked by {ranker}: DCG@10 {value:.3f}"))
-        graded_bars = charts.bars(
-            items,
-            "DCG@10",
-            "method (bars side by side: without, then with the reranker)",
-            "DCG@10 per method",
-            "graded-bars",
+                group.append((f"+ {ranker}", value, f"{row['method']} reranked by {ranker}: DCG@10 {value:.3f}"))
+            rows.append((row["method"], group))
+        graded_bars = charts.paired_bars(
+            rows, "DCG@10", "DCG@10 per method, without and with the reranker", "graded-bars"
         )
         by_place = charts.bars(
             [

@@ -1,0 +1,206 @@
+"""The served page in a real browser: Debian's headless Chromium, driven by Playwright, against `vx-eval serve`
+started as its own process on 127.0.0.1 (stopped by its PID). Screenshots land in the test's folder, and in
+VX_EVAL_SCREENSHOTS when that is set."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import expect
+
+from vx_eval.html.view import fmt
+from vx_eval.serve.auth import Users
+
+from ..conftest import free_port, wait_for_port
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+FLAGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+ADMIN_KEY = "browser-tests-admin-key"
+
+
+@pytest.fixture(scope="module")
+def server(evaluations, tmp_path_factory) -> Iterator[dict]:
+    folder = tmp_path_factory.mktemp("server")
+    users = Users(folder / "users.json")
+    users.add_person("ada", "ada-password", "admin")
+    users.add_person("gus", "gus-password", "reader")
+    port = free_port()
+    env = {**os.environ, "VX_EVAL_ADMIN_KEY": ADMIN_KEY}
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "vx_eval",
+            "serve",
+            "--store",
+            str(evaluations.runs),
+            "--users",
+            str(folder / "users.json"),
+            "--port",
+            str(port),
+            "--access-log",
+            str(folder / "access.log"),
+        ],
+        cwd=folder,  # outside the checkout, so the installed package is the one imported
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        wait_for_port(port, process, "vx-eval serve")
+        yield {"url": f"http://127.0.0.1:{port}", "folder": folder, "key": users.add_key("ada")}
+    finally:
+        process.kill()
+        process.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator:
+    if not Path(CHROMIUM).exists():
+        pytest.fail("the browser tests need Debian's chromium: apt-get install -y chromium (CI installs it)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def page(browser, tmp_path):
+    context = browser.new_context(viewport={"width": 1100, "height": 900}, accept_downloads=True)
+    tab = context.new_page()
+    errors: list[str] = []
+    tab.on("pageerror", lambda exc: errors.append(str(exc)))
+    yield tab
+    context.close()
+    assert not errors, f"the page's script failed: {errors}"
+
+
+def shot(page, tmp_path: Path, name: str, full: bool = False) -> Path:
+    path = tmp_path / f"{name}.png"
+    page.screenshot(path=str(path), full_page=full)
+    if folder := os.environ.get("VX_EVAL_SCREENSHOTS"):
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        shutil.copy(path, Path(folder) / path.name)
+    assert path.stat().st_size > 10_000
+    return path
+
+
+def test_the_newest_run_shows_its_picks_the_chart_and_pages_of_seven(server, page, evaluations, tmp_path):
+    report = evaluations.newest
+    page.goto(server["url"] + "/")
+    primary = report["settings"]["primary"]
+    by_key = {s["key"]: s for s in report["setups"]}
+    for pick, key in report["picks"].items():
+        card = page.locator(f'[data-pick="{pick}"]')
+        assert card.is_visible()
+        assert card.get_attribute("data-key") == key
+        assert by_key[key]["label"] in card.inner_text()
+        assert fmt(primary, by_key[key]["summary"][primary]) in card.locator(".pick-primary").inner_text()
+    marks = page.locator("svg.scatter g.mark")
+    assert marks.count() == len([s for s in report["setups"] if s["error"] is None])
+    frontier = page.locator("svg.scatter polyline.frontier")
+    assert frontier.is_visible()
+    assert sorted(frontier.get_attribute("data-keys").split(",")) == sorted(report["frontier"])
+    box = marks.first.locator("circle").bounding_box()
+    assert box and box["width"] > 5  # drawn, not just present
+    # the ranked table: seven to a page
+    rows = page.locator("#ranked tbody tr")
+    assert rows.count() == len(report["setups"]) > 7
+    visible = [rows.nth(i).get_attribute("data-key") for i in range(rows.count()) if rows.nth(i).is_visible()]
+    ranked = [s["key"] for s in sorted(report["setups"], key=lambda s: s["rank"])]
+    assert visible == ranked[:7]
+    assert page.locator("#page-label").inner_text() == f"page 1 of {(len(ranked) + 6) // 7}"
+    shot(page, tmp_path, "evaluate-page")
+    page.click("#page-next")
+    visible = [rows.nth(i).get_attribute("data-key") for i in range(rows.count()) if rows.nth(i).is_visible()]
+    assert visible == ranked[7:14]
+    assert page.locator("#page-prev").is_enabled()
+    for key in visible:
+        cell = page.locator(f'#ranked tr[data-key="{key}"] [data-metric="{primary}"]')
+        assert cell.inner_text() == fmt(primary, by_key[key]["summary"][primary])
+    shot(page, tmp_path, "evaluate-page-full", full=True)
+
+
+def test_a_setup_page_leads_with_the_place_and_gives_mrr_in_its_tooltip(server, page, evaluations, tmp_path):
+    report = evaluations.newest
+    setup = next(s for s in report["setups"] if s["key"] == report["picks"]["finds_the_most"])
+    page.goto(server["url"] + "/")
+    page.click('[data-pick="finds_the_most"] a.setup')
+    section = page.locator(f'section.setup-page[data-key="{setup["key"]}"]')
+    expect(section).to_be_visible()
+    expect(page.locator("#ranked")).to_be_hidden()
+    place = section.locator("abbr.place")
+    assert place.inner_text() == f"{1 / setup['summary']['mrr']:.2f}"
+    assert f"MRR {setup['summary']['mrr']:.3f}" in place.get_attribute("title")
+    assert section.locator("svg.positions g.bar").count() >= 11
+    assert section.locator("table.history tbody tr").count() == 2  # this config ran twice on these questions
+    assert "index changed" in section.locator("table.history").inner_text()
+    shot(page, tmp_path, "setup-page", full=True)
+    section.locator("a.back").click()
+    expect(page.locator("#ranked")).to_be_visible()
+    expect(section).to_be_hidden()
+
+
+def test_the_run_menu_opens_an_older_run_and_leads_back(server, page, evaluations, tmp_path):
+    page.goto(server["url"] + "/")
+    links = page.locator("#run-menu li a")
+    assert links.count() == 12
+    assert links.first.inner_text().endswith("— quickstart")  # each run named by its collections
+    assert links.nth(2).inner_text().endswith("— quickstart-keyword")
+    page.click("#menu-older")
+    assert page.locator("#run-menu li a").count() == 2
+    oldest = evaluations.quick[0]["id"]
+    page.click(f'#run-menu a[data-run="{oldest}"]')
+    assert page.locator("body").get_attribute("data-run") == oldest
+    assert page.locator("#older-run").is_visible()
+    shot(page, tmp_path, "older-run")
+    page.click("#older-run a")
+    assert page.locator("body").get_attribute("data-run") == evaluations.newest["id"]
+
+
+def test_golden_download_works_for_an_admin_and_is_refused_otherwise(server, page, evaluations, tmp_path):
+    route = server["url"] + f"/api/v1/evaluations/{evaluations.newest['id']}/golden"
+    page.goto(server["url"] + "/")
+    assert page.locator("#golden-download").count() == 0  # a guest sees no button
+    assert page.request.get(route).status == 403
+    assert page.request.get(route, headers={"X-API-Key": server["key"]}).status == 403
+    assert page.request.get(route, headers={"X-API-Key": ADMIN_KEY}).status == 403
+    page.click("#sign-in-link")
+    page.fill("#username", "gus")
+    page.fill("#password", "gus-password")
+    page.click("#sign-in")
+    assert page.locator("#signed-in").inner_text() == "gus"
+    assert page.locator("#golden-download").count() == 0 and page.request.get(route).status == 403
+    page.click("#sign-out")
+    page.click("#sign-in-link")
+    page.fill("#username", "ada")
+    page.fill("#password", "ada-password")
+    page.click("#sign-in")
+    assert page.locator("#signed-in").inner_text() == "ada"
+    with page.expect_download() as info:
+        page.click("#golden-download")
+    data = Path(info.value.path()).read_bytes()
+    assert hashlib.sha256(data).hexdigest() == evaluations.newest["golden"]["sha256"]
+    shot(page, tmp_path, "signed-in-admin")
+    log = [json.loads(line) for line in (server["folder"] / "access.log").read_text().splitlines()]
+    downloads = [e for e in log if e.get("event") == "golden download"]
+    assert downloads and downloads[-1]["person"] == "ada"
+    assert all(e["person"] for e in downloads)
