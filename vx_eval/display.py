@@ -63,17 +63,20 @@ class RichProgress:
         self.bars.console.print(f"[yellow]warning:[/] {escape(message)}", highlight=False)
 
 
-def _is_share(metric: str) -> bool:
-    return metric.split("@")[0] in ("found", "recall", "p")
+def is_share(metric: str) -> bool:
+    """Whether a measure is a share of questions or results, shown as a percentage."""
+    return metric.split("@")[0] in ("found", "hit", "recall", "p", "judged")
 
 
-def _fmt(metric: str, value: float | None) -> str:
-    if value is None:
+def fmt(metric: str, value: float | None) -> str:
+    """A measure's value as the table and the page show it: 83.3% for shares, 0.729 otherwise."""
+    if value is None or value != value:  # None or NaN
         return "–"
-    return f"{value * 100:.1f}%" if _is_share(metric) else f"{value:.3f}"
+    return f"{value * 100:.1f}%" if is_share(metric) else f"{value:.3f}"
 
 
-def _ms(value: float | None) -> str:
+def fmt_ms(value: float | None) -> str:
+    """Milliseconds without the unit: 12.3 under 100, 1,026 above."""
     return "–" if value is None else (f"{value:.1f}" if value < 100 else f"{value:,.0f}")
 
 
@@ -81,7 +84,7 @@ def _interval(metric: str, ci: list[float] | None) -> str:
     if not ci:
         return ""
     lo, hi = ci
-    return f" [dim][{lo * 100:.0f}–{hi * 100:.0f}][/]" if _is_share(metric) else f" [dim][{lo:.3f}–{hi:.3f}][/]"
+    return f" [dim][{lo * 100:.0f}–{hi * 100:.0f}][/]" if is_share(metric) else f" [dim][{lo:.3f}–{hi:.3f}][/]"
 
 
 def run_table(report: dict[str, Any]) -> Table:
@@ -126,13 +129,13 @@ def run_table(report: dict[str, Any]) -> Table:
             row += ["failed"] + [""] * (len(columns) + skipped + 1 + server)
         else:
             for m in columns:
-                cell = _fmt(m, setup["summary"].get(m))
+                cell = fmt(m, setup["summary"].get(m))
                 row.append(cell + _interval(m, setup["ci"].get(m)) if m == primary else cell)
             if skipped:
                 row.append(str(setup["counts"]["skipped"]))
-            row += [_ms(setup["times_ms"]["median"]), _ms(setup["times_ms"]["p95"])]
+            row += [fmt_ms(setup["times_ms"]["median"]), fmt_ms(setup["times_ms"]["p95"])]
             if server:
-                row.append(_ms(setup["server_ms"]["median"]) if setup.get("server_ms") else "")
+                row.append(fmt_ms(setup["server_ms"]["median"]) if setup.get("server_ms") else "")
         table.add_row(*row, style="red" if setup["error"] else None)
     return table
 
@@ -149,12 +152,12 @@ def pick_lines(report: dict[str, Any]) -> list[str]:
     for pick, key in report["picks"].items():
         setup = by_key[key]
         name = f"{PICK_MARK[pick]} [bold]{PICK_TEXT[pick]}[/]: {setup['label']} [dim]({key})[/] — "
-        value = _fmt(primary, setup["summary"][primary])
+        value = fmt(primary, setup["summary"][primary])
         median = setup["times_ms"]["median"]
         if pick == "finds_the_most":
             why = (
-                f"{primary} {value}, found@1 {_fmt('found@1', setup['summary'].get('found@1'))}, "
-                f"median {_ms(median)} ms"
+                f"{primary} {value}, found@1 {fmt('found@1', setup['summary'].get('found@1'))}, "
+                f"median {fmt_ms(median)} ms"
             )
         elif key == best_key:
             points = settings["balance_points" if pick == "best_for_balance" else "time_points"]
@@ -164,7 +167,7 @@ def pick_lines(report: dict[str, Any]) -> list[str]:
             speedup = (best["times_ms"]["median"] or 0) / median if median else float("nan")
             why = (
                 f"{primary} {value}, within {points:g} points of the most "
-                f"({_fmt(primary, best['summary'][primary])}), {speedup:.1f}× faster ({_ms(median)} ms)"
+                f"({fmt(primary, best['summary'][primary])}), {speedup:.1f}× faster ({fmt_ms(median)} ms)"
             )
         lines.append(name + why)
     return lines
@@ -187,10 +190,10 @@ def neighbour_lines(report: dict[str, Any]) -> list[str]:
             if value is None or base is None:
                 lines.append(f"  {near['change']} ({near['key']}): failed")
                 continue
-            change = f"{(value - base) * 100:+.1f} points" if _is_share(primary) else f"{value - base:+.3f}"
+            change = f"{(value - base) * 100:+.1f} points" if is_share(primary) else f"{value - base:+.3f}"
             lines.append(
-                f"  {near['change']} ({near['key']}): {primary} {_fmt(primary, value)} ({change}), "
-                f"median {_ms(other['times_ms']['median'])} ms"
+                f"  {near['change']} ({near['key']}): {primary} {fmt(primary, value)} ({change}), "
+                f"median {fmt_ms(other['times_ms']['median'])} ms"
             )
     return lines
 
@@ -208,7 +211,7 @@ def throughput_table(report: dict[str, Any]) -> Table | None:
         table.add_column(f"{level} at once: q/s · median ms", justify="right")
     for setup in measured:
         cells = [
-            f"{t['qps']:,.1f} · {_ms(t['median_ms'])}" if t["qps"] is not None else "failed"
+            f"{t['qps']:,.1f} · {fmt_ms(t['median_ms'])}" if t["qps"] is not None else "failed"
             for t in setup["throughput"]
         ]
         table.add_row(f"{setup['label']} [dim]{setup['key']}[/]", *cells)
@@ -239,7 +242,7 @@ def show_run(console: Console, report: dict[str, Any], location: str | None) -> 
         )
     if detectable.get("value") is not None:
         metric = detectable["metric"]
-        size = f"{detectable['value'] * 100:.1f} points" if _is_share(metric) else f"{detectable['value']:.3f}"
+        size = f"{detectable['value'] * 100:.1f} points" if is_share(metric) else f"{detectable['value']:.3f}"
         console.print(
             f"\nWith {report['golden']['labelled']} questions, differences in {metric} smaller than about {size} "
             "cannot be told from noise (paired test, 5%, 80% power).",

@@ -64,6 +64,7 @@ def test_a_run_writes_a_complete_report_and_keeps_the_golden_file(project, plugi
         "unfilled": 1,
         "unlabelled": 0,
         "drafts": 0,
+        "max_grade": 2,  # q4 grades its document 2: a graded run
     }
     assert report["question_ids"] == ["q1", "q2", "q3", "q4", "q5"]
     assert report["targets"]["Local"]["documents"] == 6

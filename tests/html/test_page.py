@@ -10,9 +10,10 @@ from html.parser import HTMLParser
 
 from vx_eval.core.history import read_report, same_questions, upgrade
 from vx_eval.core.stores import Stores
+from vx_eval.display import fmt
 from vx_eval.html import page_for
 from vx_eval.html.render import render_page
-from vx_eval.html.view import fmt, graded_view, setup_views
+from vx_eval.html.view import graded_view, setup_views
 
 from ..test_cli import call
 

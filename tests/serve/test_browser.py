@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
-from vx_eval.html.view import fmt
+from vx_eval.display import fmt
 from vx_eval.serve.auth import Users
 
 from ..conftest import free_port, wait_for_port
@@ -204,3 +204,32 @@ def test_golden_download_works_for_an_admin_and_is_refused_otherwise(server, pag
     downloads = [e for e in log if e.get("event") == "golden download"]
     assert downloads and downloads[-1]["person"] == "ada"
     assert all(e["person"] for e in downloads)
+
+
+def test_the_saved_page_opens_offline_with_the_reports_picks_and_numbers(browser, evaluations, tmp_path, capsys):
+    from ..test_cli import call
+
+    html = tmp_path / "run.html"
+    code, _, err = call(capsys, "report", "latest", str(evaluations.runs), "--html", str(html))
+    assert code == 0, err
+    context = browser.new_context(viewport={"width": 1100, "height": 900}, offline=True)
+    asked: list[str] = []
+    context.route("**/*", lambda route: (asked.append(route.request.url), route.continue_()))
+    page = context.new_page()
+    page.goto(html.as_uri())
+    assert asked == [html.as_uri()]  # the file itself, nothing else
+    report = evaluations.newest
+    primary = report["settings"]["primary"]
+    by_key = {s["key"]: s for s in report["setups"]}
+    for pick, key in report["picks"].items():
+        card = page.locator(f'[data-pick="{pick}"]')
+        assert card.get_attribute("data-key") == key
+        assert fmt(primary, by_key[key]["summary"][primary]) in card.inner_text()
+    rows = page.locator("#ranked tbody tr")
+    for i in range(rows.count()):
+        key = rows.nth(i).get_attribute("data-key")
+        cell = rows.nth(i).locator(f'[data-metric="{primary}"]')
+        assert cell.text_content() == fmt(primary, by_key[key]["summary"][primary])
+    assert page.locator("svg.scatter g.mark").count() == len(report["setups"])
+    assert page.locator("#account").count() == 0 and page.locator("#run-menu").count() == 0  # served only
+    context.close()

@@ -88,6 +88,9 @@ def test_one_run_by_id_or_latest_with_missing_notes_in_words(evaluations, people
     assert c.get(f"/api/v1/evaluations/{older}").json()["id"] == older
     missing = c.get("/api/v1/evaluations/20990101T000000000000Z-000000")
     assert missing.status_code == 404 and "no run" in missing.json()["detail"]
+    for climbing in ("..%2F..%2Fusers", "..", "%2E%2E"):
+        response = c.get(f"/api/v1/evaluations/{climbing}")
+        assert response.status_code == 404, climbing  # from the router (a '/' inside) or from the id's check
 
 
 def test_guests_read_runs_unless_the_server_admits_none(evaluations, people, tmp_path):
@@ -209,3 +212,25 @@ def test_people_and_keys_are_kept_as_hashes(people):
         Users(users).add_person("bob", "short", "admin")
     with pytest.raises(Exception, match="no role 'owner'"):
         Users(users).add_person("bob", "long-enough", "owner")
+
+
+def test_the_server_reads_runs_from_s3(evaluations, people, tmp_path, moto_s3):
+    import boto3
+
+    s3 = boto3.client("s3", endpoint_url=moto_s3)
+    s3.create_bucket(Bucket="evals")
+    for path in evaluations.runs.rglob("*"):
+        if path.is_file():
+            s3.upload_file(str(path), "evals", f"team/{path.relative_to(evaluations.runs).as_posix()}")
+    users, keys = people
+    stores = Stores(_plugins(), options={"s3": {"endpoint_url": moto_s3}})
+    c = TestClient(
+        create_app(ServeSettings(store="s3://evals/team", users=users, access_log=tmp_path / "a.log"), stores)
+    )
+    listed = c.get("/api/v1/evaluations", params={"limit": 3}).json()
+    assert listed["total"] == 14 and listed["runs"][0]["id"] == evaluations.newest["id"]
+    assert c.get("/api/v1/evaluations/latest/golden", headers={"X-API-Key": keys["ada"]}).status_code == 403
+    sign_in(c, "ada", "ada-password")
+    golden = c.get("/api/v1/evaluations/latest/golden")
+    assert hashlib.sha256(golden.content).hexdigest() == evaluations.newest["golden"]["sha256"]
+    assert f'data-run="{evaluations.newest["id"]}"' in c.get("/").text

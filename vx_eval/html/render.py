@@ -11,8 +11,9 @@ import jinja2
 from markupsafe import Markup
 
 from vx_eval import __version__
+from vx_eval.display import fmt
 from vx_eval.html import charts
-from vx_eval.html.view import PER_PAGE, PICKS, SetupView, fmt, fmt_ms, graded_view, meaning, setup_views
+from vx_eval.html.view import PER_PAGE, PICKS, SetupView, fmt_ms, graded_view, meaning, setup_views
 
 OVER_TIME_SERIES = 7
 

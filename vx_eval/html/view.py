@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from vx_eval.core import metrics
+from vx_eval.display import fmt_ms as display_ms
 
 PICKS = (
     ("finds_the_most", "Finds the most", "most questions with a right answer in the top 10"),
@@ -90,20 +91,8 @@ def meaning(metric: str) -> dict[str, str]:
     }
 
 
-def is_share(metric: str) -> bool:
-    return metric.split("@")[0] in ("found", "hit", "recall", "p", "judged")
-
-
-def fmt(metric: str, value: float | None) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "–"
-    return f"{value * 100:.1f}%" if is_share(metric) else f"{value:.3f}"
-
-
 def fmt_ms(value: float | None) -> str:
-    if value is None:
-        return "–"
-    return f"{value:.1f} ms" if value < 100 else f"{value:,.0f} ms"
+    return "–" if value is None else f"{display_ms(value)} ms"
 
 
 def index_signature(report: dict[str, Any], target: str) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -29,6 +30,7 @@ from vx_eval.html.render import Menu, MenuEntry
 from vx_eval.serve.auth import GUEST, Principal, Users, session_secret
 
 MENU_SIZE = 12
+RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 CACHED_REPORTS = 8
 
 
@@ -77,6 +79,8 @@ class Reports:
         raise StoreNotFound(f"no finished runs are saved at {self.save_to}")
 
     def get(self, run_id: str) -> dict[str, Any]:
+        if not RUN_ID.fullmatch(run_id) or ".." in run_id:
+            raise StoreNotFound(f"no run '{run_id}': a run id is letters, digits, '.', '_' and '-' (or `latest`)")
         run_id = self.resolve(run_id)
         with self._lock:
             if run_id in self._cache:
