@@ -124,6 +124,11 @@ class EvaluationConfig(Strict):
     timed questions (at most 50), searched end to end after the run's searches."""
     shard_size: int = Field(50, ge=1, le=100_000)
     """Questions per checkpoint: each setup's searches are kept as every shard finishes (see --resume)."""
+    judge: str | None = None
+    """A judge plugin (``cross-encoder``, ``chat``) grading every unlabelled (question, result) pair in the
+    first `judge_depth` places 0–3; its options go under ``judges: {name: {…}}``. Human labels always win.
+    With a judge, golden rows that have a question but no expected ids are searched and graded too."""
+    judge_depth: int = Field(10, ge=1, le=1_000)
 
 
 class SearchConfig(Strict):
@@ -175,6 +180,8 @@ class ExperimentConfig(Strict):
     evaluation: EvaluationConfig = Field(default_factory=EvaluationConfig)
     stores: dict[str, dict[str, Any]] = Field(default_factory=dict)
     """Settings per store plugin: ``{s3: {endpoint_url: …}, azure-blob: {connection_string: {env: …}}}``."""
+    judges: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    """Options per judge plugin: ``{cross-encoder: {cut_points: [-1, 2.5, 6]}, chat: {url: …, model: …}}``."""
     search: SearchConfig = Field(default_factory=SearchConfig)
     execution: ExecutionConfig = Field(default_factory=ExecutionConfig)
     models: ModelsConfig = Field(default_factory=dict, validate_default=True)  # validated: paths resolve

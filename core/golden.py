@@ -87,7 +87,9 @@ class GoldenSet:
     drafts: int = 0
     unlabelled: int = 0
     """Questions with a reference answer and no expected ids yet (imported from Bedrock, say): counted,
-    not scored, until somebody labels them."""
+    not scored, until somebody labels them or a judge grades their results."""
+    waiting: tuple[Question, ...] = ()
+    """Those unlabelled questions themselves (expected empty), for a run with a judge."""
 
     @property
     def labelled(self) -> int:
@@ -184,26 +186,34 @@ def parse_golden(raw: bytes, source: str) -> GoldenSet:
         shown = [d.render(source) for d in defects[:50]]
         more = f"\n… and {len(defects) - 50} more" if len(defects) > 50 else ""
         raise GoldenError("\n".join(shown) + more + f"\n(`vx-eval golden check {source}` lists them all)")
-    questions, unfilled, drafts, unlabelled = [], 0, 0, 0
+    questions, unfilled, drafts, waiting = [], 0, 0, []
     for _, row in rows:
         if not row.question.strip():
             unfilled += 1
             continue
+        question = Question(
+            id=row.id if row.id is not None else default_id(row.question),
+            question=row.question.strip(),
+            expected=tuple(dict.fromkeys(u.strip() for u in row.expected)),
+            grades=dict(row.grades),
+            reference=row.reference,
+            draft=row.draft,
+        )
         if not row.expected:
-            unlabelled += 1
+            waiting.append(question)
             continue
         drafts += row.draft
-        questions.append(
-            Question(
-                id=row.id if row.id is not None else default_id(row.question),
-                question=row.question.strip(),
-                expected=tuple(dict.fromkeys(u.strip() for u in row.expected)),
-                grades=dict(row.grades),
-                reference=row.reference,
-                draft=row.draft,
-            )
-        )
-    return GoldenSet(tuple(questions), hashlib.sha256(raw).hexdigest(), raw, source, unfilled, drafts, unlabelled)
+        questions.append(question)
+    return GoldenSet(
+        tuple(questions),
+        hashlib.sha256(raw).hexdigest(),
+        raw,
+        source,
+        unfilled,
+        drafts,
+        len(waiting),
+        tuple(waiting),
+    )
 
 
 def dump_rows(rows: Iterable[Mapping[str, Any]]) -> bytes:

@@ -68,7 +68,10 @@ def vx_eval_register_models(register: Registry) -> None:
 
 @hookspec
 def vx_eval_register_judges(register: Registry) -> None:
-    """Called once when plugins load. Add `Judge` classes that grade (question, document) pairs 0–3.
+    """Called once when plugins load. Add `Judge` classes that grade (question, passage) pairs 0–3.
 
-    Reserved: the run does not call judges yet. Returns nothing.
+    A judge has a ``name`` (``evaluation.judge`` in YAML), a nested pydantic ``Options`` model (``judges:
+    {name: {…}}``), ``__init__(options, models)``, ``fingerprint()``, ``describe()`` and ``grade(pairs) ->
+    list[Verdict]`` (see `vx_eval.core.judging`). Called for a run with a judge and by ``vx-eval judge
+    check``. Returns nothing.
     """

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import fnmatch
 import random
@@ -24,6 +25,7 @@ from vx_eval.core.engine import (
 from vx_eval.core.errors import EngineError, GoldenError, PluginError, VxEvalError, redact
 from vx_eval.core.executors import DaskExecutor, SerialExecutor, Shard, ThreadExecutor, throughput
 from vx_eval.core.golden import GoldenSet, Question
+from vx_eval.core.judging import GradeCache, judge_maker, judge_run
 from vx_eval.core.models import Models, ModelSettings, PairScores
 from vx_eval.core.report import FORMAT, Checkpoints, new_run_id, provenance, save_report
 from vx_eval.core.sources import read_corpus, read_golden
@@ -51,6 +53,8 @@ class RunOptions:
     """Overrides the config's `execution.executor`."""
     address: str | None = None
     """Overrides the config's `execution.address` (a Dask scheduler)."""
+    judge_everything: bool = False
+    """`vx-eval judge check`: the judge grades human-labelled pairs too, and the report lists every verdict."""
 
 
 @dataclass
@@ -363,7 +367,11 @@ def score_setup(
         metrics.Batch.of([judged[i] for i in evaluated], settings["depth"]), 10
     )
     if settings.get("graded"):
-        entry["graded"] = graded_summary(batch, evaluated, settings)
+        strict = metrics.Batch.of(
+            [judge(results, q, STRICT_GRADE) for q, results in zip(questions, run.results, strict=True)],
+            settings["depth"],
+        )
+        entry["graded"] = graded_summary(batch, strict, evaluated, settings)
         entry["per_question"]["grades"] = [
             [
                 int(g) if j else None
@@ -379,23 +387,55 @@ def score_setup(
 GRADED_DEPTH = 10
 
 
-def graded_summary(batch: metrics.Batch, evaluated: list[int], settings: dict[str, Any]) -> dict[str, Any]:
-    """The graded view of a setup (Databricks' dashboard): DCG@10 and mean relevance@10 with intervals, and
-    the mean grade at each of the first ten places (unjudged results count 0, as in DCG)."""
+STRICT_GRADE = 2  # Databricks' rule for precision and MRR on graded data: relevant means grade 2 or more
+
+
+def graded_summary(
+    batch: metrics.Batch, strict: metrics.Batch, evaluated: list[int], settings: dict[str, Any]
+) -> dict[str, Any]:
+    """The graded view of a setup (Databricks' dashboard): DCG@10, mean relevance@10, and precision@10 and
+    MRR counting grade 2 or more as relevant, each with its interval; the mean grade at each of the first
+    ten places (unjudged results count 0, as in DCG); and each measure per question."""
     k = GRADED_DEPTH
     rows = batch.grade[evaluated, :k] if evaluated else np.zeros((0, k))
     returned = np.arange(k)[None, :] < batch.length[evaluated, None] if evaluated else np.zeros((0, k), dtype=bool)
-    values = np.column_stack([metrics.parse(f"{name}@{k}").compute(batch)[evaluated] for name in ("dcg", "mean_rel")])
+    names = [f"dcg@{k}", f"mean_rel@{k}", f"p@{k} (grade ≥ {STRICT_GRADE})", f"mrr (grade ≥ {STRICT_GRADE})"]
+    columns = [
+        metrics.parse(f"dcg@{k}").compute(batch),
+        metrics.parse(f"mean_rel@{k}").compute(batch),
+        metrics.parse(f"p@{k}").compute(strict),
+        metrics.parse("mrr").compute(strict),
+    ]
+    values = np.column_stack([c[evaluated] for c in columns]) if evaluated else np.zeros((0, len(names)))
     ci = stats.bootstrap_ci(values, samples=settings["bootstrap"], seed=settings["seed"])
     by_place = []
     for r in range(k):
         filled = returned[:, r]
         by_place.append(float(rows[filled, r].mean()) if filled.any() else None)
+    means = values.mean(axis=0) if len(values) else [None] * len(names)
     return {
-        f"dcg@{k}": float(values[:, 0].mean()) if len(values) else None,
-        f"mean_rel@{k}": float(values[:, 1].mean()) if len(values) else None,
-        "ci": {f"dcg@{k}": [float(x) for x in ci[0]], f"mean_rel@{k}": [float(x) for x in ci[1]]},
+        **{n: (float(m) if m is not None else None) for n, m in zip(names, means, strict=True)},
+        "ci": {n: [float(x) for x in ci[j]] for j, n in enumerate(names)},
         "mean_grade_by_place": by_place,
+        "dcg@10 per question": [float(v) if i in set(evaluated) else None for i, v in enumerate(columns[0])],
+    }
+
+
+def graded_questions(entries: list[dict[str, Any]], ids: list[str], shown: int = 5) -> dict[str, Any]:
+    """Databricks' dashboard over the run: the best DCG@10 and the setup that reached it, the strongest and
+    weakest questions (by that setup's DCG@10) and the failed ones (its first result graded 0 or ungraded)."""
+    scored = [e for e in entries if e.get("graded") and e["error"] is None and e["graded"]["dcg@10"] is not None]
+    if not scored:
+        return {}
+    best = max(scored, key=lambda e: e["graded"]["dcg@10"])
+    per_question = best["graded"]["dcg@10 per question"]
+    ranked = sorted(((v, q) for q, v in zip(ids, per_question, strict=True) if v is not None), reverse=True)
+    grades = best["per_question"].get("grades") or []
+    return {
+        "best": {"key": best["key"], "label": best["label"], "dcg@10": best["graded"]["dcg@10"]},
+        "strongest": [{"id": q, "dcg@10": v} for v, q in ranked[:shown]],
+        "weakest": [{"id": q, "dcg@10": v} for v, q in ranked[::-1][:shown]] if len(ranked) > shown else [],
+        "failed": [q for q, g in zip(ids, grades, strict=True) if g is not None and (not g or not g[0])],
     }
 
 
@@ -545,6 +585,10 @@ def run_experiment(experiment: Experiment, plugins: Any, options: RunOptions | N
     stores = Stores(plugins, options=config.stores)
     started = dt.datetime.now(dt.UTC)
     golden = read_golden(config.golden_source, stores)
+    make_judge = judge_maker(plugins, ev.judge, config.judges.get(ev.judge, {})) if ev.judge else None
+    labelled = golden.labelled
+    if ev.judge and golden.waiting:  # a judge grades their results: they are searched too
+        golden = dataclasses.replace(golden, questions=golden.questions + golden.waiting)
     if not golden.questions:
         raise GoldenError(
             f"{golden.source} has no labelled questions ({golden.unfilled} rows wait for a question, "
@@ -586,6 +630,23 @@ def run_experiment(experiment: Experiment, plugins: Any, options: RunOptions | N
                 if run.error is None:
                     run.throughput = throughput(run.setup, texts, ev.depth, ev.throughput)
                 advance(1)
+        questions, judged = list(golden.questions), None
+        if make_judge is not None:
+            judge_plugin = make_judge(targets[0].models)
+            cache = GradeCache(experiment.config.models.scores.with_name("grades.db"))
+            try:
+                questions, judged = judge_run(
+                    runs,
+                    questions,
+                    targets,
+                    judge_plugin,
+                    ev.judge_depth,
+                    cache,
+                    options.progress,
+                    everything=options.judge_everything,
+                )
+            finally:
+                cache.close()
         describe = {
             t.name: {"engine": t.engine, **t.handle.describe(), "capabilities": sorted(t.capabilities)} for t in targets
         }
@@ -615,9 +676,9 @@ def run_experiment(experiment: Experiment, plugins: Any, options: RunOptions | N
         "search": config.search.model_dump(mode="json"),
         "models": config.models.model_dump(mode="json"),
         "confidence": 0.95,
-        "graded": golden.max_grade > 1,
+        "graded": golden.max_grade > 1 or judged is not None,
     }
-    entries = [score_setup(r, golden.questions, measures, settings) for r in runs]
+    entries = [score_setup(r, questions, measures, settings) for r in runs]
     chosen = rank_and_pick(entries, settings["primary"], balance, time_points)
     detectable = compare_with_best(entries, chosen["picks"]["finds_the_most"], settings)
     report: dict[str, Any] = {
@@ -631,8 +692,8 @@ def run_experiment(experiment: Experiment, plugins: Any, options: RunOptions | N
         "golden": {
             "source": golden.source,
             "sha256": golden.sha256,
-            "questions": golden.labelled + golden.unfilled + golden.unlabelled,
-            "labelled": golden.labelled,
+            "questions": labelled + golden.unfilled + golden.unlabelled,
+            "labelled": labelled,
             "unfilled": golden.unfilled,
             "unlabelled": golden.unlabelled,
             "drafts": golden.drafts,
@@ -647,6 +708,8 @@ def run_experiment(experiment: Experiment, plugins: Any, options: RunOptions | N
         "setups": entries,
         **chosen,
         "detectable_difference": detectable,
+        "judge": judged,
+        "graded_questions": graded_questions(entries, [q.id for q in questions]) if settings["graded"] else None,
         "provenance": provenance(plugins, {n: d.get("models", []) for n, d in describe.items()}),
     }
     location = None

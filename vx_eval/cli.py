@@ -24,7 +24,7 @@ from vx_eval.core.run import RunOptions, open_targets, run_experiment
 from vx_eval.core.sources import beir_golden_bytes
 from vx_eval.core.stores import Stores
 from vx_eval.core.watch import Outcome, Watcher
-from vx_eval.display import RichProgress, runs_table, show_comparison, show_run
+from vx_eval.display import RichProgress, runs_table, show_comparison, show_judge_check, show_run
 
 # Piped output (CI logs, files) gets a wide page instead of rich's 80 columns; COLUMNS still wins.
 _WIDTH = None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 150
@@ -342,6 +342,31 @@ def report_page(run_id, location, config, html_file) -> None:
     """Write RUN's page (a run id, or `latest`): picks, charts, every setup ranked and a page per setup."""
     save_to, stores = _runs_place(location, config)
     _write_page(stores, html_file, read_report(stores, save_to, run_id), save_to)
+
+
+@cli.group("judge")
+def judge_group() -> None:
+    """Judges that grade (question, result) pairs 0–3 where nobody labelled them."""
+
+
+@judge_group.command("check")
+@click.argument("config", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--judge", "name", required=True, help="The judge plugin to check (see `vx-eval plugins`).")
+@click.option("--depth", default=10, show_default=True, type=click.IntRange(1), help="Results graded per setup.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def judge_check(config: Path, name: str, depth: int, as_json: bool) -> None:
+    """Measure a judge against the human grades of CONFIG's golden file: weighted kappa, the confusion matrix,
+    and whether it orders the setups as people's grades do (Kendall's tau on DCG@10). Nothing is saved."""
+    from vx_eval.core.judging import check_judge
+
+    plugins = load_plugins()
+    experiment = load_config(config, plugins)
+    with RichProgress(err) as progress:
+        result = check_judge(experiment, plugins, name, depth, progress)
+    if as_json:
+        click.echo(json.dumps(result, indent=1))
+        return
+    show_judge_check(out, result)
 
 
 def _users_file(value: str | None) -> Path:

@@ -248,8 +248,45 @@ def show_run(console: Console, report: dict[str, Any], location: str | None) -> 
             "cannot be told from noise (paired test, 5%, 80% power).",
             highlight=False,
         )
+    for line in graded_lines(report):
+        console.print(line, highlight=False)
     if location:
         console.print(f"\nReport: {location}", highlight=False)
+
+
+def graded_lines(report: dict[str, Any]) -> list[str]:
+    """Databricks' dashboard in words: who grades, the best DCG@10, strongest, weakest and failed questions."""
+    dashboard = report.get("graded_questions") or {}
+    if not dashboard:
+        return []
+    lines = ["", "Graded relevance (0–3):"]
+    judge = report.get("judge")
+    if judge:
+        came = judge["grades_from"]
+        lines.append(
+            f"  grades in the top {judge['depth']}: {came['human']:,} from people, {came['judge']:,} from the "
+            f"{judge['judge']} judge ({judge.get('meaning') or judge.get('model')}); {judge['asked']:,} pairs asked, "
+            f"{judge['from_cache']:,} from its cache, {judge['unparsable']:,} answers unreadable (not taken as grades)"
+        )
+    best = dashboard["best"]
+    setup = next(s for s in report["setups"] if s["key"] == best["key"])
+    g = setup["graded"]
+    strict = [k for k in g if k.startswith("p@") or k.startswith("mrr")]
+    lo, hi = g["ci"]["dcg@10"]
+    lines.append(
+        f"  best DCG@10 {best['dcg@10']:.3f} [{lo:.3f}, {hi:.3f}] by {best['label']} ({best['key']}); "
+        f"mean relevance@10 {g['mean_rel@10']:.2f}; " + "; ".join(f"{k} {g[k]:.3f}" for k in strict)
+    )
+    if dashboard["strongest"]:
+        lines.append("  strongest: " + ", ".join(f"{q['id']} ({q['dcg@10']:.2f})" for q in dashboard["strongest"]))
+    if dashboard["weakest"]:
+        lines.append("  weakest: " + ", ".join(f"{q['id']} ({q['dcg@10']:.2f})" for q in dashboard["weakest"]))
+    failed = dashboard["failed"]
+    lines.append(
+        f"  failed (first result graded 0 or ungraded): {len(failed)}"
+        + (": " + ", ".join(failed[:10]) + (" …" if len(failed) > 10 else "") if failed else "")
+    )
+    return lines
 
 
 def show_comparison(console: Console, comparison: dict[str, Any], only: set[str]) -> None:
@@ -318,3 +355,44 @@ def runs_table(entries: list[Any], total: int, offset: int, save_to: str) -> Tab
             escape(picks),
         )
     return table
+
+
+def show_judge_check(console: Console, result: dict[str, Any]) -> None:
+    """`vx-eval judge check`: agreement with people, the confusion matrix, the setups' order both ways."""
+    judge, agree, order = result["judge"], result["agreement"], result["order"]
+    console.print(
+        f"Judge {judge['judge']} ({judge.get('meaning') or judge.get('model')}) on {agree['pairs']:,} (question, "
+        f"result) pairs in the top {judge['depth']} of every setup; {agree['assumed_zero']:,} of them carry no human "
+        "grade and count as 0.",
+        highlight=False,
+    )
+    if not agree["pairs"]:
+        console.print("No pair has a human grade to compare with: label some questions first.", highlight=False)
+        return
+    console.print(
+        f"Weighted Cohen's kappa: {agree['kappa_linear']:.3f} linear, {agree['kappa_quadratic']:.3f} quadratic; "
+        f"the same grade on {agree['exact']:.1%} of pairs.",
+        highlight=False,
+    )
+    table = Table(title="people's grade (rows) against the judge's (columns)")
+    table.add_column("")
+    for g in range(4):
+        table.add_column(f"judge {g}", justify="right")
+    for g, row in enumerate(agree["confusion"]):
+        table.add_row(f"people {g}", *(f"{n:,}" for n in row))
+    console.print(table)
+    if order["tau"] is None:
+        console.print("One setup only: no order to compare.", highlight=False)
+        return
+    console.print(
+        f"Kendall's tau between the setups ordered by DCG@10 on people's grades and on the judge's: "
+        f"{order['tau']:.3f} (p = {order['p']:.3g}, {len(order['setups'])} setups).",
+        highlight=False,
+    )
+    ranks = Table()
+    ranks.add_column("setup")
+    ranks.add_column("DCG@10, people", justify="right")
+    ranks.add_column("DCG@10, judge", justify="right")
+    for row in order["setups"]:
+        ranks.add_row(row["key"], f"{row['dcg@10 human']:.3f}", f"{row['dcg@10 judge']:.3f}")
+    console.print(ranks)

@@ -16,6 +16,13 @@ from vx_eval.html import charts
 from vx_eval.html.view import PER_PAGE, PICKS, SetupView, fmt_ms, graded_view, meaning, setup_views
 
 OVER_TIME_SERIES = 7
+GRADED_NAMES = ("dcg@10", "mean_rel@10", "p@10 (grade ≥ 2)", "mrr (grade ≥ 2)")
+GRADED_MEANINGS = {
+    "dcg@10": "each of the first 10 results' grade divided by log2(place + 1), summed (DCG@10)",
+    "mean_rel@10": "the average grade of the first 10 results, ungraded counting 0 (mean relevance)",
+    "p@10 (grade ≥ 2)": "share of the first 10 results graded 2 or 3 (precision@10, Databricks' rule)",
+    "mrr (grade ≥ 2)": "1 over the place of the first result graded 2 or 3, averaged (MRR, Databricks' rule)",
+}
 
 
 @dataclass(frozen=True)
@@ -225,6 +232,8 @@ def render_page(
             per_page=PER_PAGE,
             detectable=(report.get("detectable_difference") or {}).get("value"),
             graded=graded,
+            graded_names=GRADED_NAMES,
+            graded_meanings=GRADED_MEANINGS,
             graded_bars=graded_bars,
             by_place=by_place,
             over_time=over_time,

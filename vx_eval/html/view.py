@@ -240,10 +240,6 @@ def setup_views(report: dict[str, Any], earlier: Sequence[dict[str, Any]] = ()) 
     return views
 
 
-def _dcg_of(grades: Sequence[int | None]) -> float:
-    return sum((g or 0) / math.log2(r + 2) for r, g in enumerate(grades))
-
-
 def graded_view(report: dict[str, Any], views: Sequence[SetupView]) -> dict[str, Any] | None:
     """Databricks' dashboard: the best DCG@10 and who reached it, DCG@10 per method with and without the
     reranker, mean grade by place, the grade distribution, strongest, weakest and failed questions."""
@@ -271,11 +267,7 @@ def graded_view(report: dict[str, Any], views: Sequence[SetupView]) -> dict[str,
         }
         for g in pairs.values()
     ]
-    ids = report.get("question_ids", [])
-    grades = best["per_question"].get("grades") or []
-    scored = [(ids[i], _dcg_of(g)) for i, g in enumerate(grades) if g is not None and i < len(ids)]
-    scored.sort(key=lambda item: item[1], reverse=True)
-    failed = [ids[i] for i, g in enumerate(grades) if g is not None and i < len(ids) and (not g or not g[0])]
+    dashboard = report.get("graded_questions") or {}
     return {
         "best_key": best_key,
         "best_label": best["label"],
@@ -284,8 +276,9 @@ def graded_view(report: dict[str, Any], views: Sequence[SetupView]) -> dict[str,
         "with_without": with_without,
         "by_place": best["graded"]["mean_grade_by_place"],
         "distribution": best.get("relevance_distribution") or {},
-        "strongest": scored[:5],
-        "weakest": scored[-5:][::-1] if len(scored) > 5 else [],
-        "failed": failed,
+        "strongest": [(q["id"], q["dcg@10"]) for q in dashboard.get("strongest", [])],
+        "weakest": [(q["id"], q["dcg@10"]) for q in dashboard.get("weakest", [])],
+        "failed": dashboard.get("failed", []),
+        "judge": report.get("judge"),
         "max_grade": (report.get("golden") or {}).get("max_grade"),
     }

@@ -1,0 +1,140 @@
+"""Judges in a run: unlabelled pairs graded, human labels winning, grades cached, agreement measures."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+from sklearn.metrics import cohen_kappa_score
+
+from vx_eval.core.config import load_config
+from vx_eval.core.errors import VxEvalError
+from vx_eval.core.golden import Question
+from vx_eval.core.judging import GradeCache, Verdict, agreement, grade_pairs, same_order, with_judged_grades
+from vx_eval.core.run import RunOptions, run_experiment
+
+from ..conftest import GOLDEN, write_jsonl
+
+
+class CountingJudge:
+    name = "counting"
+
+    def __init__(self, answers: dict[str, int | None]) -> None:
+        self.answers, self.asked = answers, []
+
+    def fingerprint(self) -> str:
+        return "counting:1"
+
+    def describe(self) -> dict:
+        return {"judge": self.name}
+
+    def grade(self, pairs):
+        self.asked.extend(pairs)
+        return [Verdict(self.answers.get(p, 0), str(self.answers.get(p))) for _, p in pairs]
+
+
+def test_weighted_kappa_and_the_confusion_matrix_follow_their_definitions():
+    human = [0, 1, 2, 3, 3, 2, 1, 0, 2, 2]
+    judged = [0, 2, 2, 3, 2, 2, 0, 1, 3, 2]
+    result = agreement(human, judged)
+    # quadratic weights by hand: kappa = 1 - sum(w * observed) / sum(w * expected), w = (i - j)^2 / 9
+    n = len(human)
+    observed = [
+        [sum(1 for h, j in zip(human, judged, strict=True) if (h, j) == (a, b)) for b in range(4)] for a in range(4)
+    ]
+    rows = [sum(r) for r in observed]
+    cols = [sum(observed[a][b] for a in range(4)) for b in range(4)]
+    w = [[(a - b) ** 2 / 9 for b in range(4)] for a in range(4)]
+    num = sum(w[a][b] * observed[a][b] for a in range(4) for b in range(4))
+    den = sum(w[a][b] * rows[a] * cols[b] / n for a in range(4) for b in range(4))
+    assert math.isclose(result["kappa_quadratic"], 1 - num / den)
+    assert math.isclose(result["kappa_linear"], cohen_kappa_score(human, judged, weights="linear"))
+    assert result["confusion"] == observed and result["exact"] == 0.5
+    assert agreement(human, human)["kappa_quadratic"] == 1.0
+    assert same_order([3, 2, 1], [30, 20, 10])["tau"] == 1.0
+    assert same_order([3, 2, 1], [10, 20, 30])["tau"] == -1.0
+    assert same_order([1.0], [2.0])["tau"] is None
+
+
+def test_grades_are_asked_once_and_kept_and_unreadable_answers_are_not_grades(tmp_path):
+    judge = CountingJudge({"a": 3, "b": 1, "c": None})
+    cache = GradeCache(tmp_path / "grades.db")
+    pairs = [("q", "a"), ("q", "b"), ("q", "c"), ("q", "a")]
+    first = grade_pairs(judge, pairs, cache)
+    assert first.asked == 3 and first.cached == 0 and first.unparsable == 1
+    assert first.verdicts[("q", "a")].grade == 3
+    judge.asked.clear()
+    second = grade_pairs(judge, pairs, cache)
+    assert judge.asked == [("q", "c")]  # only the unreadable answer is asked again
+    assert second.cached == 2 and second.verdicts[("q", "b")].grade == 1
+    cache.close()
+
+
+def test_human_labels_win_over_the_judge():
+    q = Question("q1", "text", ("doc-a",), {"doc-a": 3, "doc-z": 0})
+    mixed = with_judged_grades(q, {"doc-a": 0, "doc-z": 3, "doc-b": 2})
+    assert mixed.relevance() == {"doc-a": 3, "doc-z": 0, "doc-b": 2}
+
+
+@pytest.fixture
+def judged_project(project):
+    """The tiny project with one unlabelled question (a reference, no ids) and the cross-encoder judge."""
+    write_jsonl(
+        project / "golden.jsonl",
+        [*GOLDEN, {"id": "u1", "question": "How much is a wire transfer abroad?", "reference": "35 dollars"}],
+    )
+    return project.write_config(
+        evaluation={"metrics": ["found@1", "found@10", "ndcg@10"], "depth": 20, "judge": "cross-encoder"},
+        models={"threads": 1, "scores": str(project / "scores.db")},  # its grades.db beside: this test's own
+    )
+
+
+def test_a_run_with_a_judge_grades_unlabelled_pairs_and_reports_where_grades_came_from(judged_project, plugins):
+    first = run_experiment(load_config(judged_project, plugins), plugins, RunOptions()).report
+    judge = first["judge"]
+    assert judge["judge"] == "cross-encoder" and judge["cut_points"] == [-1.0, 5.7, 7.2] and judge["depth"] == 10
+    assert judge["asked"] == judge["pairs"] > 0 and judge["unparsable"] == 0
+    assert judge["grades_from"]["human"] > 0 and judge["grades_from"]["judge"] > 0
+    assert "u1" in first["question_ids"]  # searched and scored: the judge grades its results
+    assert first["golden"]["labelled"] == 5 and first["golden"]["unlabelled"] == 1
+    (setup,) = first["setups"]
+    graded = setup["graded"]
+    for name in ("dcg@10", "mean_rel@10", "p@10 (grade ≥ 2)", "mrr (grade ≥ 2)"):
+        lo, hi = graded["ci"][name]
+        assert lo <= graded[name] <= hi
+    # q4's wire document is graded 2 by a person: the judge never overrides it
+    q4 = first["question_ids"].index("q4")
+    units = [u for u, _ in setup["per_question"]["results"][q4]]
+    wire = units.index("wire")
+    if wire < 10:
+        assert setup["per_question"]["grades"][q4][wire] == 2
+    dashboard = first["graded_questions"]
+    assert dashboard["best"]["key"] == setup["key"] and len(dashboard["strongest"]) == 5
+    second = run_experiment(load_config(judged_project, plugins), plugins, RunOptions()).report
+    assert second["judge"]["asked"] == 0 and second["judge"]["from_cache"] == judge["pairs"]
+    assert second["setups"][0]["graded"] == graded
+
+
+def test_the_command_line_shows_the_graded_dashboard_and_judge_check_measures(judged_project, capsys):
+    from ..test_cli import call
+
+    code, out, err = call(capsys, "run", str(judged_project))
+    assert code == 0, err
+    assert "Graded relevance (0–3):" in out and "from the cross-encoder judge" in out
+    assert "best DCG@10" in out and "strongest:" in out and "failed (first result graded 0 or ungraded)" in out
+    code, out, err = call(capsys, "judge", "check", str(judged_project), "--judge", "cross-encoder", "--json")
+    assert code == 0, err
+    result = json.loads(out)
+    assert result["agreement"]["pairs"] == len([p for p in result["pairs"] if p["id"] != "u1"])
+    assert sum(map(sum, result["agreement"]["confusion"])) == result["agreement"]["pairs"]
+    code, _, err = call(capsys, "judge", "check", str(judged_project), "--judge", "oracle")
+    assert code == 2 and "no judge named 'oracle'" in err
+
+
+def test_judge_options_are_checked_before_anything_runs(project, plugins):
+    config = project.write_config(
+        evaluation={"judge": "cross-encoder"}, judges={"cross-encoder": {"cut_points": [3, 2, 1]}}
+    )
+    with pytest.raises(VxEvalError, match="three rising logits"):
+        run_experiment(load_config(config, plugins), plugins, RunOptions(save=False))
