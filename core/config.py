@@ -180,6 +180,8 @@ class ExperimentConfig(Strict):
     evaluation: EvaluationConfig = Field(default_factory=EvaluationConfig)
     stores: dict[str, dict[str, Any]] = Field(default_factory=dict)
     """Settings per store plugin: ``{s3: {endpoint_url: …}, azure-blob: {connection_string: {env: …}}}``."""
+    writers: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    """Options per question writer: ``{chat: {model: {url: …, model: …}}, local: {threads: 2}}``."""
     judges: dict[str, dict[str, Any]] = Field(default_factory=dict)
     """Options per judge plugin: ``{cross-encoder: {cut_points: [-1, 2.5, 6]}, chat: {url: …, model: …}}``."""
     search: SearchConfig = Field(default_factory=SearchConfig)

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from vx_eval.core.config import GoldenSource, load_config
 from vx_eval.core.engine import SilentProgress
-from vx_eval.core.errors import GoldenError
+from vx_eval.core.errors import ConfigError, GoldenError
 from vx_eval.core.golden import GoldenSet, Question, dump_rows, question_row
 from vx_eval.core.plugins import load_plugins
 from vx_eval.core.run import RunOptions, RunResult, open_targets, run_experiment
@@ -42,6 +45,16 @@ def template_rows(
     """
     plugins = load_plugins()
     writer_obj = plugins.writers.get(writer_plugin, where="writer")()
+    with _collections(configs, plugins, progress) as collections:
+        units = sample_units(collections, n, seed, by)
+    rows = writer_obj.rows(units)
+    return (drafted(rows, units, writer) if writer else rows), [name for name, _ in collections]
+
+
+@contextmanager
+def _collections(configs: Sequence[str | Path], plugins: Any, progress: Any) -> Iterator[list[tuple[str, Any]]]:
+    """The collections of one or several configs: a config's corpus, else each target's index (opened here
+    and closed on leaving)."""
     collections: list[tuple[str, Any]] = []
     opened = []
     try:
@@ -55,12 +68,70 @@ def template_rows(
             targets = open_targets(experiment, plugins, stores, progress or SilentProgress())
             opened += targets
             collections += [(t.name, t.handle) for t in targets]
-        units = sample_units(collections, n, seed, by)
+        yield collections
     finally:
         for target in opened:
             target.handle.close()
-    rows = writer_obj.rows(units)
-    return (drafted(rows, units, writer) if writer else rows), [name for name, _ in collections]
+
+
+# Passages drawn for the questions wanted (three each, at least 40): some are unusable, many drafts fail.
+SAMPLED_PER_QUESTION, SAMPLED_AT_LEAST = 3, 40
+
+
+def write_golden_rows(
+    config: str | Path,
+    n: int = 50,
+    *,
+    writer_plugin: str,
+    seed: int = 0,
+    by: str = "document",
+    mix: Mapping[str, float] | None = None,
+    threshold: int = 3,
+    progress: Any = None,
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Questions drafted by a model writer from the collection of `config`, checked and judged by its
+    critic; the rows (``draft: true``) and what happened on the way (tries, failed checks, refusals)."""
+    from vx_eval.plugins.llm.chat import AnswerCache
+    from vx_eval.plugins.writers.drafting import DEFAULT_MIX, WriteSettings, write_questions
+
+    plugins = load_plugins()
+    experiment = load_config(config, plugins)
+    cls = plugins.writers.get(writer_plugin, where="--writer")
+    if not hasattr(cls, "models"):
+        raise GoldenError(f"writer '{writer_plugin}' fills templates; use `vx-eval golden template` for it")
+    try:
+        writer = cls(cls.Options.model_validate(experiment.config.writers.get(writer_plugin, {})))
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
+        raise ConfigError(f"writers.{writer_plugin}: {problems}") from None
+    progress = progress or SilentProgress()
+    with _collections([config], plugins, progress) as collections:
+        units = sample_units(collections, max(n * SAMPLED_PER_QUESTION, SAMPLED_AT_LEAST), seed, by)
+    cache = AnswerCache(experiment.config.models.scores.with_name("answers.db"))
+    try:
+        from vx_eval.core.models import Models, ModelSettings
+
+        config_models = experiment.config.models
+        loaded = Models(
+            plugins.models, ModelSettings(threads=config_models.threads, max_tokens=config_models.passage_tokens)
+        )
+        model, critic = writer.models(cache, loaded)
+        settings = WriteSettings(n=n, seed=seed, mix=dict(mix or DEFAULT_MIX), threshold=threshold)
+        outcome = write_questions(units, model, critic, settings, progress.start(f"Writing ({writer_plugin})", n))
+    finally:
+        cache.close()
+    summary = {
+        **writer.describe(),
+        "accepted": len(outcome.rows),
+        "passages": len(units),
+        "tries": outcome.tried,
+        "asked": getattr(model, "asked", None),
+        "failed_checks": outcome.failed_checks,
+        "critic_refused": outcome.critic_refused,
+        "critic_unreadable": outcome.critic_unreadable,
+        "skipped_passages": outcome.skipped_passages,
+    }
+    return outcome.rows, summary
 
 
 def read_golden(location: str | GoldenSource, *, fetcher: Fetcher | None = None) -> GoldenSet:

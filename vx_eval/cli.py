@@ -174,6 +174,53 @@ def golden_template(configs, out_file: str, count: int, seed: int, by: str, writ
     out.print(f"Wrote {len(rows)} rows to {out_file} from {', '.join(names)}; fill in each `question`.")
 
 
+@golden.command("write")
+@click.argument("config", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--out", "out_file", required=True, help="The golden file to write (never overwritten).")
+@click.option("-n", "count", default=50, show_default=True, type=click.IntRange(1), help="Questions wanted.")
+@click.option(
+    "--writer", required=True, help="A model writer: local (offline) or chat (an OpenAI-compatible endpoint)."
+)
+@click.option("--seed", default=0, show_default=True, help="Same seed + same collection = same passages and prompts.")
+@click.option("--by", type=click.Choice(["document", "page"]), default="document", show_default=True)
+@click.option("--mix", metavar="KIND=SHARE,…", help="Kinds of question: fact, why, keyword, persona, two-passage.")
+@click.option(
+    "--threshold", default=3, show_default=True, type=click.IntRange(1, 5), help="The critic's lowest score (1-5)."
+)
+def golden_write(config, out_file, count, writer, seed, by, mix, threshold) -> None:
+    """Draft questions from CONFIG's documents with a model, check each, let a critic judge it (rows marked
+    draft: true). Answers are cached: a rerun costs nothing and an interrupted one resumes."""
+    from vx_eval.api import write_golden_rows
+
+    plugins = load_plugins()
+    stores = Stores(plugins)
+    target = _location(out_file)
+    if stores.exists(target):
+        raise GoldenError(f"{out_file} exists; a written golden file is never overwritten: choose another --out")
+    shares = None
+    if mix:
+        try:
+            shares = {k.strip(): float(v) for k, v in (part.split("=") for part in mix.split(","))}
+        except ValueError:
+            raise GoldenError(f"--mix '{mix}' is not KIND=SHARE,…; write e.g. fact=0.5,why=0.3,keyword=0.2") from None
+    with RichProgress(err) as progress:
+        rows, summary = write_golden_rows(
+            config, count, writer_plugin=writer, seed=seed, by=by, mix=shares, threshold=threshold, progress=progress
+        )
+    if not rows:
+        raise GoldenError(f"no draft passed the checks and the critic ({summary['tries']} tries); nothing written")
+    stores.write(target, dump_rows(rows))
+    failed = ", ".join(f"{k}: {v}" for k, v in sorted(summary["failed_checks"].items())) or "none"
+    err.print(
+        f"wrote {len(rows)} draft questions to {out_file} ({summary['tries']} drafts tried on {summary['passages']} "
+        f"passages; failed checks {failed}; refused by the critic {summary['critic_refused']}, its answer unreadable "
+        f"{summary['critic_unreadable']}; model calls {summary['asked']})",
+        highlight=False,
+    )
+    if len(rows) < count:
+        err.print(f"[yellow]warning:[/] {count} asked, {len(rows)} passed; try another --seed or a stronger --writer")
+
+
 @golden.command("import")
 @click.option("--from", "fmt", type=click.Choice(["beir", "bedrock", "trec"]), required=True, help="The source format.")
 @click.argument("source", type=click.Path(exists=True, path_type=Path))

@@ -1,0 +1,145 @@
+"""Talking to a chat model: any OpenAI-compatible endpoint (OpenAI, Azure OpenAI's v1 route, Ollama, vLLM,
+llama.cpp's server) through the `openai` client, or a small GGUF model in this process (llama-cpp-python);
+answers cached by request, and passages wrapped so that what they say is read as data, not as orders.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import sqlite3
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Protocol
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from vx_eval.core.config import SecretRef
+from vx_eval.core.errors import ConfigError, EngineError
+
+Message = dict[str, str]
+
+
+class ChatModel(Protocol):
+    def fingerprint(self) -> str: ...
+
+    def complete(self, messages: Sequence[Message], max_tokens: int) -> str: ...
+
+
+class ChatOptions(BaseModel):
+    """Where the chat model answers: ``url`` is the API's base (``http://127.0.0.1:8080/v1``,
+    ``https://<resource>.openai.azure.com/openai/v1``), ``model`` its model or deployment name."""
+
+    model_config = ConfigDict(extra="forbid")
+    url: str = Field(min_length=1)
+    model: str = Field(min_length=1)
+    api_key: SecretRef | None = None
+    timeout: float = Field(60.0, gt=0)
+    retries: int = Field(2, ge=0, le=10)
+    temperature: float = Field(0.0, ge=0, le=2)
+    seed: int | None = 0
+
+
+class EndpointChat:
+    """An OpenAI-compatible chat endpoint, through the official client (its retries and timeouts)."""
+
+    def __init__(self, options: ChatOptions) -> None:
+        try:
+            import openai
+        except ImportError:
+            raise ConfigError('the chat plugins need their extra: pip install "vx-eval[chat]"') from None
+        self.options = options
+        key = options.api_key.value() if options.api_key else "not-needed"
+        self._openai = openai
+        self._client = openai.OpenAI(
+            base_url=options.url, api_key=key, timeout=options.timeout, max_retries=options.retries
+        )
+
+    def fingerprint(self) -> str:
+        o = self.options
+        return f"chat:{o.url}:{o.model}:{o.temperature}:{o.seed}"
+
+    def complete(self, messages: Sequence[Message], max_tokens: int) -> str:
+        o = self.options
+        try:
+            response = self._client.chat.completions.create(
+                model=o.model,
+                messages=list(messages),
+                max_tokens=max_tokens,
+                temperature=o.temperature,
+                **({"seed": o.seed} if o.seed is not None else {}),
+            )
+        except self._openai.AuthenticationError:
+            raise EngineError(f"{o.url} refused the key (401): check the api_key reference") from None
+        except self._openai.APIConnectionError as exc:
+            raise EngineError(f"cannot reach the chat endpoint {o.url}: {exc}") from None
+        except self._openai.APIStatusError as exc:
+            raise EngineError(f"the chat endpoint {o.url} answered {exc.status_code}: {exc.message}") from None
+        return response.choices[0].message.content or ""
+
+
+class AnswerCache:
+    """Model answers by (model fingerprint, request): a rerun asks nothing again, an interrupted one resumes."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(str(path), check_same_thread=False)
+        self._db.execute("CREATE TABLE IF NOT EXISTS answers (key TEXT PRIMARY KEY, answer TEXT)")
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def key(model: str, messages: Sequence[Message], max_tokens: int) -> str:
+        return hashlib.sha256(json.dumps([model, list(messages), max_tokens], sort_keys=True).encode()).hexdigest()
+
+    def get(self, key: str) -> str | None:
+        with self._lock:
+            row = self._db.execute("SELECT answer FROM answers WHERE key = ?", (key,)).fetchone()
+        return row[0] if row else None
+
+    def put(self, key: str, answer: str) -> None:
+        with self._lock, self._db:
+            self._db.execute("INSERT OR REPLACE INTO answers VALUES (?, ?)", (key, answer))
+
+    def close(self) -> None:
+        self._db.close()
+
+
+class CachedChat:
+    """A chat model whose answers are kept in an `AnswerCache`."""
+
+    def __init__(self, model: ChatModel, cache: AnswerCache | None) -> None:
+        self.model, self.cache = model, cache
+        self.asked = 0
+
+    def fingerprint(self) -> str:
+        return self.model.fingerprint()
+
+    def complete(self, messages: Sequence[Message], max_tokens: int) -> str:
+        key = AnswerCache.key(self.model.fingerprint(), messages, max_tokens)
+        if self.cache is not None and (known := self.cache.get(key)) is not None:
+            return known
+        answer = self.model.complete(messages, max_tokens)
+        self.asked += 1
+        if self.cache is not None:
+            self.cache.put(key, answer)
+        return answer
+
+
+_MARKERS = re.compile(r"</?\s*(passage|question|system|assistant|user|instructions?)\s*>", re.IGNORECASE)
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+def defang(text: str, limit: int = 3000) -> str:
+    """A passage made safe to quote: control characters and anything shaped like our tags or a chat role's
+    tag removed, chat-template tokens broken, cut to `limit` characters."""
+    text = _CONTROL.sub(" ", text)
+    text = _MARKERS.sub(" ", text)
+    text = text.replace("<|", "< |").replace("|>", "| >").replace("[INST]", "[ INST ]")
+    return text[:limit].strip()
+
+
+def wrapped(tag: str, text: str) -> str:
+    """Text inside <tag>…</tag>, defanged: the prompts say what is inside is data, never instructions."""
+    return f"<{tag}>\n{defang(text)}\n</{tag}>"

@@ -1,0 +1,193 @@
+"""The chat judge and the question writers against a real OpenAI-compatible server: llama.cpp's own server
+(llama-cpp-python) running SmolLM2-135M-Instruct from its PyPI package, started on 127.0.0.1 and stopped by
+its PID. Nothing is mocked: the answers are a real small model's, so the tests assert what the plugins do
+with them (strict reading, unreadable answers counted, checks on every accepted draft), not their wit."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from vx_eval.core.config import load_config
+from vx_eval.core.run import RunOptions, run_experiment
+from vx_eval.plugins.judges.chat import ChatJudge, read_grade
+from vx_eval.plugins.llm.chat import ChatOptions
+from vx_eval.plugins.llm.local import smollm2_path
+from vx_eval.plugins.writers.drafting import check
+
+from ..conftest import REPO, free_port, wait_for_port
+from ..test_cli import call
+
+MODEL = "smollm2-135m"
+
+
+@pytest.fixture(scope="module")
+def chat_server() -> Iterator[str]:
+    port = free_port()
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "llama_cpp.server",
+            "--model",
+            str(smollm2_path()),
+            "--model_alias",
+            MODEL,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--n_threads",
+            "1",
+            "--n_ctx",
+            "2048",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_for_port(port, process, "llama.cpp's server", seconds=120)
+        yield f"http://127.0.0.1:{port}/v1"
+    finally:
+        process.kill()
+        process.wait(timeout=10)
+
+
+def test_the_chat_judge_reads_grades_strictly_and_counts_what_it_cannot_read(chat_server):
+    judge = ChatJudge(ChatOptions(url=chat_server, model=MODEL))
+    pairs = [
+        ("What does a wire abroad cost?", "Send money abroad by wire in forty currencies for a fee of 35 dollars."),
+        ("What does a wire abroad cost?", "Branches run on renewable electricity since March."),
+        ("Can I freeze a lost card?", "Freeze a lost or stolen card instantly in the app."),
+    ]
+    verdicts = judge.grade(pairs)
+    assert len(verdicts) == 3
+    for v in verdicts:
+        assert v.grade == read_grade(v.raw)  # a grade only where the answer is one digit 0-3, else None
+        assert v.grade is None or 0 <= v.grade <= 3
+
+
+def test_a_run_with_the_chat_judge_reports_unreadable_answers_and_never_grades_with_them(project, chat_server):
+    config = project.write_config(
+        evaluation={"metrics": ["found@10", "ndcg@10"], "depth": 20, "judge": "chat", "judge_depth": 3},
+        judges={"chat": {"url": chat_server, "model": MODEL}},
+        models={"threads": 1, "scores": str(project / "scores.db")},
+    )
+    from vx_eval.core.plugins import load_plugins
+
+    plugins = load_plugins()
+    report = run_experiment(load_config(config, plugins), plugins, RunOptions(save=False)).report
+    judge = report["judge"]
+    assert judge["judge"] == "chat" and judge["model"] == MODEL and "0, 1, 2 or 3" in judge["rubric"]
+    assert judge["pairs"] == judge["asked"] > 0
+    assert judge["grades_from"]["judge"] + judge["unparsable"] >= judge["pairs"] - judge["grades_from"]["human"]
+    again = run_experiment(load_config(config, plugins), plugins, RunOptions(save=False)).report["judge"]
+    assert again["asked"] == judge["unparsable"]  # readable grades come from the cache; unreadable are asked again
+
+
+def _write_config(tmp_path: Path, chat_server: str, critic) -> Path:
+    import shutil
+
+    import yaml
+
+    if not (tmp_path / "quickstart").exists():
+        shutil.copytree(REPO / "configs" / "quickstart", tmp_path / "quickstart")
+    config = tmp_path / "write.yaml"
+    writer = {"model": {"url": chat_server, "model": MODEL}, **({"critic": critic} if critic else {})}
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "name": "quickstart",
+                "golden": "quickstart/golden.jsonl",
+                "corpus": "quickstart/docs.jsonl",
+                "targets": [{"name": "Local", "engine": "sqlite", "options": {"path": ".vx/w.db", "dense_models": []}}],
+                "writers": {"chat": writer},
+                "models": {"scores": str(tmp_path / ".vx" / "scores.db")},
+            }
+        )
+    )
+    return config
+
+
+def test_the_chat_writer_writes_only_drafts_that_pass_every_check(tmp_path, chat_server, capsys):
+    config = _write_config(tmp_path, chat_server, "cross-encoder")
+    out = tmp_path / "drafts.jsonl"
+    code, _, err = call(capsys, "golden", "write", str(config), "--out", str(out), "-n", "3", "--writer", "chat")
+    assert code == 0, err
+    docs = {json.loads(line)["id"]: json.loads(line) for line in (tmp_path / "quickstart" / "docs.jsonl").open()}
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(rows) == 3
+    accepted = []
+    for row in rows:
+        assert row["draft"] is True and row["evidence"] and row["expected"]
+        passages = [docs[u]["text"] for u in row["expected"]]
+        assert check(_draft(row), passages, accepted, row["metadata"]["kind"]) == []
+        assert row["metadata"]["critic"]["answered"] >= 3
+        accepted.append(row["question"])
+    code, _, err = call(capsys, "golden", "write", str(config), "--out", str(out), "-n", "3", "--writer", "chat")
+    assert code == 2 and "never overwritten" in err
+    again = tmp_path / "again.jsonl"
+    code, _, err = call(capsys, "golden", "write", str(config), "--out", str(again), "-n", "3", "--writer", "chat")
+    assert code == 0 and "model calls 0" in err  # every answer came from the cache: a rerun is free
+    assert again.read_bytes() == out.read_bytes()
+
+
+def _draft(row):
+    from vx_eval.plugins.writers.drafting import Draft
+
+    return Draft(row["question"], row["evidence"])
+
+
+def test_golden_write_refuses_a_template_writer_and_an_unknown_one(project, capsys):
+    config = project.write_config()
+    code, _, err = call(
+        capsys, "golden", "write", str(config), "--out", str(project / "x.jsonl"), "--writer", "template"
+    )
+    assert code == 2 and "golden template" in err
+    code, _, err = call(capsys, "golden", "write", str(config), "--out", str(project / "x.jsonl"), "--writer", "gpt")
+    assert code == 2 and "no writer named 'gpt'" in err
+    assert not Path(project / "x.jsonl").exists()
+
+
+def test_the_local_writer_drafts_offline_and_every_row_passes_the_checks(tmp_path, capsys):
+    import shutil
+
+    import yaml
+
+    shutil.copytree(REPO / "configs" / "quickstart", tmp_path / "quickstart")
+    config = tmp_path / "local.yaml"
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "name": "quickstart",
+                "golden": "quickstart/golden.jsonl",
+                "corpus": "quickstart/docs.jsonl",
+                "targets": [{"name": "Local", "engine": "sqlite", "options": {"path": ".vx/l.db", "dense_models": []}}],
+                "writers": {"local": {"threads": 1}},
+                "models": {"scores": str(tmp_path / ".vx" / "scores.db")},
+            }
+        )
+    )
+    out = tmp_path / "drafts.jsonl"
+    code, _, err = call(
+        capsys, "golden", "write", str(config), "--out", str(out), "-n", "4", "--writer", "local", "--seed", "1"
+    )
+    assert code == 0, err
+    docs = {json.loads(line)["id"]: json.loads(line) for line in (tmp_path / "quickstart" / "docs.jsonl").open()}
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(rows) == 4
+    accepted = []
+    for row in rows:
+        passages = [docs[u]["text"] for u in row["expected"]]
+        assert check(_draft(row), passages, accepted, row["metadata"]["kind"]) == []
+        assert all(e in " ".join(" ".join(p.split()) for p in passages) for e in row["evidence"])
+        accepted.append(row["question"])
+    from vx_eval.core.golden import parse_golden
+
+    written = parse_golden(out.read_bytes(), str(out))  # a valid golden file, every row counted as a draft
+    assert written.drafts == 4 and written.labelled == 4
