@@ -119,8 +119,11 @@ def test_a_run_with_a_judge_grades_unlabelled_pairs_and_reports_where_grades_cam
 def test_the_command_line_shows_the_graded_dashboard_and_judge_check_measures(judged_project, capsys):
     from ..test_cli import call
 
-    code, out, err = call(capsys, "run", str(judged_project))
+    page = judged_project.parent / "page.html"
+    code, out, err = call(capsys, "run", str(judged_project), "--html", str(page))
     assert code == 0, err
+    html = page.read_text()
+    assert 'id="judge-line"' in html and "from the cross-encoder judge" in html and 'id="graded-measures"' in html
     assert "Graded relevance (0–3):" in out and "from the cross-encoder judge" in out
     assert "best DCG@10" in out and "strongest:" in out and "failed (first result graded 0 or ungraded)" in out
     code, out, err = call(capsys, "judge", "check", str(judged_project), "--judge", "cross-encoder", "--json")
