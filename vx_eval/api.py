@@ -79,7 +79,7 @@ SAMPLED_PER_QUESTION, SAMPLED_AT_LEAST = 3, 40
 
 
 def write_golden_rows(
-    config: str | Path,
+    configs: Sequence[str | Path],
     n: int = 50,
     *,
     writer_plugin: str,
@@ -89,13 +89,14 @@ def write_golden_rows(
     threshold: int = 3,
     progress: Any = None,
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """Questions drafted by a model writer from the collection of `config`, checked and judged by its
-    critic; the rows (``draft: true``) and what happened on the way (tries, failed checks, refusals)."""
+    """Questions drafted by a model writer from the collections of `configs` (the writer's options from the
+    first), checked and judged by its critic; the rows (``draft: true``) and what happened on the way
+    (tries, failed checks, refusals)."""
     from vx_eval.plugins.llm.chat import AnswerCache
     from vx_eval.plugins.writers.drafting import DEFAULT_MIX, WriteSettings, write_questions
 
     plugins = load_plugins()
-    experiment = load_config(config, plugins)
+    experiment = load_config(configs[0], plugins)
     cls = plugins.writers.get(writer_plugin, where="--writer")
     if not hasattr(cls, "models"):
         raise GoldenError(f"writer '{writer_plugin}' fills templates; use `vx-eval golden template` for it")
@@ -105,7 +106,7 @@ def write_golden_rows(
         problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
         raise ConfigError(f"writers.{writer_plugin}: {problems}") from None
     progress = progress or SilentProgress()
-    with _collections([config], plugins, progress) as collections:
+    with _collections(configs, plugins, progress) as collections:
         units = sample_units(collections, max(n * SAMPLED_PER_QUESTION, SAMPLED_AT_LEAST), seed, by)
     cache = AnswerCache(experiment.config.models.scores.with_name("answers.db"))
     try:

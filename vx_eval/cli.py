@@ -175,7 +175,7 @@ def golden_template(configs, out_file: str, count: int, seed: int, by: str, writ
 
 
 @golden.command("write")
-@click.argument("config", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("configs", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--out", "out_file", required=True, help="The golden file to write (never overwritten).")
 @click.option("-n", "count", default=50, show_default=True, type=click.IntRange(1), help="Questions wanted.")
 @click.option(
@@ -187,9 +187,10 @@ def golden_template(configs, out_file: str, count: int, seed: int, by: str, writ
 @click.option(
     "--threshold", default=3, show_default=True, type=click.IntRange(1, 5), help="The critic's lowest score (1-5)."
 )
-def golden_write(config, out_file, count, writer, seed, by, mix, threshold) -> None:
-    """Draft questions from CONFIG's documents with a model, check each, let a critic judge it (rows marked
-    draft: true). Answers are cached: a rerun costs nothing and an interrupted one resumes."""
+def golden_write(configs, out_file, count, writer, seed, by, mix, threshold) -> None:
+    """Draft questions from the documents of one or several CONFIGs (spread over their collections) with a
+    model, check each, let a critic judge it (rows marked draft: true); the writer's options come from the
+    first config. Answers are cached: a rerun costs nothing and an interrupted one resumes."""
     from vx_eval.api import write_golden_rows
 
     plugins = load_plugins()
@@ -205,7 +206,7 @@ def golden_write(config, out_file, count, writer, seed, by, mix, threshold) -> N
             raise GoldenError(f"--mix '{mix}' is not KIND=SHARE,…; write e.g. fact=0.5,why=0.3,keyword=0.2") from None
     with RichProgress(err) as progress:
         rows, summary = write_golden_rows(
-            config, count, writer_plugin=writer, seed=seed, by=by, mix=shares, threshold=threshold, progress=progress
+            configs, count, writer_plugin=writer, seed=seed, by=by, mix=shares, threshold=threshold, progress=progress
         )
     if not rows:
         raise GoldenError(f"no draft passed the checks and the critic ({summary['tries']} tries); nothing written")

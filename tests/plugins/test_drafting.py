@@ -135,3 +135,43 @@ def test_failed_checks_are_asked_again_with_the_reason_and_nothing_passes_unjudg
     assert row["metadata"]["critic"] == {"standalone": 5, "clear": 4, "answered": 5}
     assert "copies" in writer.prompts[1][-1]["content"]  # the second try was told why the first failed
     assert outcome.critic_unreadable == 1 and outcome.critic_refused == 1 and outcome.tried == 4
+
+
+def test_an_interrupted_write_resumes_from_the_answers_it_already_has(tmp_path):
+    from vx_eval.plugins.llm.chat import AnswerCache, CachedChat
+
+    units = [Unit("deferment", "Deferment", DEFERMENT), Unit("wire", "Wire", WIRE)]
+    answers = {
+        "deferment": "QUESTION: How long can I put off my loan payments after a flood?",
+        "wire": "QUESTION: What does sending a wire abroad cost?",
+    }
+
+    class Model:
+        def __init__(self, stop_after=None):
+            self.calls, self.stop_after = 0, stop_after
+
+        def fingerprint(self):
+            return "model"
+
+        def complete(self, messages, max_tokens):
+            if self.stop_after is not None and self.calls >= self.stop_after:
+                raise KeyboardInterrupt
+            self.calls += 1
+            text = messages[-1]["content"]
+            if "standalone" in messages[0]["content"]:
+                return "standalone=5 clear=5 answered=5"
+            return answers["deferment"] if "defer" in text else answers["wire"]
+
+    settings = WriteSettings(n=2, mix={"fact": 1})
+    cache = AnswerCache(tmp_path / "answers.db")
+    first = Model(stop_after=3)  # draft, critic, draft ... then the process is stopped
+    try:
+        write_questions(units, CachedChat(first, cache), model_critic(CachedChat(first, cache)), settings)
+        raise AssertionError("the write should have been interrupted")
+    except KeyboardInterrupt:
+        pass
+    second = Model()
+    outcome = write_questions(units, CachedChat(second, cache), model_critic(CachedChat(second, cache)), settings)
+    assert len(outcome.rows) == 2
+    assert second.calls == 1  # only the wire's critic call was never answered before
+    cache.close()
