@@ -442,7 +442,8 @@ _users_option = click.option(
     help="JSON lines, one per request (default: access.log beside the users file).",
 )
 @click.option("--secure-cookies", is_flag=True, help="Send the session cookie over HTTPS only (behind a TLS proxy).")
-def serve(store, users_file, host, port, no_guests, access_log, secure_cookies) -> None:
+@_config
+def serve(store, users_file, host, port, no_guests, access_log, secure_cookies, config) -> None:
     """Serve the Evaluate page (newest run, older runs, each setup's page) and the REST routes over a store."""
     try:
         import uvicorn
@@ -451,9 +452,15 @@ def serve(store, users_file, host, port, no_guests, access_log, secure_cookies) 
     except ImportError:
         raise VxEvalError('vx-eval serve needs its extra: pip install "vx-eval[serve]"') from None
 
+    plugins = load_plugins()
+    stores = Stores(plugins)
+    if config is not None:  # its save_to is the default store, its `stores:` settings reach S3 and Blob
+        experiment = load_config(config, plugins)
+        stores = Stores(plugins, options=experiment.config.stores)
+        store = store or experiment.config.save_to
     store = _location(store or os.environ.get("VX_EVAL_EVALUATIONS"))
     if not store:
-        raise VxEvalError("name the runs to serve: --store LOCATION, or set VX_EVAL_EVALUATIONS")
+        raise VxEvalError("name the runs to serve: --store LOCATION, --config CONFIG, or set VX_EVAL_EVALUATIONS")
     users = _users_file(users_file)
     settings = ServeSettings(
         store=store,
@@ -463,7 +470,7 @@ def serve(store, users_file, host, port, no_guests, access_log, secure_cookies) 
         access_log=access_log or users.with_name("access.log"),
         secure_cookies=secure_cookies,
     )
-    app = create_app(settings, Stores(load_plugins()))
+    app = create_app(settings, stores)
     err.print(f"serving the runs at {store} on http://{host}:{port} (access log: {settings.access_log})")
     uvicorn.run(app, host=host, port=port, log_level="warning")
 

@@ -234,3 +234,46 @@ def test_the_server_reads_runs_from_s3(evaluations, people, tmp_path, moto_s3):
     golden = c.get("/api/v1/evaluations/latest/golden")
     assert hashlib.sha256(golden.content).hexdigest() == evaluations.newest["golden"]["sha256"]
     assert f'data-run="{evaluations.newest["id"]}"' in c.get("/").text
+
+
+def test_serve_takes_its_store_from_a_config_and_says_what_is_missing(
+    evaluations, people, tmp_path, capsys, monkeypatch
+):
+    import subprocess
+    import sys
+    import urllib.request
+
+    import yaml
+
+    from ..conftest import free_port, wait_for_port
+    from ..test_cli import call
+
+    monkeypatch.delenv("VX_EVAL_EVALUATIONS", raising=False)
+    code, _, err = call(capsys, "serve", "--users", str(tmp_path / "u.json"))
+    assert code == 2 and "--store LOCATION, --config CONFIG, or set VX_EVAL_EVALUATIONS" in err
+    config = tmp_path / "served.yaml"
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "name": "served",
+                "golden": str(evaluations.root / "golden.jsonl"),
+                "save_to": str(evaluations.runs),
+                "targets": [{"name": "Local", "engine": "sqlite", "options": {"path": "x.db"}}],
+            }
+        )
+    )
+    users, _ = people
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "vx_eval", "serve", "--config", str(config), "--users", str(users), "--port", str(port)],
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_for_port(port, process, "vx-eval serve")
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v1/evaluations?limit=1") as response:
+            assert json.loads(response.read())["total"] == 14
+    finally:
+        process.kill()
+        process.wait(timeout=10)
