@@ -139,12 +139,17 @@ def list_runs(stores: Stores, save_to: str, limit: int = 20, offset: int = 0) ->
     return entries, len(ids)
 
 
+def golden_locations(save_to: str, sha: str) -> tuple[str, str]:
+    """Where a golden copy may be kept: ``golden_dataset/<sha256>.jsonl``, then the older ``golden/`` name."""
+    return golden_copy_location(save_to, sha), join(save_to, "golden", f"{sha}.jsonl")
+
+
 def golden_bytes(stores: Stores, save_to: str, report: dict[str, Any]) -> bytes:
     """The exact golden file a run read, from the copy kept beside the runs."""
     sha = (report.get("golden") or {}).get("sha256")
     if not sha:
         raise StoreNotFound(f"run {report.get('id')} records no golden file (it was made from questions in memory)")
-    for location in (golden_copy_location(save_to, sha), join(save_to, "golden", f"{sha}.jsonl")):
+    for location in golden_locations(save_to, sha):
         try:
             return stores.read(location)
         except StoreNotFound:

@@ -13,7 +13,7 @@ from markupsafe import Markup
 from vx_eval import __version__
 from vx_eval.display import fmt
 from vx_eval.html import charts
-from vx_eval.html.view import PER_PAGE, PICKS, SetupView, fmt_ms, graded_view, meaning, setup_views
+from vx_eval.html.view import PER_PAGE, PICKS, SetupView, fmt_ms, found_metrics, graded_view, meaning, setup_views
 
 OVER_TIME_SERIES = 7
 GRADED_NAMES = ("dcg@10", "mean_rel@10", "p@10 (grade ≥ 2)", "mrr (grade ≥ 2)")
@@ -127,8 +127,7 @@ def render_page(
         for v in views
         if v.error is None and v.primary is not None
     ]
-    found = [m for m in settings.get("metrics", []) if m.startswith("found@")]
-    found.sort(key=lambda m: int(m.split("@")[1]))
+    found = found_metrics(settings)
     depths = (
         charts.lines(
             [(str(v.number), v.label, v.found_at) for v in views if v.error is None],

@@ -167,7 +167,7 @@ def _times(setup: dict[str, Any]) -> tuple[list[tuple[str, int, str]], int]:
     return out, len(times)
 
 
-def _found_metrics(settings: dict[str, Any]) -> list[str]:
+def found_metrics(settings: dict[str, Any]) -> list[str]:
     found = [m for m in settings.get("metrics", []) if m.startswith("found@")]
     return sorted(found, key=lambda m: int(m.split("@")[1]))
 
@@ -184,7 +184,7 @@ def setup_views(report: dict[str, Any], earlier: Sequence[dict[str, Any]] = ()) 
     settings = report.get("settings", {})
     primary = settings.get("primary", "found@10")
     depth = int(settings.get("depth", 10))
-    found = _found_metrics(settings)
+    found = found_metrics(settings)
     labels = {s["key"]: s.get("label", s["key"]) for s in report.get("setups", [])}
     runs = sorted([*earlier, report], key=lambda r: r.get("id", ""))
     views = []

@@ -22,8 +22,8 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Resp
 from starlette.middleware.sessions import SessionMiddleware
 
 from vx_eval.core.errors import StoreError
-from vx_eval.core.history import golden_bytes, list_runs, read_report, run_ids
-from vx_eval.core.report import REPORT_NAME, golden_copy_location, runs_folder
+from vx_eval.core.history import golden_bytes, golden_locations, list_runs, read_report, run_ids
+from vx_eval.core.report import REPORT_NAME, runs_folder
 from vx_eval.core.stores import StoreNotFound, Stores, join
 from vx_eval.html import page_for
 from vx_eval.html.render import Menu, MenuEntry
@@ -97,10 +97,7 @@ class Reports:
         sha = (report.get("golden") or {}).get("sha256")
         if not sha:
             return False
-        return any(
-            self.stores.exists(loc)
-            for loc in (golden_copy_location(self.save_to, sha), join(self.save_to, "golden", f"{sha}.jsonl"))
-        )
+        return any(self.stores.exists(loc) for loc in golden_locations(self.save_to, sha))
 
 
 def create_app(settings: ServeSettings, stores: Stores) -> FastAPI:
