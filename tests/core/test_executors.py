@@ -4,7 +4,6 @@ measures as a serial run; per-engine bounds and rate limits hold."""
 from __future__ import annotations
 
 import contextlib
-import subprocess
 import sys
 import threading
 import time
@@ -12,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import free_port, wait_for_port
 from vx_eval.core.config import load_config
 from vx_eval.core.executors import RateLimit, ThreadExecutor
 from vx_eval.core.run import RunOptions, run_experiment
+from vx_eval.testing.processes import free_port, start_server
 
 
 def measures(report: dict) -> dict:
@@ -67,31 +66,20 @@ def dask_cluster(tmp_path_factory) -> str:
     """A real Dask scheduler and two single-threaded workers on 127.0.0.1, each stopped by its PID."""
     folder = tmp_path_factory.mktemp("dask")
     port = free_port()
-    bin_dir = Path(sys.executable).parent
-    common = {"cwd": folder, "stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
-    scheduler = subprocess.Popen(
-        [str(bin_dir / "dask"), "scheduler", "--host", "127.0.0.1", "--port", str(port), "--no-dashboard"], **common
-    )
-    processes = [scheduler]
+    dask = Path(sys.executable).with_name("dask")
+    scheduler = [dask, "scheduler", "--host", "127.0.0.1", "--port", str(port), "--no-dashboard"]
+    worker = [dask, "worker", f"tcp://127.0.0.1:{port}", "--nworkers", "1", "--nthreads", "1", "--host", "127.0.0.1"]
+    servers = [start_server(scheduler, port=port, what="dask scheduler", cwd=folder)]
     try:
-        wait_for_port(port, scheduler, "dask scheduler")
-        for _ in range(2):
-            processes.append(
-                subprocess.Popen(
-                    [str(bin_dir / "dask"), "worker", f"tcp://127.0.0.1:{port}", "--nworkers", "1", "--nthreads", "1",
-                     "--host", "127.0.0.1", "--no-dashboard"],
-                    **common,
-                )
-            )  # fmt: skip
+        servers += [start_server([*worker, "--no-dashboard"], port=None, what="dask worker", cwd=folder) for _ in "ab"]
         from distributed import Client
 
         with Client(f"tcp://127.0.0.1:{port}", timeout=30) as client:
             client.wait_for_workers(2, timeout=60)
         yield f"tcp://127.0.0.1:{port}"
     finally:
-        for process in reversed(processes):
-            process.kill()
-            process.wait()
+        for server in reversed(servers):
+            server.stop()
 
 
 def test_a_dask_cluster_gives_the_serial_measures_with_each_workers_times(project, plugins, dask_cluster):

@@ -1,12 +1,13 @@
-"""The chat judge and the question writers against a real OpenAI-compatible server: llama.cpp's own server
-(llama-cpp-python) running SmolLM2-135M-Instruct from its PyPI package, started on 127.0.0.1 and stopped by
-its PID. Nothing is mocked: the answers are a real small model's, so the tests assert what the plugins do
-with them (strict reading, unreadable answers counted, checks on every accepted draft), not their wit."""
+"""The chat judge and the question writers against a real OpenAI-compatible server: transformers' own
+(`transformers serve`) running SmolLM2-135M-Instruct from its PyPI package, started on 127.0.0.1 and stopped
+by its PID (and when the test process dies). Nothing is mocked: the answers are a real small model's, so the
+tests assert what the plugins do with them (strict reading, unreadable answers counted, checks on every
+accepted draft), not their wit."""
 
 from __future__ import annotations
 
 import json
-import subprocess
+import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,45 +18,32 @@ from vx_eval.core.config import load_config
 from vx_eval.core.run import RunOptions, run_experiment
 from vx_eval.plugins.judges.chat import ChatJudge, read_grade
 from vx_eval.plugins.llm.chat import ChatOptions
-from vx_eval.plugins.llm.local import smollm2_path
+from vx_eval.plugins.llm.local import smollm2_folder
 from vx_eval.plugins.writers.drafting import check
+from vx_eval.testing.processes import free_port, start_server
 
-from ..conftest import REPO, free_port, wait_for_port
+from ..conftest import REPO
 from ..test_cli import call
 
 MODEL = "smollm2-135m"
 
 
 @pytest.fixture(scope="module")
-def chat_server() -> Iterator[str]:
+def chat_server(tmp_path_factory) -> Iterator[str]:
+    folder = tmp_path_factory.mktemp("chat")
+    (folder / MODEL).symlink_to(smollm2_folder())  # the server answers to the name it was started with
     port = free_port()
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "llama_cpp.server",
-            "--model",
-            str(smollm2_path()),
-            "--model_alias",
-            MODEL,
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--n_threads",
-            "1",
-            "--n_ctx",
-            "2048",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        wait_for_port(port, process, "llama.cpp's server", seconds=120)
-        yield f"http://127.0.0.1:{port}/v1"
-    finally:
-        process.kill()
-        process.wait(timeout=10)
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
+    argv = [Path(sys.executable).with_name("transformers"), "serve", MODEL, "--device", "cpu"]
+    with start_server(
+        [*argv, "--host", "127.0.0.1", "--port", str(port)],
+        port=port,
+        what="transformers serve",
+        env=env,
+        cwd=folder,
+        seconds=180,
+    ) as server:
+        yield f"{server.url}/v1"
 
 
 def test_the_chat_judge_reads_grades_strictly_and_counts_what_it_cannot_read(chat_server):

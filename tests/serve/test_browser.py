@@ -8,7 +8,6 @@ import hashlib
 import json
 import os
 import shutil
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,8 +17,7 @@ from playwright.sync_api import expect
 
 from vx_eval.display import fmt
 from vx_eval.serve.auth import Users
-
-from ..conftest import free_port, wait_for_port
+from vx_eval.testing.processes import free_port, start_server
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 FLAGS = [
@@ -42,32 +40,15 @@ def server(evaluations, tmp_path_factory) -> Iterator[dict]:
     users.add_person("gus", "gus-password", "reader")
     port = free_port()
     env = {**os.environ, "VX_EVAL_ADMIN_KEY": ADMIN_KEY}
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "vx_eval",
-            "serve",
-            "--store",
-            str(evaluations.runs),
-            "--users",
-            str(folder / "users.json"),
-            "--port",
-            str(port),
-            "--access-log",
-            str(folder / "access.log"),
-        ],
+    argv = [sys.executable, "-m", "vx_eval", "serve", "--store", evaluations.runs, "--users", folder / "users.json"]
+    with start_server(
+        [*argv, "--port", str(port), "--access-log", folder / "access.log"],
+        port=port,
+        what="vx-eval serve",
         cwd=folder,  # outside the checkout, so the installed package is the one imported
         env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    try:
-        wait_for_port(port, process, "vx-eval serve")
-        yield {"url": f"http://127.0.0.1:{port}", "folder": folder, "key": users.add_key("ada")}
-    finally:
-        process.kill()
-        process.wait(timeout=10)
+    ) as served:
+        yield {"url": served.url, "folder": folder, "key": users.add_key("ada")}
 
 
 @pytest.fixture(scope="module")

@@ -239,13 +239,13 @@ def test_the_server_reads_runs_from_s3(evaluations, people, tmp_path, moto_s3):
 def test_serve_takes_its_store_from_a_config_and_says_what_is_missing(
     evaluations, people, tmp_path, capsys, monkeypatch
 ):
-    import subprocess
     import sys
     import urllib.request
 
     import yaml
 
-    from ..conftest import free_port, wait_for_port
+    from vx_eval.testing.processes import free_port, start_server
+
     from ..test_cli import call
 
     monkeypatch.delenv("VX_EVAL_EVALUATIONS", raising=False)
@@ -264,16 +264,9 @@ def test_serve_takes_its_store_from_a_config_and_says_what_is_missing(
     )
     users, _ = people
     port = free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "vx_eval", "serve", "--config", str(config), "--users", str(users), "--port", str(port)],
-        cwd=tmp_path,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        wait_for_port(port, process, "vx-eval serve")
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v1/evaluations?limit=1") as response:
-            assert json.loads(response.read())["total"] == 14
-    finally:
-        process.kill()
-        process.wait(timeout=10)
+    argv = [sys.executable, "-m", "vx_eval", "serve", "--config", config, "--users", users, "--port", str(port)]
+    with (
+        start_server(argv, port=port, what="vx-eval serve", cwd=tmp_path),
+        urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v1/evaluations?limit=1") as response,
+    ):
+        assert json.loads(response.read())["total"] == 14
