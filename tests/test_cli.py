@@ -29,6 +29,7 @@ def quickstart(tmp_path: Path, shared_cache: Path) -> Path:
     return quickstart_copy(tmp_path, shared_cache)
 
 
+@pytest.mark.slow
 def test_the_shipped_quickstart_prints_every_method_ranked_with_picks_and_neighbours(capsys, tmp_path, shared_cache):
     config = quickstart_copy(tmp_path, shared_cache, keyword_only=False)
     code, out, err = call(capsys, "run", str(config))

@@ -10,6 +10,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from vx_eval.core.history import list_runs
 from vx_eval.core.stores import Stores
 
@@ -25,6 +27,7 @@ def vx(*args: str, **kwargs) -> subprocess.CompletedProcess:
     )
 
 
+@pytest.mark.slow
 def test_a_killed_run_leaves_no_partial_report_and_resumes_to_the_same_measures(project, plugins):
     runs = project.root / "runs"
     golden = project.root / "golden.jsonl"

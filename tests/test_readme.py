@@ -19,3 +19,19 @@ def test_the_readme_starts_with_two_commands_and_ci_runs_the_test_one():
     assert test_command.endswith("pytest")
     assert test_command in (REPO / ".ci" / "run").read_text(encoding="utf-8").splitlines()
     assert (REPO / "configs" / "quickstart.yaml").is_file()
+
+
+def test_the_readme_picture_is_of_todays_quickstart_and_page():
+    """docs/evaluate-page.png records what it was made from; any change to the quickstart or to the page's
+    code since then makes it stale, and the message says how to make it again."""
+    import importlib.util
+    import json
+
+    spec = importlib.util.spec_from_file_location("screenshot", REPO / "scripts" / "screenshot.py")
+    screenshot = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(screenshot)
+    recorded = json.loads((REPO / "docs" / "evaluate-page.json").read_text(encoding="utf-8"))["made_from"]
+    now = screenshot.inputs()
+    changed = sorted(set(now) ^ set(recorded) | {f for f in now if recorded.get(f) != now[f]})
+    assert not changed, f"docs/evaluate-page.png is older than {changed}: run `python scripts/screenshot.py`"
+    assert "![The Evaluate page of a quickstart run](docs/evaluate-page.png)" in (REPO / "README.md").read_text()

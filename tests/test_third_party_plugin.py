@@ -170,6 +170,7 @@ class TestToy(EngineConformance):
 """
 
 
+@pytest.mark.slow
 def test_the_third_party_engine_passes_the_conformance_suite(toy_site, tmp_path):
     """What a third party does: subclass the suite in their own tests and run pytest."""
     (tmp_path / "test_toy_conformance.py").write_text(CONFORMANCE)

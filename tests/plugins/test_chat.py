@@ -60,6 +60,7 @@ def test_the_chat_judge_reads_grades_strictly_and_counts_what_it_cannot_read(cha
         assert v.grade is None or 0 <= v.grade <= 3
 
 
+@pytest.mark.slow
 def test_a_run_with_the_chat_judge_reports_unreadable_answers_and_never_grades_with_them(project, chat_server):
     config = project.write_config(
         evaluation={"metrics": ["found@10", "ndcg@10"], "depth": 20, "judge": "chat", "judge_depth": 3},
@@ -105,6 +106,7 @@ def _write_config(tmp_path: Path, chat_server: str, critic) -> Path:
     return config
 
 
+@pytest.mark.slow
 def test_the_chat_writer_writes_only_drafts_that_pass_every_check(tmp_path, chat_server, capsys):
     config = _write_config(tmp_path, chat_server, "cross-encoder")
     out = tmp_path / "drafts.jsonl"
@@ -145,6 +147,7 @@ def test_golden_write_refuses_a_template_writer_and_an_unknown_one(project, caps
     assert not Path(project / "x.jsonl").exists()
 
 
+@pytest.mark.slow
 def test_the_local_writer_drafts_offline_and_every_row_passes_the_checks(tmp_path, capsys):
     import shutil
 

@@ -3,6 +3,7 @@ benchmark's: `python benchmarks/judge_check.py`)."""
 
 from __future__ import annotations
 
+import pytest
 import yaml
 
 from vx_eval.core.config import load_config
@@ -16,6 +17,7 @@ KAPPA_FLOOR = 0.19
 TAU_FLOOR = 0.66
 
 
+@pytest.mark.slow
 def test_the_cross_encoder_judge_agrees_with_trec_assessors_above_the_measured_floor(tmp_path, plugins, shared_cache):
     dl19 = SHARED / "msmarco-dl19-5k"
     config = tmp_path / "dl19.yaml"

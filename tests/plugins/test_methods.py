@@ -186,6 +186,7 @@ def test_entities_and_graph_expansion():
     assert [row for row, _ in graph.search("tnf", 10)][:2] == [1, 2]
 
 
+@pytest.mark.slow
 def test_a_timing_sample_times_only_its_questions_and_says_so(folder, plugins):
     config = yaml.safe_load(write(folder, "hybrid").read_text())
     config["evaluation"]["timing_sample"] = 5

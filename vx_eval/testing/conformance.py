@@ -166,6 +166,7 @@ class EngineConformance:
                 scores = [h.score for h in hits]
                 assert scores == sorted(scores, reverse=True), f"{setup.key}: results not best first: {scores}"
 
+    @pytest.mark.slow
     def test_finds_answers(self, opened: Opened) -> None:
         """Every setup finds an expected document in its top 10 for most questions (a working search)."""
         for setup in opened.setups_of(opened.candidate):

@@ -62,6 +62,8 @@ class Server:
     process: subprocess.Popen[Any]
     port: int | None
     what: str
+    grace: float = 5.0
+    """Seconds `stop` waits after SIGTERM before SIGKILL."""
 
     @property
     def pid(self) -> int:
@@ -71,8 +73,9 @@ class Server:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def stop(self, grace: float = 5.0) -> None:
+    def stop(self) -> None:
         """SIGTERM to the server's process group, SIGKILL after `grace` seconds; waits for it to end."""
+        grace = self.grace
         if self.process.poll() is None:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.process.pid, signal.SIGTERM)
@@ -116,10 +119,11 @@ def start_server(
     stdout: int | IO[Any] | None = subprocess.DEVNULL,
     stderr: int | IO[Any] | None = subprocess.DEVNULL,
     seconds: float = 60,
+    grace: float = 5.0,
 ) -> Server:
     """Start `argv` and wait until it listens on 127.0.0.1:`port` (not at all when `port` is None: a worker
     that only connects out). `user` runs it as that account (for servers that refuse root, PostgreSQL's);
-    the server is stopped if it fails to start."""
+    the server is stopped if it fails to start. `grace`: see `Server.grace`."""
     ids = None
     if user is not None:
         import pwd
@@ -135,7 +139,7 @@ def start_server(
         stdin=subprocess.DEVNULL,
         preexec_fn=_child_setup(os.getpid(), ids),  # only setsid, prctl and setuid: no locks
     )
-    server = Server(process, port, what)
+    server = Server(process, port, what, grace)
     if port is None:
         return server
     try:
