@@ -7,7 +7,8 @@ import os
 import re
 import types
 import typing
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
@@ -22,8 +23,9 @@ from pydantic import (
     model_validator,
 )
 
-from vx_eval.core.errors import ConfigError, did_you_mean, remember_secret
+from vx_eval.core.errors import ConfigError, brief, did_you_mean, quoted, remember_secret
 from vx_eval.core.metrics import check_metrics
+from vx_eval.core.yamlio import YamlInputError, parse_yaml
 
 URI = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://")
 SECRET_KEY = re.compile(r"(^|_)(key|api_key|password|secret|token|connection_string|credential)$", re.I)
@@ -61,6 +63,15 @@ class SecretRef(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     env: str = Field(min_length=1)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _by_reference(cls, data: Any) -> Any:
+        if isinstance(data, str | int | float) and not isinstance(data, bool):
+            raise ValueError(
+                "a secret is never written into a config: write {env: VARIABLE} and export VARIABLE with it"
+            )
+        return data
 
     def value(self) -> str:
         try:
@@ -216,6 +227,12 @@ class Experiment:
     options: tuple[Any, ...]
     path: Path | None
     sha256: str
+    judges: dict[str, Any] = field(default_factory=dict)
+    """Each judge's validated `Options` (the config's ``judges:`` block, and the judge it names)."""
+    writers: dict[str, Any] = field(default_factory=dict)
+    """Each question writer's validated `Options` (``writers:``)."""
+    stores: dict[str, Any] = field(default_factory=dict)
+    """Each store's validated `Options` (``stores:``)."""
 
     @property
     def base_dir(self) -> Path:
@@ -243,42 +260,62 @@ def _yaml_line(node: yaml.Node | None, loc: tuple[Any, ...]) -> int | None:
     return line
 
 
+_PLAIN_KEY = re.compile(r"^[A-Za-z_][\w-]{0,59}$")
+
+
+def _key(part: Any) -> str:
+    """A key as shown in a YAML path: as written where it is a plain word, else quoted and escaped."""
+    text = str(part)
+    return text if _PLAIN_KEY.match(text) else quoted(text)
+
+
 def _dotted(loc: tuple[Any, ...]) -> str:
     out = ""
     for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+        out += f"[{part}]" if isinstance(part, int) else (f".{_key(part)}" if out else _key(part))
     return out or "(top level)"
 
 
-def _model_at(model: Any, loc: tuple[Any, ...]) -> type[BaseModel] | None:
-    """The pydantic model that the YAML mapping at `loc` is validated against, if any."""
-    for part in loc:
-        if not (isinstance(model, type) and issubclass(model, BaseModel)):
-            return None
-        if isinstance(part, int):
-            return None
-        info = model.model_fields.get(part)
-        if info is None:
-            return None
-        model = _unwrap(info.annotation)
-        if typing.get_origin(model) is list:
-            model = _unwrap(typing.get_args(model)[0])
-            continue  # the next part is the list index
-    return model if isinstance(model, type) and issubclass(model, BaseModel) else None
-
-
-def _unwrap(annotation: Any) -> Any:
-    """The model type inside ``X | None`` or ``str | X``: the first BaseModel, else the annotation."""
+def _members(annotation: Any) -> tuple[Any, ...]:
+    """The types a union annotation admits, None left out (``X | None`` is no union to pydantic's errors)."""
     if typing.get_origin(annotation) in (Union, types.UnionType):
-        for arg in typing.get_args(annotation):
-            if isinstance(arg, type) and issubclass(arg, BaseModel):
-                return arg
-    return annotation
+        return tuple(a for a in typing.get_args(annotation) if a is not type(None))
+    return (annotation,)
 
 
-def _strip_index(loc: tuple[Any, ...]) -> tuple[Any, ...]:
-    """Drop the list indices from `loc` so that it walks models: ``targets.0.name`` -> ``targets.name``."""
-    return tuple(p for p in loc if not isinstance(p, int))
+def _as_model(annotation: Any) -> type[BaseModel] | None:
+    return annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
+
+
+def clean_location(model: type[BaseModel], loc: tuple[Any, ...]) -> tuple[tuple[Any, ...], type[BaseModel] | None]:
+    """A pydantic error location as the user wrote it, and the model of the mapping it ends in.
+
+    Where a field admits several types (``golden: str | GoldenSource``), pydantic puts the member it tried
+    into the location (``golden.GoldenSource.limit``); the member is told by the model's own annotations,
+    never by how a key looks, so a user's ``Name:`` stays in the message as written."""
+    out: list[Any] = []
+    current: Any = model
+    parts = list(loc)
+    while parts:
+        part = parts.pop(0)
+        out.append(part)
+        cls = _as_model(current)
+        if cls is None or isinstance(part, int) or part not in cls.model_fields:
+            current = None
+            continue
+        annotation = cls.model_fields[part].annotation
+        if typing.get_origin(annotation) in (list, tuple) and parts and isinstance(parts[0], int):
+            out.append(parts.pop(0))
+            annotation = typing.get_args(annotation)[0]
+        if typing.get_origin(annotation) is dict and parts:
+            out.append(parts.pop(0))
+            annotation = typing.get_args(annotation)[1]
+        members = _members(annotation)
+        if len(members) > 1 and parts:
+            tag = parts.pop(0)  # the member pydantic tried: drop it, and follow it where it is a model
+            annotation = next((m for m in members if getattr(m, "__name__", None) == tag), None)
+        current = annotation
+    return tuple(out), _as_model(current)
 
 
 def format_validation_error(
@@ -293,7 +330,10 @@ def format_validation_error(
 
     An error about a whole value is dropped when another error explains a part of it (a union's members).
     """
-    errors = [(tuple(p for p in e["loc"] if not (isinstance(p, str) and _UNION_TAG.match(p))), e) for e in exc.errors()]
+    errors = []
+    for err in exc.errors():
+        loc, _ = clean_location(model, tuple(err["loc"]))
+        errors.append((loc, err))
     out = []
     for loc, err in errors:
         if any(len(other) > len(loc) and other[: len(loc)] == loc for other, _ in errors):
@@ -302,7 +342,7 @@ def format_validation_error(
         line = _yaml_line(root, full) or 0
         where = f"{source}:{line}" if line else source
         if err["type"] == "extra_forbidden":
-            parent = _model_at(model, _strip_index(loc[:-1]))
+            _, parent = clean_location(model, tuple(err["loc"])[:-1])
             known = list(parent.model_fields) if parent else []
             hint = did_you_mean(str(loc[-1]), known) or (f"; known keys: {', '.join(known)}" if known else "")
             out.append((line, f"{where}: {_dotted(full)}: unknown key{hint}"))
@@ -310,30 +350,29 @@ def format_validation_error(
             out.append((line, f"{where}: {_dotted(full)}: required but missing"))
         else:
             msg = err["msg"].removeprefix("Value error, ")
-            out.append((line, f"{where}: {_dotted(full)}: {msg} (got {_short(err.get('input'))})"))
-    return out
+            shown = "" if _secret_path(full) else f" (got {brief(err.get('input'))})"
+            out.append((line, f"{where}: {_dotted(full)}: {msg}{shown}"))
+    # one problem a line at most: a union tried member by member says the same thing twice
+    return list(dict.fromkeys(out))
 
 
-# pydantic names the member of a union it tried inside `loc` ("str", "GoldenSource", "function-after[…]");
-# config keys are lower-case words, so these tags are told apart from them and dropped.
-_UNION_TAG = re.compile(r"^(str|int|float|bool|none|[A-Z]\w*|function-.*|constrained-.*)$")
-
-
-def _short(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
+def _secret_path(loc: tuple[Any, ...]) -> bool:
+    return any(isinstance(p, str) and SECRET_KEY.search(p) for p in loc)
 
 
 # ---------------------------------------------------------------------------------------------- loading
 
 
-def _check_secrets(options: dict[str, Any], prefix: tuple[Any, ...]) -> list[tuple[tuple[Any, ...], str]]:
-    """Options whose key names a secret must reference an environment variable, never hold the value."""
-    problems = []
+def _check_secrets(options: Any, prefix: tuple[Any, ...]) -> list[tuple[tuple[Any, ...], str]]:
+    """Options whose key names a secret must reference an environment variable, never hold the value (a
+    number included). The value itself is never repeated."""
+    problems: list[tuple[tuple[Any, ...], str]] = []
+    if not isinstance(options, dict):
+        return problems
     for key, value in options.items():
         if isinstance(value, dict):
             problems += _check_secrets(value, (*prefix, key))
-        elif isinstance(value, str) and value and SECRET_KEY.search(str(key)):
+        elif isinstance(key, str) and SECRET_KEY.search(key) and value not in (None, "", True, False):
             problems.append(
                 (
                     (*prefix, key),
@@ -353,22 +392,70 @@ def load_config(path: str | Path, plugins: Any) -> Experiment:
         raise ConfigError(f"config file {path} does not exist") from None
     except IsADirectoryError:
         raise ConfigError(f"{path} is a folder; name the YAML config file inside it") from None
+    except OSError as exc:
+        raise ConfigError(f"config file {path} cannot be read ({exc.strerror or exc})") from None
     return parse_config(raw_bytes, plugins, path=path.resolve(), source=str(path))
+
+
+# What each options-like block of a config is checked against: the registry of the plugins it names.
+BLOCKS = (("judges", "judges", "judge"), ("writers", "writers", "question writer"), ("stores", "stores", "store"))
+
+
+def _plugin_block(
+    plugins: Any,
+    registry_name: str,
+    role: str,
+    name: str,
+    raw: Any,
+    loc: tuple[Any, ...],
+    context: dict[str, Any],
+    problem: Callable[[tuple[Any, ...], str], None],
+    root: yaml.Node | None,
+    source: str,
+) -> tuple[Any, list[tuple[int, str]]]:
+    """One plugin's options block, validated by that plugin's own `Options` model (unknown plugin names
+    and keys named, with the YAML line and a did-you-mean). Returns the options (None when wrong)."""
+    registry = getattr(plugins, registry_name)
+    if name not in registry:
+        names = registry.names()
+        problem(
+            loc,
+            f"no {role} named {quoted(name)}{did_you_mean(str(name), names)} "
+            f"(installed: {', '.join(names) or 'none'}; see `vx-eval plugins`)",
+        )
+        return None, []
+    if raw is not None and not isinstance(raw, dict):
+        problem(loc, f"the {role}'s options are a mapping of settings (got {type(raw).__name__})")
+        return None, []
+    for secret_loc, message in _check_secrets(raw or {}, loc):
+        problem(secret_loc, message)
+    cls = registry.get(name)
+    options_model = getattr(cls, "Options", None)
+    if options_model is None:
+        return raw or {}, []
+    try:
+        return options_model.model_validate(raw or {}, context=context), []
+    except ValidationError as exc:
+        return None, format_validation_error(exc, options_model, prefix=loc, source=source, root=root)
 
 
 def parse_config(raw_bytes: bytes, plugins: Any, *, path: Path | None, source: str = "config") -> Experiment:
     """Validate config bytes; every problem (keys, types, engines, options, measures) is raised at once."""
-    text = raw_bytes.decode("utf-8", errors="replace")
     try:
-        root = yaml.compose(text)
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{source}:{mark.line + 1}:{mark.column + 1}" if mark else source
-        raise ConfigError(f"{where}: not valid YAML: {getattr(exc, 'problem', exc)}") from None
+        text = raw_bytes.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw_bytes[: exc.start].count(b"\n") + 1
+        raise ConfigError(f"{source}:{line}: not UTF-8 text; a config is a YAML file saved as UTF-8") from None
+    try:
+        parsed = parse_yaml(text)
+    except YamlInputError as exc:
+        where = f"{source}:{exc.line}:{exc.column}" if exc.line else source
+        raise ConfigError(f"{where}: not valid YAML: {exc.message}") from None
+    data, root = parsed.data, parsed.root
     if not isinstance(data, dict):
-        raise ConfigError(f"{source}: a config is a YAML mapping with name, golden, targets (got {_short(data)})")
-    context = {"base_dir": path.parent if path else Path.cwd()}
+        what = "nothing" if data is None else f"a YAML {type(data).__name__}"
+        raise ConfigError(f"{source}: a config is a YAML mapping with name, golden, targets; this file holds {what}")
+    context = {"base_dir": path.parent if path else Path.cwd(), "models": plugins.models}
     problems: list[tuple[int, str]] = []
 
     def problem(loc: tuple[Any, ...], message: str) -> None:
@@ -381,39 +468,75 @@ def parse_config(raw_bytes: bytes, plugins: Any, *, path: Path | None, source: s
     except ValidationError as exc:
         problems += format_validation_error(exc, ExperimentConfig, source=source, root=root)
 
-    # Engines and their options are checked on the raw targets, so their problems come with the others.
+    # Every plugin's options block is checked by that plugin, so its problems come with the others.
     options: list[Any] = []
     raw_targets = data.get("targets") if isinstance(data.get("targets"), list) else []
     for i, target in enumerate(raw_targets):
         engine = target.get("engine") if isinstance(target, dict) else None
-        raw_options = target.get("options") if isinstance(target, dict) else None
-        if not isinstance(engine, str) or not isinstance(raw_options or {}, dict):
+        if not isinstance(engine, str):
             options.append(None)
             continue
+        loc = ("targets", i, "options")
         if engine not in plugins.engines:
             problem(
                 ("targets", i, "engine"),
-                f"no engine named '{engine}'{did_you_mean(engine, plugins.engines.names())} "
+                f"no engine named {quoted(engine)}{did_you_mean(engine, plugins.engines.names())} "
                 f"(installed: {', '.join(plugins.engines.names()) or 'none'}; see `vx-eval plugins`)",
             )
             options.append(None)
             continue
-        for loc, message in _check_secrets(raw_options or {}, ("targets", i, "options")):
-            problem(loc, message)
-        engine_cls = plugins.engines.get(engine)
-        try:
-            options.append(engine_cls.Options.model_validate(raw_options or {}, context=context))
-        except ValidationError as exc:
-            problems += format_validation_error(
-                exc, engine_cls.Options, prefix=("targets", i, "options"), source=source, root=root
+        value, more = _plugin_block(
+            plugins, "engines", "engine", engine, target.get("options"), loc, context, problem, root, source
+        )
+        problems += more
+        options.append(value)
+    blocks: dict[str, dict[str, Any]] = {}
+    for key, registry_name, role in BLOCKS:
+        raw_block = data.get(key)
+        blocks[key] = {}
+        if not isinstance(raw_block, dict):
+            continue  # absent, or a type error pydantic has named already
+        for name, raw in raw_block.items():
+            value, more = _plugin_block(
+                plugins, registry_name, role, name, raw, (key, name), context, problem, root, source
             )
-            options.append(None)
+            problems += more
+            if value is not None:
+                blocks[key][name] = value
 
     evaluation = data.get("evaluation") if isinstance(data.get("evaluation"), dict) else {}
     depth = evaluation.get("depth", EvaluationConfig.model_fields["depth"].default)
     depth = depth if isinstance(depth, int) and not isinstance(depth, bool) else None
     for loc, message in check_metrics(evaluation.get("metrics"), evaluation.get("primary"), depth):
         problem(loc, message)
+    judge = evaluation.get("judge")
+    if isinstance(judge, str) and judge not in plugins.judges:
+        names = plugins.judges.names()
+        problem(
+            ("evaluation", "judge"),
+            f"no judge named {quoted(judge)}{did_you_mean(judge, names)} (installed: {', '.join(names) or 'none'})",
+        )
+    elif isinstance(judge, str) and judge not in blocks["judges"] and not _has_block(data, "judges", judge):
+        value, more = _plugin_block(
+            plugins, "judges", "judge", judge, {}, ("evaluation", "judge"), context, problem, root, source
+        )
+        problems += more
+        if value is not None:
+            blocks["judges"][judge] = value
     if problems or config is None:
-        raise ConfigError("\n".join(message for _, message in sorted(problems, key=lambda p: p[0])))
-    return Experiment(config, tuple(options), path, hashlib.sha256(raw_bytes).hexdigest())
+        ordered = sorted(dict.fromkeys(problems), key=lambda p: p[0])
+        raise ConfigError("\n".join(message for _, message in ordered))
+    return Experiment(
+        config,
+        tuple(options),
+        path,
+        hashlib.sha256(raw_bytes).hexdigest(),
+        judges=blocks["judges"],
+        writers=blocks["writers"],
+        stores=blocks["stores"],
+    )
+
+
+def _has_block(data: dict[str, Any], key: str, name: str) -> bool:
+    block = data.get(key)
+    return isinstance(block, dict) and name in block

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import reprlib
 from collections.abc import Iterable
 
 
@@ -34,6 +35,28 @@ class StoreError(VxEvalError):
 
 class MetricError(VxEvalError):
     """A measure name could not be parsed."""
+
+
+def quoted(text: object, limit: int = 60) -> str:
+    """User text as it may be shown: quoted, control characters (a terminal's escape sequences among them)
+    written as escapes, and cut to `limit` characters with the length said."""
+    value = str(text)
+    if len(value) > limit:
+        value = f"{value[: limit - 12]}…{value[-8:]}"
+        return f"{value!r} ({len(str(text)):,} characters)"
+    return repr(value)
+
+
+_BRIEF = reprlib.Repr()
+_BRIEF.maxlevel, _BRIEF.maxdict, _BRIEF.maxlist, _BRIEF.maxtuple, _BRIEF.maxset = 2, 3, 4, 4, 4
+_BRIEF.maxstring, _BRIEF.maxother, _BRIEF.maxlong = 50, 40, 40
+
+
+def brief(value: object) -> str:
+    """Any value as a short text for an error message: nested and long values abridged (an aliased config
+    value that expands a billion times is never written out), strings escaped as `quoted` does."""
+    text = _BRIEF.repr(value)
+    return text if len(text) <= 100 else text[:96] + " ..."
 
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str:

@@ -216,7 +216,7 @@ def _worker_setups(config_path: str, config_sha: str, only: tuple[str, ...], ski
         if key not in _OPENED:
             plugins = load_plugins()
             experiment = load_config(config_path, plugins)
-            stores = Stores(plugins, options=experiment.config.stores)
+            stores = Stores(plugins, options=experiment.stores)
             targets = open_targets(experiment, plugins, stores, RunOptions().progress)
             setups = enumerate_setups(targets, plugins, RunOptions(only=only, skip=skip))
             units = units_for(experiment.config.evaluation.relevance_field, targets)

@@ -44,10 +44,13 @@ class Judge(Protocol):
     def grade(self, pairs: Sequence[tuple[str, str]]) -> list[Verdict]: ...
 
 
-def judge_maker(plugins: Any, name: str, settings: dict[str, Any]) -> Callable[[Any], Judge]:
-    """Check the judge plugin `name` and its options (``judges: {name: {…}}`` in the config) at once; the
-    judge itself is made later, from the run's models: ``judge_maker(…)(models)``."""
+def judge_maker(plugins: Any, name: str, settings: Any) -> Callable[[Any], Judge]:
+    """Check the judge plugin `name` and its options (``judges: {name: {…}}`` in the config: validated by the
+    config already, or a dict from Python) at once; the judge itself is made later, from the run's models:
+    ``judge_maker(…)(models)``."""
     cls = plugins.judges.get(name, where="evaluation.judge")
+    if isinstance(settings, cls.Options):
+        return lambda models: cls(settings, models)
     try:
         options = cls.Options.model_validate(settings or {})
     except ValidationError as exc:
@@ -306,7 +309,7 @@ def check_judge(experiment: Any, plugins: Any, name: str, depth: int = 10, progr
     checked = dataclasses.replace(experiment, config=config.model_copy(update={"evaluation": evaluation}))
     options = RunOptions(save=False, progress=progress or SilentProgress(), judge_everything=True)
     report = run_experiment(checked, plugins, options).report
-    golden = read_golden(config.golden_source, Stores(plugins, options=config.stores))
+    golden = read_golden(config.golden_source, Stores(plugins, options=experiment.stores))
     people = {q.id: q for q in golden.questions}
     by_judge: dict[str, dict[str, int]] = {}
     for qid, unit, grade, _ in report["judge"]["verdicts"]:

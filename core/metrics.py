@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from vx_eval.core.errors import MetricError, did_you_mean
+from vx_eval.core.errors import MetricError, did_you_mean, quoted
 
 
 @dataclass(frozen=True)
@@ -185,21 +185,31 @@ _WITH_AT = re.compile(r"^([a-z][a-z0-9_+-]*?)(?:@(\d+)(r?))?$")
 _TREC_FORM = re.compile(r"^([a-z][a-z0-9_]*?)_(\d+)$")
 
 
+MAX_CUTOFF = 10_000_000
+
+
+def _cutoff(text: str, digits: str) -> int:
+    """A cut-off's digits as a number; one past any search depth is refused before it is read as one."""
+    if len(digits.lstrip("0")) > len(str(MAX_CUTOFF)) or int(digits) > MAX_CUTOFF:
+        raise MetricError(f"measure {quoted(text)}: the cut-off is beyond any search depth (at most {MAX_CUTOFF:,})")
+    return int(digits)
+
+
 def parse(text: str) -> Measure:
     """Parse ``ndcg@10``, ``hit@5``, ``recall@2r``, ``mrr``, or trec_eval's ``ndcg_cut_10``, ``P_5``, ``Rprec``."""
     spelled = text.strip().lower().replace("_at_", "@")  # Mixpeek's spelling: recall_at_10, f2_at_2r
     name, k, per_r = None, None, False
     if match := _WITH_AT.match(spelled):
         name = _ALIASES.get(match[1]) or _TREC_CUT.get(match[1])
-        k = int(match[2]) if match[2] else None
+        k = _cutoff(text, match[2]) if match[2] else None
         per_r = bool(match[3])
     if name is None and (match := _TREC_FORM.match(spelled)) and match[1] in _TREC_CUT:
-        name, k = _TREC_CUT[match[1]], int(match[2])
+        name, k = _TREC_CUT[match[1]], _cutoff(text, match[2])
     if name is None:
         known = sorted(set(_ALIASES) | set(_TREC_CUT))
         base = spelled.split("@")[0]
         raise MetricError(
-            f"unknown measure '{text}'{did_you_mean(base, known)} (known: {', '.join(sorted(REGISTRY))}; "
+            f"unknown measure {quoted(text)}{did_you_mean(base, known)} (known: {', '.join(sorted(REGISTRY))}; "
             "write a cut-off as name@k, e.g. ndcg@10, or name@2r for twice the relevant count)"
         )
     definition = REGISTRY[name]
@@ -218,7 +228,8 @@ def check_metrics(names: Any, primary: Any, depth: int | None) -> list[tuple[tup
     `names` and `primary` are read raw (None when absent); the depth check runs when `depth` is known.
     """
     problems: list[tuple[tuple[Any, ...], str]] = []
-    spelled = [(("evaluation", "metrics", i), m) for i, m in enumerate(names or []) if isinstance(m, str)]
+    listed = names if isinstance(names, list) else []  # another type is a type error pydantic names
+    spelled = [(("evaluation", "metrics", i), m) for i, m in enumerate(listed) if isinstance(m, str)]
     if isinstance(primary, str):
         spelled.append((("evaluation", "primary"), primary))
     for loc, text in spelled:

@@ -582,10 +582,10 @@ def run_experiment(experiment: Experiment, plugins: Any, options: RunOptions | N
     options = options or RunOptions()
     config = experiment.config
     ev = config.evaluation
-    stores = Stores(plugins, options=config.stores)
+    stores = Stores(plugins, options=experiment.stores)
     started = dt.datetime.now(dt.UTC)
     golden = read_golden(config.golden_source, stores)
-    make_judge = judge_maker(plugins, ev.judge, config.judges.get(ev.judge, {})) if ev.judge else None
+    make_judge = judge_maker(plugins, ev.judge, experiment.judges.get(ev.judge)) if ev.judge else None
     labelled = golden.labelled
     if ev.judge and golden.waiting:  # a judge grades their results: they are searched too
         golden = dataclasses.replace(golden, questions=golden.questions + golden.waiting)

@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any, ClassVar, Protocol
 
+from pydantic import ValidationError
+
 from vx_eval.core.config import is_uri
 from vx_eval.core.errors import StoreError, did_you_mean
 
@@ -75,7 +77,8 @@ class Stores:
 
     plugins: Any
     fetcher: Fetcher | None = None
-    options: dict[str, dict[str, Any]] = field(default_factory=dict)
+    options: dict[str, Any] = field(default_factory=dict)
+    """Each store's settings by name: its validated `Options`, or a dict validated here."""
 
     def __post_init__(self) -> None:
         unknown = set(self.options) - set(self.plugins.stores.names())
@@ -89,10 +92,14 @@ class Stores:
 
     def _store(self, cls: Any) -> Any:
         if cls.name not in self._made:
-            try:
-                self._made[cls.name] = cls(**self.options.get(cls.name, {}))
-            except TypeError as exc:
-                raise StoreError(f"stores.{cls.name}: {exc}; see the store's documentation for its settings") from None
+            given = self.options.get(cls.name)
+            if given is None or isinstance(given, dict):  # settings from Python, not from a checked config
+                try:
+                    given = cls.Options.model_validate(given or {})
+                except ValidationError as exc:
+                    problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or '(top)'}: {e['msg']}" for e in exc.errors())
+                    raise StoreError(f"stores.{cls.name}: {problems}") from None
+            self._made[cls.name] = cls(given)
         return self._made[cls.name]
 
     def store_for(self, location: str) -> Store:

@@ -71,7 +71,7 @@ class Watcher:
 
     def check_once(self) -> Outcome:
         experiment = self._experiment()
-        stores = Stores(self.plugins, options=experiment.config.stores)
+        stores = Stores(self.plugins, options=experiment.stores)
         sha = self._sha(experiment, stores)
         if self.already_run(experiment, stores, sha):
             return Outcome("seen", sha)

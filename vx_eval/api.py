@@ -60,7 +60,7 @@ def _collections(configs: Sequence[str | Path], plugins: Any, progress: Any) -> 
     try:
         for path in configs:
             experiment = load_config(path, plugins)
-            stores = Stores(plugins, options=experiment.config.stores)
+            stores = Stores(plugins, options=experiment.stores)
             if experiment.config.corpus_source is not None:
                 corpus = read_corpus(experiment.config.corpus_source, stores)
                 collections.append((experiment.config.name, list(corpus)))
@@ -93,18 +93,22 @@ def write_golden_rows(
     first), checked and judged by its critic; the rows (``draft: true``) and what happened on the way
     (tries, failed checks, refusals)."""
     from vx_eval.plugins.llm.chat import AnswerCache
-    from vx_eval.plugins.writers.drafting import DEFAULT_MIX, WriteSettings, write_questions
+    from vx_eval.plugins.writers.drafting import DEFAULT_MIX, WriteSettings, check_mix, write_questions
 
+    mix = check_mix(dict(mix or DEFAULT_MIX))  # before anything is indexed
     plugins = load_plugins()
     experiment = load_config(configs[0], plugins)
     cls = plugins.writers.get(writer_plugin, where="--writer")
     if not hasattr(cls, "models"):
         raise GoldenError(f"writer '{writer_plugin}' fills templates; use `vx-eval golden template` for it")
-    try:
-        writer = cls(cls.Options.model_validate(experiment.config.writers.get(writer_plugin, {})))
-    except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
-        raise ConfigError(f"writers.{writer_plugin}: {problems}") from None
+    options = experiment.writers.get(writer_plugin)
+    if options is None:
+        try:
+            options = cls.Options.model_validate({})
+        except ValidationError as exc:  # a writer whose options the config must give
+            problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
+            raise ConfigError(f"writers.{writer_plugin}: {problems}") from None
+    writer = cls(options)
     progress = progress or SilentProgress()
     with _collections(configs, plugins, progress) as collections:
         units = sample_units(collections, max(n * SAMPLED_PER_QUESTION, SAMPLED_AT_LEAST), seed, by)
@@ -117,7 +121,7 @@ def write_golden_rows(
             plugins.models, ModelSettings(threads=config_models.threads, max_tokens=config_models.passage_tokens)
         )
         model, critic = writer.models(cache, loaded)
-        settings = WriteSettings(n=n, seed=seed, mix=dict(mix or DEFAULT_MIX), threshold=threshold)
+        settings = WriteSettings(n=n, seed=seed, mix=mix, threshold=threshold)
         outcome = write_questions(units, model, critic, settings, progress.start(f"Writing ({writer_plugin})", n))
     finally:
         cache.close()

@@ -94,7 +94,7 @@ def run(
         show_run(out, result.report, result.location)
     if html_file:
         save_to = _location(save_to) or experiment.config.save_to
-        stores = Stores(plugins, options=experiment.config.stores)
+        stores = Stores(plugins, options=experiment.stores)
         _write_page(stores, html_file, result.report, save_to if result.location else None)
     if result.report["status"] == "failed":
         err.print(
@@ -198,12 +198,9 @@ def golden_write(configs, out_file, count, writer, seed, by, mix, threshold) -> 
     target = _location(out_file)
     if stores.exists(target):
         raise GoldenError(f"{out_file} exists; a written golden file is never overwritten: choose another --out")
-    shares = None
-    if mix:
-        try:
-            shares = {k.strip(): float(v) for k, v in (part.split("=") for part in mix.split(","))}
-        except ValueError:
-            raise GoldenError(f"--mix '{mix}' is not KIND=SHARE,…; write e.g. fact=0.5,why=0.3,keyword=0.2") from None
+    from vx_eval.plugins.writers.drafting import parse_mix
+
+    shares = parse_mix(mix) if mix else None
     with RichProgress(err) as progress:
         rows, summary = write_golden_rows(
             configs, count, writer_plugin=writer, seed=seed, by=by, mix=shares, threshold=threshold, progress=progress
@@ -306,7 +303,7 @@ def _runs_place(location: str | None, config: Path | None) -> tuple[str, Stores]
     plugins = load_plugins()
     if config is not None:
         experiment = load_config(config, plugins)
-        return _location(location) or experiment.config.save_to, Stores(plugins, options=experiment.config.stores)
+        return _location(location) or experiment.config.save_to, Stores(plugins, options=experiment.stores)
     if location is None:
         raise VxEvalError(
             "name where the runs are kept: `vx-eval runs list LOCATION`, or --config CONFIG for its save_to"
@@ -456,7 +453,7 @@ def serve(store, users_file, host, port, no_guests, access_log, secure_cookies, 
     stores = Stores(plugins)
     if config is not None:  # its save_to is the default store, its `stores:` settings reach S3 and Blob
         experiment = load_config(config, plugins)
-        stores = Stores(plugins, options=experiment.config.stores)
+        stores = Stores(plugins, options=experiment.stores)
         store = store or experiment.config.save_to
     store = _location(store or os.environ.get("VX_EVAL_EVALUATIONS"))
     if not store:

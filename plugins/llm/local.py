@@ -60,6 +60,8 @@ def _transformers() -> Any:
         raise ConfigError(f"the local writer needs PyTorch and transformers: {INSTALL}") from None
     if importlib.util.find_spec("gguf") is None:
         raise ConfigError(f"the local writer reads GGUF files with the gguf package: {INSTALL}")
+    transformers.utils.logging.set_verbosity_error()  # vx-eval shows its own progress
+    transformers.utils.logging.disable_progress_bar()
     return transformers
 
 

@@ -15,6 +15,8 @@ import os
 from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
+from pydantic import BaseModel, ConfigDict
+
 from vx_eval import hookimpl
 from vx_eval.core.config import SecretRef
 from vx_eval.core.errors import StoreError, remember_secret
@@ -39,17 +41,17 @@ class BlobStore:
 
     name: ClassVar[str] = "azure-blob"
 
-    def __init__(self, connection_string: SecretRef | dict | None = None) -> None:
-        if isinstance(connection_string, str):
-            raise StoreError(
-                "stores.azure-blob.connection_string: name the variable that holds it, "
-                "connection_string: {env: AZURE_STORAGE_CONNECTION_STRING}; a secret is never written in a config"
-            )
-        if isinstance(connection_string, dict):
-            connection_string = SecretRef.model_validate(connection_string)
-        if isinstance(connection_string, SecretRef):
-            connection_string = connection_string.value()
-        self.connection_string = connection_string or os.environ.get("AZURE_STORAGE_CONNECTION_STRING")
+    class Options(BaseModel):
+        """``stores: {azure-blob: {connection_string: {env: VARIABLE}}}``: the account's connection string, by
+        reference (else ``AZURE_STORAGE_CONNECTION_STRING``, else `DefaultAzureCredential`)."""
+
+        model_config = ConfigDict(extra="forbid", frozen=True)
+        connection_string: SecretRef | None = None
+
+    def __init__(self, options: Options | None = None) -> None:
+        options = options or self.Options()
+        given = options.connection_string.value() if options.connection_string else None
+        self.connection_string = given or os.environ.get("AZURE_STORAGE_CONNECTION_STRING")
         if self.connection_string:
             remember_secret(self.connection_string)
             for part in self.connection_string.split(";"):

@@ -8,6 +8,8 @@ import tempfile
 from pathlib import Path
 from typing import ClassVar
 
+from pydantic import BaseModel, ConfigDict
+
 from vx_eval import hookimpl
 from vx_eval.core.config import is_uri
 from vx_eval.core.stores import StoreDenied, StoreNotFound
@@ -23,6 +25,14 @@ class LocalStore:
     """Paths and ``file://`` URIs on the local file system."""
 
     name: ClassVar[str] = "local"
+
+    class Options(BaseModel):
+        """The local store has no settings."""
+
+        model_config = ConfigDict(extra="forbid", frozen=True)
+
+    def __init__(self, options: Options | None = None) -> None:
+        self.options = options or self.Options()
 
     @classmethod
     def handles(cls, location: str) -> bool:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from pydantic import BaseModel, ConfigDict
+
 from vx_eval import hookimpl
 from vx_eval.core.errors import StoreError
 from vx_eval.core.stores import StoreDenied, StoreNotFound
@@ -32,10 +34,19 @@ class S3Store:
 
     name: ClassVar[str] = "s3"
 
-    def __init__(self, endpoint_url: str | None = None, region: str | None = None, profile: str | None = None) -> None:
-        self.endpoint_url = endpoint_url
-        self.region = region
-        self.profile = profile
+    class Options(BaseModel):
+        """``stores: {s3: {…}}``: where an S3-compatible server answers, the region, a named profile."""
+
+        model_config = ConfigDict(extra="forbid", frozen=True)
+        endpoint_url: str | None = None
+        region: str | None = None
+        profile: str | None = None
+
+    def __init__(self, options: Options | None = None) -> None:
+        options = options or self.Options()
+        self.endpoint_url = options.endpoint_url
+        self.region = options.region
+        self.profile = options.profile
         self._client: Any = None
 
     @classmethod

@@ -13,12 +13,14 @@ then dropped: nothing is accepted unjudged.
 
 from __future__ import annotations
 
+import math
 import random
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from vx_eval.core.errors import GoldenError, did_you_mean, quoted
 from vx_eval.core.template import Unit
 from vx_eval.plugins.llm.chat import ChatModel, wrapped
 
@@ -318,11 +320,36 @@ class Outcome:
     skipped_passages: dict[str, int] = field(default_factory=dict)
 
 
+def parse_mix(text: str) -> dict[str, float]:
+    """``fact=0.5,why=0.3,keyword=0.2`` as shares by kind, checked (`check_mix`)."""
+    shares: dict[str, float] = {}
+    for part in text.split(","):
+        kind, sep, share = part.partition("=")
+        try:
+            shares[kind.strip()] = float(share)
+        except ValueError:
+            sep = ""
+        if not sep:
+            raise GoldenError(f"--mix {quoted(text)} is not KIND=SHARE,…; write e.g. fact=0.5,why=0.3,keyword=0.2")
+    return check_mix(shares)
+
+
+def check_mix(mix: dict[str, float]) -> dict[str, float]:
+    """A mix of question kinds, refused unless every kind is known and the shares are finite, not negative,
+    and add up to more than 0."""
+    for kind, share in mix.items():
+        if kind not in KINDS:
+            raise GoldenError(f"no question kind {quoted(kind)}{did_you_mean(kind, KINDS)} (kinds: {', '.join(KINDS)})")
+        if not math.isfinite(share) or share < 0:
+            raise GoldenError(f"the share of {kind} is {share}; shares are numbers from 0 up")
+    if not sum(mix.values()) > 0:
+        raise GoldenError("the shares of the mix add up to 0; give at least one kind a share above 0")
+    return mix
+
+
 def kinds_for(n: int, mix: dict[str, float], seed: int) -> list[str]:
     """`n` kinds in the mix's proportions (largest remainders), shuffled with the seed."""
-    unknown = set(mix) - set(KINDS)
-    if unknown:
-        raise ValueError(f"no question kind {sorted(unknown)}; kinds: {', '.join(KINDS)}")
+    check_mix(mix)
     total = sum(mix.values())
     exact = {k: n * w / total for k, w in mix.items()}
     counts = {k: int(v) for k, v in exact.items()}

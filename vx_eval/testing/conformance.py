@@ -78,7 +78,7 @@ class Opened:
         self.plugins = load_plugins()
         self.config_path = write_project(folder, engine, options, reference)
         self.experiment = load_config(self.config_path, self.plugins)
-        stores = Stores(self.plugins, options=self.experiment.config.stores)
+        stores = Stores(self.plugins, options=self.experiment.stores)
         self.targets = open_targets(self.experiment, self.plugins, stores, RunOptions().progress)
         self.reference, self.candidate = self.targets
         self.setups = enumerate_setups(self.targets, self.plugins, RunOptions())
