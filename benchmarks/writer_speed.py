@@ -53,9 +53,8 @@ def main() -> None:
             tokens += len(tokenizer(answer, add_special_tokens=False)["input_ids"])
         seconds = time.perf_counter() - started
         speeds[threads] = tokens / seconds
-        print(
-            f"{threads} thread(s): load {loaded:.1f} s; {tokens} tokens in {seconds:.1f} s = {speeds[threads]:.1f} tokens/s"
-        )
+        rate = f"{tokens} tokens in {seconds:.1f} s = {speeds[threads]:.1f} tokens/s"
+        print(f"{threads} thread(s): load {loaded:.1f} s; {rate}")
     print(f"model folder ready in {converted:.1f} s (0 when already converted)")
     print(f"2 threads / 1 thread: {speeds[2] / speeds[1]:.2f}x")
 
