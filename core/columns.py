@@ -1,129 +1,248 @@
-"""Whitespace-separated column files (TREC runs and qrels) read with numpy, a million lines in a blink.
+"""Whitespace-separated column files (TREC runs and qrels) read with numpy, in time and memory linear in the
+file's size.
 
-The bytes are scanned once for tokens; identifiers are kept as (start, end) offsets into the buffer, hashed
-in a few vector passes, and decoded to text only where text is needed. Numbers take the exact fast path
-(an integer mantissa of at most 15 digits over a power of ten, correctly rounded: the same double
-`float()` gives); anything else goes through `float()` itself.
+The bytes are scanned once for tokens; a line whose first token starts with ``#`` is a comment and blank
+lines are skipped, as trec_eval does. Each file has a `Layout`: the forms its lines may take (a run line is
+``qid Q0 doc rank score tag``, fields past the sixth ignored, or ``qid doc score``), and the form most lines
+take is the file's; the first line that does not fit is named with how many fields it has and how many were
+expected. Only the columns a form keeps are held, as (start, end) offsets into the buffer. Identifiers are
+hashed in passes over their bytes (tokens sorted by length, so every byte is read once), compared byte for
+byte where hashes agree, and decoded to text only where text is needed. Numbers take the exact fast path
+(an integer mantissa of at most 15 digits over a power of ten, correctly rounded: the same double `float()`
+gives); anything else goes through `float()` itself.
 """
 
 from __future__ import annotations
 
+import hashlib
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from vx_eval.core.errors import VxEvalError
+from vx_eval.core.errors import VxEvalError, quoted
 
 _P = np.uint64(0x100000001B3)  # FNV prime: multiplier of the polynomial hash
+_MIX = np.uint64(0x9E3779B97F4A7C15)
 _POW10 = 10.0 ** np.arange(23)
+SHORT = 64
+"""Tokens up to this many bytes are hashed and compared in vector passes; longer ones (rare) one by one."""
+_NUMBER = 24  # number tokens up to this length take the vectorised exact path
+
+
+@dataclass(frozen=True)
+class Form:
+    """One shape a line may take: how many fields, which of them are read, and whether more may follow."""
+
+    fields: int
+    keep: tuple[int, ...]
+    extra: bool = False
+
+    def fits(self, count: int) -> bool:
+        return count == self.fields or (self.extra and count > self.fields)
+
+
+@dataclass(frozen=True)
+class Layout:
+    """What a file of this kind looks like: its name, its lines' shape, and the forms they may take."""
+
+    what: str
+    shape: str
+    forms: tuple[Form, ...]
+
+
+RUN = Layout("run file", "qid Q0 doc rank score tag", (Form(6, (0, 2, 4), extra=True), Form(3, (0, 1, 2))))
+"""A TREC run: six fields (more are ignored, as trec_eval ignores them), or ``qid doc score``."""
+QRELS = Layout("qrels file", "qid 0 doc grade", (Form(4, (0, 2, 3)), Form(3, (0, 1, 2))))
+"""TREC qrels (four fields), or BEIR's ``query-id corpus-id score`` (three)."""
 
 
 @dataclass(frozen=True)
 class Columns:
-    """Tokens of a file with the same number on every non-blank line: offsets into `data`, one row a line."""
+    """The kept tokens of a file: offsets into `data`, one row a line (columns as the `Layout` keeps them)."""
 
     raw: bytes
     data: np.ndarray  # the same bytes, as an array
-    starts: np.ndarray  # (lines, width)
+    starts: np.ndarray  # (lines, kept columns)
     ends: np.ndarray
     source: str
     line_numbers: np.ndarray  # 1-based line of each row
 
     @property
     def rows(self) -> int:
-        return self.starts.shape[0]
+        return int(self.starts.shape[0])
+
+    def select(self, rows: np.ndarray) -> Columns:
+        """These rows only (a mask or indices)."""
+        return Columns(self.raw, self.data, self.starts[rows], self.ends[rows], self.source, self.line_numbers[rows])
+
+    def tokens(self, column: int, rows: np.ndarray | list[int]) -> list[bytes]:
+        raw = self.raw
+        return [raw[s:e] for s, e in zip(self.starts[rows, column], self.ends[rows, column], strict=True)]
 
     def text(self, column: int, rows: np.ndarray | list[int]) -> list[str]:
-        raw = self.raw
-        return [
-            raw[s:e].decode("utf-8") for s, e in zip(self.starts[rows, column], self.ends[rows, column], strict=True)
-        ]
+        """Tokens as text; bytes that are not UTF-8 are kept as escapes (``surrogateescape``), never an error."""
+        return [t.decode("utf-8", "surrogateescape") for t in self.tokens(column, rows)]
 
-    def matrix(self, column: int, rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """The column's tokens as a zero-padded byte matrix, and their lengths."""
-        starts = self.starts[:, column] if rows is None else self.starts[rows, column]
-        lengths = (self.ends[:, column] if rows is None else self.ends[rows, column]) - starts
-        width = int(lengths.max(initial=0))
-        index = np.minimum(starts[:, None] + np.arange(width)[None, :], max(len(self.data) - 1, 0))
-        matrix = (
-            np.where(np.arange(width)[None, :] < lengths[:, None], self.data[index], 0)
-            if len(self.data)
-            else np.zeros((len(starts), 0), dtype=np.uint8)
-        )
-        return matrix.astype(np.uint8), lengths
+    def lengths(self, column: int) -> np.ndarray:
+        return self.ends[:, column] - self.starts[:, column]
 
     def hashes(self, column: int) -> np.ndarray:
-        """A 64-bit polynomial hash of each token (its length mixed in)."""
-        starts, lengths = self.starts[:, column], self.ends[:, column] - self.starts[:, column]
-        h = np.zeros(len(starts), dtype=np.uint64)
-        last = max(len(self.data) - 1, 0)
-        with np.errstate(over="ignore"):
-            for j in range(int(lengths.max(initial=0))):
-                byte = self.data[np.minimum(starts + j, last)].astype(np.uint64)
-                h = np.where(lengths > j, h * _P + byte + np.uint64(1), h)
-            h ^= lengths.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
-        return h.view(np.int64)
+        """A 64-bit hash of each token: equal tokens agree; a match is still confirmed with `same_bytes`."""
+        return _hash(self.raw, self.data, self.starts[:, column], self.lengths(column))
 
     def same_as_previous(self, column: int) -> np.ndarray:
         """Row i's token equals row i-1's, byte for byte (row 0: False)."""
-        matrix, lengths = self.matrix(column)
         same = np.zeros(self.rows, dtype=bool)
-        same[1:] = (lengths[1:] == lengths[:-1]) & (matrix[1:] == matrix[:-1]).all(axis=1)
+        if self.rows < 2:
+            return same
+        h, lengths = self.hashes(column), self.lengths(column)
+        candidate = np.flatnonzero((lengths[1:] == lengths[:-1]) & (h[1:] == h[:-1])) + 1
+        same[candidate] = same_bytes(self, column, candidate - 1, self, column, candidate)
         return same
 
     def floats(self, column: int, what: str) -> np.ndarray:
         """The column as numbers, exactly as `float()` reads them; a token that is no number is named."""
-        matrix, lengths = self.matrix(column)
-        digit = (matrix >= 48) & (matrix <= 57)
-        dot = matrix == 46
-        signed = (matrix[:, 0] == 45) | (matrix[:, 0] == 43) if matrix.shape[1] else np.zeros(self.rows, dtype=bool)
-        body = np.arange(matrix.shape[1])[None, :] < lengths[:, None]
-        if matrix.shape[1]:
-            body[:, 0] &= ~signed
-        n_digits = digit.sum(axis=1)
-        simple = ((digit | dot) | ~body).all(axis=1) & (dot.sum(axis=1) <= 1) & (n_digits >= 1) & (n_digits <= 15)
-        mantissa = np.zeros(self.rows, dtype=np.int64)
-        for j in range(matrix.shape[1]):
-            d = digit[:, j]
-            mantissa = np.where(d, mantissa * 10 + (matrix[:, j].astype(np.int64) - 48), mantissa)
-        after_dot = (np.cumsum(dot, axis=1) > 0) & digit
-        values = mantissa / _POW10[np.minimum(after_dot.sum(axis=1), 22)]
-        values = np.where(matrix[:, 0] == 45, -values, values) if matrix.shape[1] else values
+        starts, lengths = self.starts[:, column], self.lengths(column)
+        values = np.zeros(self.rows)
+        short = np.flatnonzero(lengths <= _NUMBER)
+        simple = np.zeros(self.rows, dtype=bool)
+        if len(short):
+            values[short], simple[short] = _simple_numbers(self.data, starts[short], lengths[short])
         for row in np.flatnonzero(~simple):
             token = self.text(column, [row])[0]
             try:
                 values[row] = float(token)
             except ValueError:
-                raise VxEvalError(f"{self.source}:{self.line_numbers[row]}: {what} '{token}' is not a number") from None
+                raise VxEvalError(
+                    f"{self.source}:{self.line_numbers[row]}: {what} {quoted(token)} is not a number"
+                ) from None
         return values
 
 
-def read_columns(path: Path, widths: tuple[int, ...], shape: str, what: str) -> Columns:
-    """Tokens of a file whose non-blank lines all hold one of `widths` fields (the first line decides)."""
+def _simple_numbers(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Values of tokens written as [sign] digits [. digits] (at most 15 digits), and which tokens are so."""
+    width = int(lengths.max(initial=0))
+    index = np.minimum(starts[:, None] + np.arange(width)[None, :], max(len(data) - 1, 0))
+    inside = np.arange(width)[None, :] < lengths[:, None]
+    matrix = np.where(inside, data[index], 0).astype(np.uint8) if len(data) else np.zeros((len(starts), 0), np.uint8)
+    digit = (matrix >= 48) & (matrix <= 57)
+    dot = matrix == 46
+    signed = (matrix[:, 0] == 45) | (matrix[:, 0] == 43) if width else np.zeros(len(starts), dtype=bool)
+    body = inside.copy()
+    if width:
+        body[:, 0] &= ~signed
+    n_digits = digit.sum(axis=1)
+    simple = ((digit | dot) | ~body).all(axis=1) & (dot.sum(axis=1) <= 1) & (n_digits >= 1) & (n_digits <= 15)
+    mantissa = np.zeros(len(starts), dtype=np.int64)
+    for j in range(width):
+        d = digit[:, j]
+        mantissa = np.where(d, mantissa * 10 + (matrix[:, j].astype(np.int64) - 48), mantissa)
+    after_dot = (np.cumsum(dot, axis=1) > 0) & digit
+    values = mantissa / _POW10[np.minimum(after_dot.sum(axis=1), 22)]
+    values = np.where(matrix[:, 0] == 45, -values, values) if width else values
+    return values, simple
+
+
+def _hash(raw: bytes, data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Short tokens: a polynomial hash in one vector pass per byte position, over the tokens at least that
+    long (sorted by length, so the passes read each byte once); long tokens: BLAKE2b, one by one."""
+    out = np.zeros(len(starts), dtype=np.uint64)
+    short = np.flatnonzero(lengths <= SHORT)
+    if len(short):
+        order = short[np.argsort(-lengths[short], kind="stable")]
+        s, n = starts[order], lengths[order]
+        h = np.zeros(len(order), dtype=np.uint64)
+        descending = -n
+        with np.errstate(over="ignore"):
+            for j in range(int(n[0]) if len(n) else 0):
+                m = int(np.searchsorted(descending, -j, side="left"))  # tokens longer than j
+                h[:m] = h[:m] * _P + data[s[:m] + j].astype(np.uint64) + np.uint64(1)
+            h ^= n.astype(np.uint64) * _MIX
+        out[order] = h
+    for row in np.flatnonzero(lengths > SHORT):
+        start = int(starts[row])
+        digest = hashlib.blake2b(raw[start : start + int(lengths[row])], digest_size=8).digest()
+        out[row] = np.frombuffer(digest, dtype=np.uint64)[0]
+    return out.view(np.int64)
+
+
+def same_bytes(a: Columns, a_col: int, a_rows: np.ndarray, b: Columns, b_col: int, b_rows: np.ndarray) -> np.ndarray:
+    """Row by row, whether a's token and b's token are the same bytes (in time linear in their lengths)."""
+    a_rows, b_rows = np.asarray(a_rows, dtype=np.int64), np.asarray(b_rows, dtype=np.int64)
+    la, lb = a.lengths(a_col)[a_rows], b.lengths(b_col)[b_rows]
+    same = la == lb
+    short = np.flatnonzero(same & (la <= SHORT))
+    if len(short):
+        sa, sb, n = a.starts[a_rows[short], a_col], b.starts[b_rows[short], b_col], la[short]
+        equal = np.ones(len(short), dtype=bool)
+        for j in range(int(n.max(initial=0))):
+            live = n > j
+            equal[live] &= a.data[sa[live] + j] == b.data[sb[live] + j]
+        same[short] = equal
+    for i in np.flatnonzero(same & (la > SHORT)):
+        same[i] = a.tokens(a_col, [a_rows[i]])[0] == b.tokens(b_col, [b_rows[i]])[0]
+    return same
+
+
+def read_columns(path: Path, layout: Layout) -> Columns:
+    """The kept tokens of the file at `path` (see `scan`)."""
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
-        raise VxEvalError(f"{what} {path} does not exist") from None
+        raise VxEvalError(f"{layout.what} {path} does not exist") from None
     except IsADirectoryError:
-        raise VxEvalError(f"{what} {path} is a folder, not a file") from None
-    return scan(raw, widths, shape, str(path))
+        raise VxEvalError(f"{layout.what} {path} is a folder, not a file") from None
+    except OSError as exc:
+        raise VxEvalError(f"{layout.what} {path} cannot be read ({exc.strerror or exc})") from None
+    return scan(raw, layout, str(path))
 
 
-def scan(raw: bytes, widths: tuple[int, ...], shape: str, source: str) -> Columns:
+def scan(raw: bytes, layout: Layout, source: str) -> Columns:
+    """Tokens of `raw`, blank and comment lines skipped, every line in the form most lines take."""
     data = np.frombuffer(raw, dtype=np.uint8)
     text = data > 32  # space, tab, CR, LF and other controls separate tokens
     edges = np.diff(text.view(np.int8), prepend=np.int8(0), append=np.int8(0))
     starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
+    del edges, text
     newlines = np.flatnonzero(data == 10)
-    before = np.searchsorted(starts, newlines)
-    per_line = np.diff(np.concatenate([[0], before, [len(starts)]]))
-    lines = np.flatnonzero(per_line)
-    counts = per_line[lines]
-    width = int(counts[0]) if len(counts) else widths[0]
-    bad = np.flatnonzero(counts != width)
-    if width not in widths or len(bad):
-        at = lines[bad[0]] if len(bad) and width in widths else lines[0]
-        raise VxEvalError(f"{source}:{at + 1}: expected '{shape}' ({per_line[at]} fields)")
-    shape2 = (len(lines), width)
-    return Columns(raw, data, starts.reshape(shape2), ends.reshape(shape2), source, lines + 1)
+    line_of = np.searchsorted(newlines, starts)  # 0-based line of each token
+    first = np.ones(len(starts), dtype=bool)
+    first[1:] = line_of[1:] != line_of[:-1]
+    comment = first & (data[starts] == 35) if len(starts) else first  # '#' opens a comment line
+    line_comment = np.zeros(len(newlines) + 1, dtype=bool)
+    line_comment[line_of[comment]] = True
+    keep = ~line_comment[line_of]
+    starts, ends, line_of, first = starts[keep], ends[keep], line_of[keep], first[keep]
+    heads = np.flatnonzero(first)
+    counts = np.diff(np.append(heads, len(starts)))
+    lines = line_of[heads]
+    form = _form_of(counts, layout)
+    bad = np.flatnonzero(~_fits(form, counts))
+    if len(bad):
+        at, count = int(bad[0]), int(counts[bad[0]])
+        expected = f"{form.fields}{' or more' if form.extra else ''}"
+        raise VxEvalError(
+            f"{source}:{lines[at] + 1}: a {layout.what} line is '{layout.shape}'"
+            + (f" (or {_other_forms(layout, form)})" if len(layout.forms) > 1 else "")
+            + f"; this line has {count} field{'s' * (count != 1)}, {expected} expected"
+        )
+    index = heads[:, None] + np.asarray(form.keep)[None, :]
+    return Columns(raw, data, starts[index], ends[index], source, lines + 1)
+
+
+def _fits(form: Form, counts: np.ndarray) -> np.ndarray:
+    return (counts == form.fields) | ((counts > form.fields) if form.extra else False)
+
+
+def _form_of(counts: np.ndarray, layout: Layout) -> Form:
+    """The form most lines take (the first listed on a tie, or for an empty file)."""
+    if not len(counts):
+        return layout.forms[0]
+    seen = Counter(counts.tolist())
+    return max(layout.forms, key=lambda f: sum(n for c, n in seen.items() if f.fits(c)))
+
+
+def _other_forms(layout: Layout, form: Form) -> str:
+    return ", ".join(f"{f.fields} fields" for f in layout.forms if f is not form)

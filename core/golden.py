@@ -11,7 +11,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from vx_eval.core.errors import GoldenError, did_you_mean
+from vx_eval.core.errors import GoldenError, brief, did_you_mean, quoted
+from vx_eval.core.jsonio import JsonInputError, read_json
 
 
 class GoldenRow(BaseModel):
@@ -125,9 +126,9 @@ def lint(raw: bytes) -> tuple[list[Defect], list[tuple[int, GoldenRow]]]:
         if not line.strip():
             continue
         try:
-            data = json.loads(line)
-        except json.JSONDecodeError as exc:
-            defects.append(Defect(number, exc.colno, f"invalid JSON: {exc.msg}"))
+            data = read_json(line)
+        except JsonInputError as exc:
+            defects.append(Defect(number, exc.column, exc.message))
             continue
         if not isinstance(data, dict):
             defects.append(Defect(number, None, 'each line is one JSON object: {"question": …, "expected": […]}'))
@@ -138,7 +139,7 @@ def lint(raw: bytes) -> tuple[list[Defect], list[tuple[int, GoldenRow]]]:
                     Defect(
                         number,
                         None,
-                        f"unknown field '{key}'{did_you_mean(key, FIELDS)} (fields: {', '.join(FIELDS)})",
+                        f"unknown field {quoted(key)}{did_you_mean(key, FIELDS)} (fields: {', '.join(FIELDS)})",
                     )
                 )
         known = {k: v for k, v in data.items() if k in FIELDS}
@@ -148,7 +149,7 @@ def lint(raw: bytes) -> tuple[list[Defect], list[tuple[int, GoldenRow]]]:
             for err in exc.errors():
                 where = ".".join(str(p) for p in err["loc"])
                 msg = err["msg"].removeprefix("Value error, ")
-                defects.append(Defect(number, None, f"{where}: {msg} (got {json.dumps(err.get('input'))[:60]})"))
+                defects.append(Defect(number, None, f"{where}: {msg} (got {brief(err.get('input'))})"))
             continue
         if row.question.strip():
             if not [u for u in row.expected if u.strip()] and not (row.reference or "").strip():
@@ -170,7 +171,7 @@ def lint(raw: bytes) -> tuple[list[Defect], list[tuple[int, GoldenRow]]]:
         row_id = row.id if row.id is not None else (default_id(row.question) if row.question.strip() else None)
         if row_id is not None:
             if row_id in ids:
-                defects.append(Defect(number, None, f"id '{row_id}' is already used on line {ids[row_id]}"))
+                defects.append(Defect(number, None, f"id {quoted(row_id)} is already used on line {ids[row_id]}"))
             else:
                 ids[row_id] = number
         rows.append((number, row))

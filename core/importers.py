@@ -6,12 +6,12 @@ names the line and what is wrong.
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
 from vx_eval.core.errors import GoldenError
 from vx_eval.core.golden import dump_rows
+from vx_eval.core.jsonio import JsonInputError, read_json
 from vx_eval.core.sources import read_qrels
 
 
@@ -32,7 +32,7 @@ def bedrock_golden_bytes(raw: bytes, source: str) -> tuple[bytes, int]:
         if not line.strip():
             continue
         try:
-            data = json.loads(line)
+            data = read_json(line)
             turns = data["conversationTurns"]
             if not isinstance(turns, list) or not turns:
                 raise ValueError("conversationTurns is empty")
@@ -50,8 +50,8 @@ def bedrock_golden_bytes(raw: bytes, source: str) -> tuple[bytes, int]:
                 if not row["reference"]:
                     raise ValueError(f"turn {turn_no} has no referenceResponses text to keep it until it is labelled")
                 rows.append(row)
-        except json.JSONDecodeError as exc:
-            raise GoldenError(f"{source}:{number}:{exc.colno}: invalid JSON: {exc.msg}") from None
+        except JsonInputError as exc:
+            raise GoldenError(f"{source}:{number}{f':{exc.column}' if exc.column else ''}: {exc.message}") from None
         except (KeyError, TypeError, ValueError) as exc:
             raise GoldenError(
                 f"{source}:{number}: not a Bedrock evaluation conversation ({exc}); each line is "

@@ -222,6 +222,33 @@ def parse(text: str) -> Measure:
     return Measure(definition, k, per_r)
 
 
+TREC_CUTOFFS = {
+    "p": (5, 10, 15, 20, 30, 100, 200, 500, 1000),
+    "recall": (5, 10, 15, 20, 30, 100, 200, 500, 1000),
+    "ndcg_cut": (5, 10, 15, 20, 30, 100, 200, 500, 1000),
+    "map_cut": (5, 10, 15, 20, 30, 100, 200, 500, 1000),
+    "success": (1, 5, 10),
+}
+"""trec_eval's measures with cut-offs, and the cut-offs it computes when a name comes without any."""
+_TREC_PARAMS = re.compile(r"^([A-Za-z_]+)\.(\d+(?:,\d+)*)$")
+
+
+def expand_trec(names: Iterable[str]) -> list[str]:
+    """trec_eval's ``-m`` syntax as measure names: ``P.5,10`` is P_5 and P_10, ``ndcg_cut`` alone its nine
+    default cut-offs (``success``: 1, 5, 10); every other name is kept as it is."""
+    out: list[str] = []
+    for name in names:
+        text = name.strip()
+        match = _TREC_PARAMS.match(text)
+        if match and match[1].lower() in TREC_CUTOFFS:
+            out += [f"{match[1]}_{k}" for k in match[2].split(",")]
+        elif text.lower() in TREC_CUTOFFS:
+            out += [f"{text}_{k}" for k in TREC_CUTOFFS[text.lower()]]
+        else:
+            out.append(text)
+    return out
+
+
 def check_metrics(names: Any, primary: Any, depth: int | None) -> list[tuple[tuple[Any, ...], str]]:
     """Problems with an ``evaluation:`` block's measures, each with its YAML location.
 

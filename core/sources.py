@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import hashlib
 import io
-import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from vx_eval.core.config import CorpusSource, GoldenSource, is_uri
 from vx_eval.core.engine import Document
-from vx_eval.core.errors import GoldenError, VxEvalError
+from vx_eval.core.errors import GoldenError, VxEvalError, brief, quoted
 from vx_eval.core.golden import GoldenSet, dump_rows, parse_golden
+from vx_eval.core.jsonio import JsonInputError, read_json
 from vx_eval.core.stores import Stores, join
 
 
@@ -85,10 +85,15 @@ def beir_golden_bytes(folder: str, split: str) -> bytes:
             if not line.strip():
                 continue
             try:
-                query = json.loads(line)
+                query = read_json(line)
                 qid, text = str(query["_id"]), query["text"]
-            except (json.JSONDecodeError, KeyError, TypeError) as exc:
-                raise GoldenError(f"{root / 'queries.jsonl'}:{number}: not a BEIR query ({exc})") from None
+            except JsonInputError as exc:
+                raise GoldenError(f"{root / 'queries.jsonl'}:{number}: {exc.message}") from None
+            except (KeyError, TypeError) as exc:
+                raise GoldenError(
+                    f"{root / 'queries.jsonl'}:{number}: not a BEIR query ({type(exc).__name__} {brief(exc.args)}); "
+                    'each line is {"_id": …, "text": …}'
+                ) from None
             judged = qrels.get(qid, {})
             expected = [doc for doc, grade in judged.items() if grade > 0]
             if expected:
@@ -116,12 +121,17 @@ class FileCorpus:
 
     def __iter__(self) -> Iterator[Document]:
         seen: set[str] = set()
-        for number, line in enumerate(io.StringIO(self.raw.decode("utf-8-sig")), start=1):
+        try:
+            text = self.raw.decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            line = self.raw[: exc.start].count(b"\n") + 1
+            raise CorpusError(f"{self.source}:{line}: not UTF-8 text; save the corpus as UTF-8") from None
+        for number, line in enumerate(io.StringIO(text), start=1):
             if not line.strip():
                 continue
             doc = self._parse(line, number)
             if doc.id in seen:
-                raise CorpusError(f"{self.source}:{number}: document id '{doc.id}' appears twice")
+                raise CorpusError(f"{self.source}:{number}: document id {quoted(doc.id)} appears twice")
             seen.add(doc.id)
             yield doc
 
@@ -133,18 +143,21 @@ class FileCorpus:
     def _parse(self, line: str, number: int) -> Document:
         where = f"{self.source}:{number}"
         try:
-            data = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise CorpusError(f"{where}:{exc.colno}: invalid JSON: {exc.msg}") from None
+            data = read_json(line)
+        except JsonInputError as exc:
+            raise CorpusError(f"{where}{f':{exc.column}' if exc.column else ''}: {exc.message}") from None
         if not isinstance(data, dict):
             raise CorpusError(f"{where}: each line is one JSON object with id and text")
         doc_id = data.get("id", data.get("_id"))
-        if doc_id is None or str(doc_id).strip() == "":
-            raise CorpusError(f'{where}: the document has no id (write "id": "…")')
-        pages = data.get("pages") or ()
-        text = data.get("text", "")
-        if not isinstance(text, str) or not all(isinstance(p, str) for p in pages):
+        if doc_id is None or isinstance(doc_id, dict | list | bool) or str(doc_id).strip() == "":
+            raise CorpusError(f'{where}: the document has no id (write "id": "…", a string or a number)')
+        pages = data.get("pages") or []
+        text = data.get("text") or ""
+        metadata = data.get("metadata") or {}
+        if not isinstance(pages, list) or not isinstance(text, str) or not all(isinstance(p, str) for p in pages):
             raise CorpusError(f"{where}: text must be a string and pages a list of strings")
+        if not isinstance(metadata, dict):
+            raise CorpusError(f"{where}: metadata must be an object of fields")
         if not text.strip() and not any(p.strip() for p in pages):
             text = ""  # an empty document is kept: it exists, it just cannot be found by its words
         return Document(
@@ -152,7 +165,7 @@ class FileCorpus:
             text=text or "\n\n".join(pages),
             title=str(data.get("title") or ""),
             pages=tuple(pages),
-            metadata=data.get("metadata") or {},
+            metadata=metadata,
         )
 
 
@@ -179,9 +192,9 @@ def read_corpus(source: CorpusSource | str, stores: Stores, keep: Iterable[str] 
             kept += 1
             continue
         try:
-            doc_id = json.loads(line)
+            doc_id = read_json(line)
             doc_id = str(doc_id.get("id", doc_id.get("_id")))
-        except (json.JSONDecodeError, AttributeError):
+        except (JsonInputError, AttributeError):
             raise CorpusError(f"{location}:{number}: each line is one JSON object with id and text") from None
         if doc_id in wanted:
             lines.append(line)

@@ -2,39 +2,43 @@
 
 Both files are read as byte columns (`core.columns`) and arranged into a `metrics.Batch` with numpy:
 documents are matched by 64-bit hashes and every match is confirmed byte for byte; ids are compared as
-text only where scores tie, to order those results as trec_eval does (id descending).
+bytes only where scores tie, to order those results as trec_eval does (id descending, strcmp order).
+
+What trec_eval refuses is refused here too, naming the lines: a document judged twice for one question,
+and a document listed twice in one question's run. What it reads in its own way is read the same way and
+said: a fractional grade is cut to a whole number (``1.5`` counts as 1), and a score that is no number
+(``nan``) sorts below every other with a warning, as does an empty run.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from vx_eval.core import metrics
-from vx_eval.core.columns import Columns, read_columns, scan
-from vx_eval.core.errors import GoldenError, VxEvalError
+from vx_eval.core.columns import QRELS, RUN, Columns, read_columns, same_bytes, scan
+from vx_eval.core.errors import GoldenError, VxEvalError, quoted
 
 DEFAULT_MEASURES = ("ndcg@10", "map", "recall@100", "mrr", "p@10")
-RUN_SHAPE = "qid Q0 doc rank score tag"
-QRELS_SHAPE = "qid 0 doc grade"
+QID, DOC, VALUE = 0, 1, 2  # the kept columns of both layouts
+SHOWN = 5  # lines named in a warning
 
 
 @dataclass(frozen=True)
 class Run:
-    """A TREC run: its columns, and which of them hold the question, the document and the score."""
+    """A TREC run: its (question, document, score) columns, and what reading it noticed."""
 
     columns: Columns
-    qid: int
-    doc: int
     scores: np.ndarray
+    warnings: tuple[str, ...] = ()
 
     @classmethod
     def of(cls, qids: Sequence[str], docs: Sequence[str], scores: Sequence[float]) -> Run:
         lines = "".join(f"{q} Q0 {d} 0 {s!r} run\n" for q, d, s in zip(qids, docs, scores, strict=True))
-        return _run(scan(lines.encode(), (6, 3), RUN_SHAPE, "run"))
+        return _run(scan(lines.encode(), RUN, "run"))
 
 
 @dataclass(frozen=True)
@@ -42,65 +46,113 @@ class Judgements:
     """Judged (question, document, grade) rows; questions in first-seen order."""
 
     columns: Columns
-    qid: int
-    doc: int
     grades: np.ndarray
     question_ids: list[str]
     rows_question: np.ndarray  # each row's index into question_ids
+    warnings: tuple[str, ...] = ()
 
     @classmethod
     def of(cls, qids: Sequence[str], docs: Sequence[str], grades: Sequence[float]) -> Judgements:
         lines = "".join(f"{q} 0 {d} {int(g)}\n" for q, d, g in zip(qids, docs, grades, strict=True))
-        return _judgements(scan(lines.encode(), (4, 3), QRELS_SHAPE, "qrels"), "qrels")
+        return _judgements(scan(lines.encode(), QRELS, "qrels"), "qrels")
+
+
+def _lines(columns: Columns, rows: np.ndarray) -> str:
+    numbers = [str(n) for n in columns.line_numbers[rows[:SHOWN]]]
+    return ", ".join(numbers) + (f" and {len(rows) - SHOWN} more" if len(rows) > SHOWN else "")
 
 
 def _run(columns: Columns) -> Run:
-    q, d, s = (0, 2, 4) if columns.starts.shape[1] == 6 else (0, 1, 2)
-    return Run(columns, q, d, columns.floats(s, "score") if columns.rows else np.zeros(0))
+    scores = columns.floats(VALUE, "score") if columns.rows else np.zeros(0)
+    warnings = []
+    if not columns.rows:
+        warnings.append(f"{columns.source} holds no results: every question scores 0")
+    nan = np.flatnonzero(np.isnan(scores))
+    if len(nan):
+        warnings.append(
+            f"{columns.source}: {len(nan)} score{'s are' if len(nan) > 1 else ' is'} not a number (nan, lines "
+            f"{_lines(columns, nan)}); they sort below every other result, where trec_eval's order is undefined"
+        )
+        scores = np.where(np.isnan(scores), -np.inf, scores)
+    return Run(columns, scores, tuple(warnings))
 
 
 def read_run(path: Path) -> Run:
-    """A TREC run (``qid Q0 doc rank score tag``; ``qid doc score`` is read too)."""
-    return _run(read_columns(path, (6, 3), RUN_SHAPE, "run file"))
+    """A TREC run (``qid Q0 doc rank score tag``, extra fields ignored; ``qid doc score`` is read too)."""
+    return _run(read_columns(path, RUN))
 
 
-def _groups(columns: Columns, column: int) -> tuple[np.ndarray, list[str]]:
+def _groups(columns: Columns) -> tuple[np.ndarray, list[str]]:
     """Rows come in stretches of one question id: where each stretch starts, and its id."""
     if not columns.rows:
         return np.zeros(0, dtype=np.int64), []
-    starts = np.flatnonzero(~columns.same_as_previous(column))
-    return starts, columns.text(column, starts)
+    starts = np.flatnonzero(~columns.same_as_previous(QID))
+    return starts, columns.text(QID, starts)
+
+
+def _row_questions(columns: Columns, index: dict[str, int]) -> np.ndarray:
+    """Each row's question number in `index` (-1 for a question it does not hold)."""
+    starts, ids = _groups(columns)
+    per_stretch = np.array([index.get(qid, -1) for qid in ids], dtype=np.int64)
+    return np.repeat(per_stretch, np.diff(np.concatenate([starts, [columns.rows]])))
 
 
 def _judgements(columns: Columns, source: str) -> Judgements:
+    if columns.rows and not columns.text(VALUE, [0])[0].lstrip("+-").replace(".", "", 1).isdigit():
+        columns = columns.select(np.arange(1, columns.rows))  # BEIR's header line: query-id corpus-id score
     if not columns.rows:
         raise GoldenError(f"{source} holds no judgements")
-    width = columns.starts.shape[1]
-    q, d, g = (0, 2, 3) if width == 4 else (0, 1, 2)
-    first_grade = columns.text(g, [0])[0]
-    if not first_grade.lstrip("-").isdigit():  # BEIR's header line: query-id corpus-id score
-        columns = Columns(
-            columns.raw, columns.data, columns.starts[1:], columns.ends[1:], columns.source, columns.line_numbers[1:]
+    values = columns.floats(VALUE, "grade")
+    if not np.isfinite(values).all():
+        bad = np.flatnonzero(~np.isfinite(values))
+        raise GoldenError(f"{source}:{columns.line_numbers[bad[0]]}: a grade is a whole number (0 = not relevant)")
+    grades = np.trunc(values)  # trec_eval reads grades with atol: 1.5 is 1
+    warnings = []
+    cut = np.flatnonzero(grades != values)
+    if len(cut):
+        warnings.append(
+            f"{source}: {len(cut)} grade{'s are' if len(cut) > 1 else ' is'} not whole (lines {_lines(columns, cut)}); "
+            "read as whole numbers (1.5 as 1), as trec_eval reads them"
         )
-        if not columns.rows:
-            raise GoldenError(f"{source} holds no judgements")
-    grades = columns.floats(g, "grade")
-    starts, ids = _groups(columns, q)
+    _, ids = _groups(columns)
     order = list(dict.fromkeys(ids))
-    index = {qid: i for i, qid in enumerate(order)}
-    per_stretch = np.array([index[qid] for qid in ids], dtype=np.int64)
-    rows_question = np.repeat(per_stretch, np.diff(np.concatenate([starts, [columns.rows]])))
-    return Judgements(columns, q, d, grades, order, rows_question)
+    rows_question = _row_questions(columns, {qid: i for i, qid in enumerate(order)})
+    _refuse_twice(columns, rows_question, "judged", source)
+    return Judgements(columns, grades, order, rows_question, tuple(warnings))
+
+
+def _refuse_twice(columns: Columns, question: np.ndarray, what: str, source: str) -> None:
+    """A document twice for one question is refused (as trec_eval refuses it), naming both lines."""
+    with np.errstate(over="ignore"):
+        pair = question * _MIX ^ columns.hashes(DOC)
+    order = np.argsort(pair, kind="stable")
+    twice = np.flatnonzero(pair[order][1:] == pair[order][:-1])
+    if not len(twice):
+        return
+    first, second = order[twice], order[twice + 1]
+    real = same_bytes(columns, DOC, first, columns, DOC, second) & (question[first] == question[second])
+    if real.any():
+        a, b = int(first[real][0]), int(second[real][0])
+        a, b = min(a, b), max(a, b)
+        doc, qid = columns.text(DOC, [a])[0], columns.text(QID, [a])[0]
+        raise VxEvalError(
+            f"{source}:{columns.line_numbers[b]}: document {quoted(doc)} is {what} twice for question "
+            f"{quoted(qid)} (lines {columns.line_numbers[a]} and {columns.line_numbers[b]}); trec_eval refuses "
+            "such a file: keep one line"
+        )
 
 
 def read_judgements(path: Path) -> Judgements:
     """TREC qrels (``qid 0 doc grade``), BEIR's ``query-id corpus-id score`` tsv, or a golden JSONL file."""
     try:
-        head = path.read_bytes()[:4096].lstrip()
+        with path.open("rb") as handle:
+            head = handle.read(4096).lstrip()
     except FileNotFoundError:
         raise VxEvalError(f"qrels file {path} does not exist") from None
     except IsADirectoryError:
         raise VxEvalError(f"qrels file {path} is a folder, not a file") from None
+    except OSError as exc:
+        raise VxEvalError(f"qrels file {path} cannot be read ({exc.strerror or exc})") from None
     if head[:1] == b"{":
         from vx_eval.core.golden import parse_golden  # pydantic is only paid for where a golden file is read
 
@@ -108,9 +160,8 @@ def read_judgements(path: Path) -> Judgements:
         rows = [(q.id, d, g) for q in questions for d, g in q.relevance().items()]
         if any(any(c.isspace() for c in f"{q}{d}") for q, d, _ in rows):
             raise VxEvalError(f"{path}: an id holds white space, which a TREC run cannot express")
-        judgements = Judgements.of([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows])
-        return judgements
-    return _judgements(read_columns(path, (4, 3), QRELS_SHAPE, "qrels file"), str(path))
+        return Judgements.of([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows])
+    return _judgements(read_columns(path, QRELS), str(path))
 
 
 @dataclass(frozen=True)
@@ -118,6 +169,8 @@ class Evaluation:
     measures: list[str]
     question_ids: list[str]
     values: np.ndarray  # questions x measures
+    warnings: tuple[str, ...] = field(default=())
+    """What reading the files noticed (see the module's docstring), for the caller to show."""
 
     def means(self) -> dict[str, float]:
         if not len(self.values):
@@ -135,37 +188,26 @@ def _trec_order(q: np.ndarray, score: np.ndarray) -> np.ndarray:
     return np.lexsort((-score, q))
 
 
-def _same_tokens(a: Columns, a_col: int, a_rows: np.ndarray, b: Columns, b_col: int, b_rows: np.ndarray) -> np.ndarray:
-    """Row by row, whether two tokens are the same bytes."""
-    ma, la = a.matrix(a_col, a_rows)
-    mb, lb = b.matrix(b_col, b_rows)
-    width = max(ma.shape[1], mb.shape[1])
-    ma = np.pad(ma, ((0, 0), (0, width - ma.shape[1])))
-    mb = np.pad(mb, ((0, 0), (0, width - mb.shape[1])))
-    return (la == lb) & (ma == mb).all(axis=1)
-
-
 def run_batch(judgements: Judgements, run: Run, threshold: int = 1) -> metrics.Batch:
     """The batch trec_eval scores: each judged question's results, score descending then doc id descending,
-    each doc once; questions of the run without judgements are left out."""
+    each doc once (a doc listed twice is refused); questions of the run without judgements are left out."""
     nq = len(judgements.question_ids)
-    index = {qid: i for i, qid in enumerate(judgements.question_ids)}
     j_q, j_grade = judgements.rows_question, judgements.grades
-    j_doc = judgements.columns.hashes(judgements.doc)
-    starts, ids = _groups(run.columns, run.qid)
-    per_stretch = np.array([index.get(qid, -1) for qid in ids], dtype=np.int64)
-    r_q = np.repeat(per_stretch, np.diff(np.concatenate([starts, [run.columns.rows]])))
+    j_doc = judgements.columns.hashes(DOC)
+    r_q = _row_questions(run.columns, {qid: i for i, qid in enumerate(judgements.question_ids)})
     r_line = np.flatnonzero(r_q >= 0)
     r_q, r_score = r_q[r_line], run.scores[r_line]
-    r_doc = run.columns.hashes(run.doc)[r_line] if len(r_line) else np.zeros(0, dtype=np.int64)
+    judged_part = run.columns.select(r_line)
+    _refuse_twice(judged_part, r_q, "listed", run.columns.source)
+    r_doc = judged_part.hashes(DOC) if len(r_line) else np.zeros(0, dtype=np.int64)
     order = _trec_order(r_q, r_score)
     same = (r_q[order][1:] == r_q[order][:-1]) & (r_score[order][1:] == r_score[order][:-1])
     tied = np.zeros(len(order), dtype=bool)
     tied[1:] |= same
     tied[:-1] |= same
-    if tied.any():  # within a tie, order by id descending: sort the tied stretches only
+    if tied.any():  # within a tie, order by id descending (as bytes, strcmp's order): sort the ties only
         at = np.flatnonzero(tied)
-        names = run.columns.text(run.doc, r_line[order[at]])
+        names = run.columns.tokens(DOC, r_line[order[at]])
         rank = {name: i for i, name in enumerate(sorted(set(names)))}
         codes = np.fromiter(map(rank.__getitem__, names), dtype=np.int64, count=len(names))
         stretch = np.cumsum(np.concatenate([[True], ~same]))[at]  # which tie each tied entry belongs to
@@ -174,23 +216,16 @@ def run_batch(judgements: Judgements, run: Run, threshold: int = 1) -> metrics.B
     with np.errstate(over="ignore"):
         pair = r_q * _MIX ^ r_doc
         j_pair = j_q * _MIX ^ j_doc
-    # one sort codes every (question, doc) pair of both files: judged ones get their grade, and a doc the
-    # run lists twice for a question shows in the counts
+    # one sort codes every (question, doc) pair of both files: judged ones get their grade
     _, codes = np.unique(np.concatenate([j_pair, pair]), return_inverse=True)
     j_code, r_code = codes[: len(j_pair)], codes[len(j_pair) :]
-    if np.bincount(r_code).max(initial=0) > 1:  # keep a doc's first (best) place only
-        _, first = np.unique(r_code, return_index=True)
-        first.sort()
-        r_q, r_line, r_code = r_q[first], r_line[first], r_code[first]
     slot = np.full(len(codes), -1, dtype=np.int64)
     slot[j_code] = np.arange(len(j_code))
     matched = slot[r_code]
     is_judged = matched >= 0
     hits = np.flatnonzero(is_judged)  # confirm each match byte for byte: a hash collision never counts
     if len(hits):
-        is_judged[hits] = _same_tokens(
-            run.columns, run.doc, r_line[hits], judgements.columns, judgements.doc, matched[hits]
-        )
+        is_judged[hits] = same_bytes(run.columns, DOC, r_line[hits], judgements.columns, DOC, matched[hits])
     grade = np.where(is_judged, j_grade[np.maximum(matched, 0)] if len(j_grade) else 0.0, 0.0)
     length = np.bincount(r_q, minlength=nq)
     rank = np.arange(len(r_q)) - np.concatenate([[0], np.cumsum(length)[:-1]])[r_q]
@@ -216,8 +251,10 @@ def run_batch(judgements: Judgements, run: Run, threshold: int = 1) -> metrics.B
 def evaluate_run(
     judgements: Judgements, run: Run, measure_names: Sequence[str] = DEFAULT_MEASURES, *, threshold: int = 1
 ) -> Evaluation:
-    """Every judged question scored (one without results scores 0), as ``trec_eval -c``."""
-    measures = [metrics.parse(name) for name in measure_names]
+    """Every judged question scored (one without results scores 0), as ``trec_eval -c``. Measure names may be
+    vx-eval's (``ndcg@10``) or trec_eval's own (``ndcg_cut.10``, ``P.5,10``, ``success``)."""
+    measures = [metrics.parse(name) for name in metrics.expand_trec(measure_names)]
     batch = run_batch(judgements, run, threshold)
     values = np.column_stack([m.compute(batch) for m in measures])
-    return Evaluation([m.name for m in measures], judgements.question_ids, values)
+    warnings = judgements.warnings + run.warnings
+    return Evaluation([m.name for m in measures], judgements.question_ids, values, warnings)

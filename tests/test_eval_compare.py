@@ -60,7 +60,7 @@ def test_eval_names_a_bad_line_or_a_missing_file(capsys, files, tmp_path):
     short = tmp_path / "short"
     short.write_text("q1 Q0 a 1 2.0 t\nq1 a\n")
     assert (
-        f"{short}:2: expected 'qid Q0 doc rank score tag' (2 fields)"
+        f"{short}:2: a run file line is 'qid Q0 doc rank score tag' (or 3 fields); this line has 2 fields, 6 or more expected"
         in call(capsys, "eval", str(files[0]), str(short))[2]
     )
     assert "run file" in call(capsys, "eval", str(files[0]), str(tmp_path / "nope"))[2]

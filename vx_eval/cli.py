@@ -539,6 +539,8 @@ def eval_command(
     evaluation = evaluate_run(
         read_judgements(qrels), read_run(run_file), measures or DEFAULT_MEASURES, threshold=threshold
     )
+    for warning in evaluation.warnings:
+        err.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False)
     means = evaluation.means()
     if as_json:
         if per_query:

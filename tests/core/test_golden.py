@@ -36,11 +36,11 @@ def test_lint_reports_every_defect_on_every_line_at_once():
         "g.jsonl:3: id 'q1' is already used on line 1",
         "g.jsonl:4:54: invalid JSON: Expecting property name enclosed in double quotes",
         "g.jsonl:5: question: Input should be a valid string (got 5)",
-        'g.jsonl:5: expected: Input should be a valid list (got "a")',
-        'g.jsonl:5: grades.a: Input should be a valid integer, unable to parse string as an integer (got "high")',
-        'g.jsonl:5: draft: Input should be a valid boolean, unable to interpret input (got "maybe")',
+        "g.jsonl:5: expected: Input should be a valid list (got 'a')",
+        "g.jsonl:5: grades.a: Input should be a valid integer, unable to parse string as an integer (got 'high')",
+        "g.jsonl:5: draft: Input should be a valid boolean, unable to interpret input (got 'maybe')",
         'g.jsonl:6: each line is one JSON object: {"question": …, "expected": […]}',
-        "g.jsonl:9: grades: grade of 'a' is 42; grades run from 0 (not relevant) to 3 or 5 (got {\"a\": 42})",
+        "g.jsonl:9: grades: grade of 'a' is 42; grades run from 0 (not relevant) to 3 or 5 (got {'a': 42})",
     ]
 
 
