@@ -20,7 +20,7 @@ import numpy as np
 from sklearn.metrics import cohen_kappa_score
 
 from vx_eval.core.config import load_config
-from vx_eval.core.judging import check_judge
+from vx_eval.core.judgecheck import check_judge
 from vx_eval.core.plugins import load_plugins
 from vx_eval.plugins.judges.cross_encoder import DEFAULT_CUT_POINTS
 
@@ -58,20 +58,20 @@ def main() -> None:
     started = time.perf_counter()
     result = check_judge(load_config(CONFIG, plugins), plugins, "cross-encoder", args.depth)
     took = time.perf_counter() - started
-    pairs = result["pairs"]
-    ids = sorted({p["id"] for p in pairs})
+    pairs = result.pairs
+    ids = sorted({p.id for p in pairs})
     fit_ids = set(ids[::2])
-    human = np.array([p["human"] for p in pairs])
-    logits = np.array([float(p["raw"]) for p in pairs])
-    on_fit = np.array([p["id"] in fit_ids for p in pairs])
+    human = np.array([p.human for p in pairs])
+    logits = np.array([float(p.raw or "nan") for p in pairs])
+    on_fit = np.array([p.id in fit_ids for p in pairs])
     cuts, fitted_kappa = fit(human[on_fit], logits[on_fit])
     middle = midpoints(human[on_fit], logits[on_fit])
-    agree, order = result["agreement"], result["order"]
-    print(f"judge check on {len(ids)} queries, {len(pairs)} pairs ({agree['assumed_zero']} ungraded = 0), {took:.0f} s")
+    agree, order = result.agreement, result.order
+    print(f"judge check on {len(ids)} queries, {len(pairs)} pairs ({agree.assumed_zero} ungraded = 0), {took:.0f} s")
     print(
-        f"  default cut points {list(DEFAULT_CUT_POINTS)}: kappa quadratic {agree['kappa_quadratic']:.3f}, "
-        f"linear {agree['kappa_linear']:.3f}, exact {agree['exact']:.1%}; Kendall's tau of {len(order['setups'])} "
-        f"setups {order['tau']:.3f}"
+        f"  default cut points {list(DEFAULT_CUT_POINTS)}: kappa quadratic {agree.kappa_quadratic:.3f}, "
+        f"linear {agree.kappa_linear:.3f}, exact {agree.exact:.1%}; Kendall's tau of {len(order.setups)} "
+        f"setups {order.tau:.3f}"
     )
     print(f"  fitted on {len(fit_ids)} queries: {list(cuts)} (kappa there {fitted_kappa:.3f})")
     held = ~on_fit

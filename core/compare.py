@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
+from pydantic import BaseModel
 
 from vx_eval.core import metrics, stats
 from vx_eval.core.config import is_uri
 from vx_eval.core.errors import VxEvalError
-from vx_eval.core.report import REPORT_NAME, runs_folder
+from vx_eval.core.history import read_report
+from vx_eval.core.report import REPORT_NAME
+from vx_eval.core.schema import Report, ReportError
+from vx_eval.core.schema import load_report as load_report_bytes
 from vx_eval.core.stores import Stores, join
 
 GATE = re.compile(
@@ -48,52 +50,72 @@ class Gate:
         return self.amount * abs(before) if self.relative else self.amount
 
 
-def load_report(ref: str, stores: Stores, runs_at: str) -> dict[str, Any]:
+class Change(BaseModel):
+    """One setup's change in one measure, over the questions both runs evaluated."""
+
+    setup: str
+    measure: str
+    questions: int
+    before: float
+    after: float
+    delta: float
+    ci: tuple[float, float]
+    p: float
+    p_holm: float = 1.0
+    significant: bool = False
+
+
+class Comparison(BaseModel):
+    before: str
+    after: str
+    golden_same: bool
+    questions: int
+    alpha: float
+    rows: list[Change]
+    only_before: list[str]
+    only_after: list[str]
+
+
+def load_report(ref: str, stores: Stores, runs_at: str) -> Report:
     """A report by path (the file or its run folder), by run id under `runs_at`, or ``latest`` there."""
-    candidates = []
     if is_uri(ref) or Path(ref).exists():
-        candidates = [ref] if ref.endswith(".json") else [join(ref, REPORT_NAME)]
-    else:
-        folder = runs_folder(runs_at)
-        if ref == "latest":
-            ids = sorted(Path(p).name for p in stores.list(folder))
-            if not ids:
-                raise VxEvalError(f"no runs under {folder}; pass --runs with the save_to of your config")
-            ref = ids[-1]
-        candidates = [join(folder, ref, REPORT_NAME)]
+        location = ref if ref.endswith(".json") else join(ref, REPORT_NAME)
+        return read_location(stores, location)
+    return read_report(stores, runs_at, ref)
+
+
+def read_location(stores: Stores, location: str) -> Report:
     try:
-        return json.loads(stores.read(candidates[0]))
-    except json.JSONDecodeError as exc:
-        raise VxEvalError(f"{candidates[0]} is not a vx-eval report ({exc})") from None
+        return load_report_bytes(stores.read(location), location)
+    except ReportError as exc:
+        raise VxEvalError(str(exc)) from None
 
 
 def compare_reports(
-    before: dict[str, Any],
-    after: dict[str, Any],
+    before: Report,
+    after: Report,
     *,
     allow_different_golden: bool = False,
     seed: int = 0,
     permutations: int = 10_000,
     bootstrap: int = 1000,
     alpha: float = 0.05,
-) -> dict[str, Any]:
+) -> Comparison:
     """Per setup present in both runs and per measure both scored: after - before over the questions both
     evaluated, a paired 95% interval, a paired randomization p-value, and Holm's correction per measure."""
-    if before["golden"]["sha256"] != after["golden"]["sha256"] and not allow_different_golden:
+    a_sha, b_sha = before.golden.sha256 or "", after.golden.sha256 or ""
+    if a_sha != b_sha and not allow_different_golden:
         raise VxEvalError(
-            f"the runs read different golden files ({before['golden']['sha256'][:12]}… and "
-            f"{after['golden']['sha256'][:12]}…): their questions differ, so their scores do not compare; "
-            "pass --allow-different-golden to compare the questions they share"
+            f"the runs read different golden files ({a_sha[:12]}… and {b_sha[:12]}…): their questions differ, so "
+            "their scores do not compare; pass --allow-different-golden to compare the questions they share"
         )
-    a_setups = {s["key"]: s for s in before["setups"]}
-    b_setups = {s["key"]: s for s in after["setups"]}
-    a_index = {q: i for i, q in enumerate(before["question_ids"])}
-    shared_q = [q for q in after["question_ids"] if q in a_index]
-    rows: list[dict[str, Any]] = []
+    a_setups, b_setups = before.by_key, after.by_key
+    a_index = {q: i for i, q in enumerate(before.question_ids)}
+    b_index = {q: i for i, q in enumerate(after.question_ids)}
+    shared_q = [q for q in after.question_ids if q in a_index]
+    rows: list[Change] = []
     for key in [k for k in b_setups if k in a_setups]:
-        a_pq, b_pq = a_setups[key].get("per_question", {}), b_setups[key].get("per_question", {})
-        a_metrics, b_metrics = a_pq.get("metrics", {}), b_pq.get("metrics", {})
-        b_index = {q: i for i, q in enumerate(after["question_ids"])}
+        a_metrics, b_metrics = a_setups[key].per_question.metrics, b_setups[key].per_question.metrics
         for measure in [m for m in b_metrics if m in a_metrics]:
             a = np.array([a_metrics[measure][a_index[q]] for q in shared_q], dtype=float)
             b = np.array([b_metrics[measure][b_index[q]] for q in shared_q], dtype=float)
@@ -103,46 +125,45 @@ def compare_reports(
                 continue
             lo, hi = stats.paired_bootstrap_ci(b, a, samples=bootstrap, seed=seed)
             rows.append(
-                {
-                    "setup": key,
-                    "measure": measure,
-                    "questions": len(a),
-                    "before": float(a.mean()),
-                    "after": float(b.mean()),
-                    "delta": float((b - a).mean()),
-                    "ci": [lo, hi],
-                    "p": stats.paired_randomization(b, a, samples=permutations, seed=seed),
-                }
+                Change(
+                    setup=key,
+                    measure=measure,
+                    questions=len(a),
+                    before=float(a.mean()),
+                    after=float(b.mean()),
+                    delta=float((b - a).mean()),
+                    ci=(lo, hi),
+                    p=stats.paired_randomization(b, a, samples=permutations, seed=seed),
+                )
             )
-    for measure in {r["measure"] for r in rows}:
-        family = [r for r in rows if r["measure"] == measure]
-        for row, adjusted in zip(family, stats.holm([r["p"] for r in family]), strict=True):
-            row["p_holm"] = adjusted
-            row["significant"] = adjusted < alpha
-    return {
-        "before": before["id"],
-        "after": after["id"],
-        "golden_same": before["golden"]["sha256"] == after["golden"]["sha256"],
-        "questions": len(shared_q),
-        "alpha": alpha,
-        "rows": rows,
-        "only_before": sorted(set(a_setups) - set(b_setups)),
-        "only_after": sorted(set(b_setups) - set(a_setups)),
-    }
+    for measure in {r.measure for r in rows}:
+        family = [i for i, r in enumerate(rows) if r.measure == measure]
+        for i, adjusted in zip(family, stats.holm([rows[i].p for i in family]), strict=True):
+            rows[i] = rows[i].model_copy(update={"p_holm": adjusted, "significant": adjusted < alpha})
+    return Comparison(
+        before=before.id,
+        after=after.id,
+        golden_same=a_sha == b_sha,
+        questions=len(shared_q),
+        alpha=alpha,
+        rows=rows,
+        only_before=sorted(set(a_setups) - set(b_setups)),
+        only_after=sorted(set(b_setups) - set(a_setups)),
+    )
 
 
-def failed_gates(comparison: dict[str, Any], gates: list[Gate]) -> list[str]:
+def failed_gates(comparison: Comparison, gates: list[Gate]) -> list[str]:
     """The gates a comparison trips: a drop beyond the tolerance AND significant after Holm's correction."""
     tripped = []
     for gate in gates:
-        rows = [r for r in comparison["rows"] if r["measure"] == gate.measure]
+        rows = [r for r in comparison.rows if r.measure == gate.measure]
         if not rows:
             raise VxEvalError(f"--fail-if names {gate.measure}, which neither run scored; add it to evaluation.metrics")
         for row in rows:
-            drop = row["before"] - row["after"]
-            if drop > gate.tolerance(row["before"]) and row["significant"]:
+            drop = row.before - row.after
+            if drop > gate.tolerance(row.before) and row.significant:
                 tripped.append(
-                    f"{row['setup']}: {gate.measure} dropped by {drop:.4f} ({row['before']:.4f} → {row['after']:.4f}, "
-                    f"p = {row['p_holm']:.4f} after Holm) — gate: {gate.text}"
+                    f"{row.setup}: {gate.measure} dropped by {drop:.4f} ({row.before:.4f} → {row.after:.4f}, "
+                    f"p = {row.p_holm:.4f} after Holm) — gate: {gate.text}"
                 )
     return tripped

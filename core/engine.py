@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 KEYWORD = "keyword"
 
@@ -140,8 +140,9 @@ class EngineHandle(Protocol):
         """Capability names setups compose over: ``keyword``, later ``dense:<model>`` and others."""
         ...
 
-    def describe(self) -> dict[str, Any]:
-        """``collection``, ``documents`` (count), ``models`` and ``version`` for the report."""
+    def describe(self) -> TargetDescription | Mapping[str, Any]:
+        """What the report says of this collection (see `TargetDescription`): ``collection``, ``documents``
+        (count), ``models``, ``version``, ``location``; engine-specific facts in ``details``."""
         ...
 
     def search(self, query: Query) -> list[Hit]:
@@ -161,6 +162,34 @@ class EngineHandle(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+class TargetDescription(BaseModel):
+    """What `EngineHandle.describe` says of an opened collection, for the report and the page. Engine-
+    specific facts go in `details`; a plain mapping with these keys (and others) is read too (`of`)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    collection: str | None = None
+    documents: int | None = None
+    chunks: int | None = None
+    models: list[str] = Field(default_factory=list)
+    version: str | None = None
+    location: str | None = None
+    """Where the engine answers: a URL without credentials, or a path."""
+    mode: str | None = None
+    indexed_at: str | None = None
+    corpus_sha256: str | None = None
+    fingerprint: str | None = None
+    settings: dict[str, Any] = Field(default_factory=dict)
+    details: dict[str, Any] = Field(default_factory=dict)
+
+    @classmethod
+    def of(cls, value: TargetDescription | Mapping[str, Any]) -> TargetDescription:
+        if isinstance(value, TargetDescription):
+            return value
+        known = {k: v for k, v in value.items() if k in cls.model_fields and k != "details"}
+        extra = {k: v for k, v in value.items() if k not in cls.model_fields}
+        return cls(**known, details={**dict(value.get("details") or {}), **extra})
 
 
 class EngineOptions(BaseModel):

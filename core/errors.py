@@ -81,3 +81,24 @@ def redact(text: str) -> str:
     for secret in sorted(_SECRETS, key=len, reverse=True):
         text = text.replace(secret, "***")
     return text
+
+
+def install_redacting_excepthook() -> None:
+    """Make the traceback of any uncaught exception (a bug) print with every remembered secret masked: a
+    client library's message may carry a password a server echoed back. Threads are covered too."""
+    import sys
+    import threading
+    import traceback
+
+    def show(kind: type[BaseException], value: BaseException, tb: object) -> None:
+        text = "".join(traceback.format_exception(kind, value, tb))  # type: ignore[arg-type]
+        sys.stderr.write(redact(text))
+
+    def show_thread(args: threading.ExceptHookArgs) -> None:
+        if args.exc_type is SystemExit:
+            return
+        sys.stderr.write(f"Exception in thread {args.thread.name if args.thread else '?'}:\n")
+        show(args.exc_type, args.exc_value or args.exc_type(), args.exc_traceback)
+
+    sys.excepthook = show
+    threading.excepthook = show_thread

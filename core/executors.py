@@ -24,11 +24,53 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import BaseModel
+
 from vx_eval.core.engine import Setup, reuse_allowed, server_time
 from vx_eval.core.errors import redact
+from vx_eval.core.schema import Result, ThroughputLevel
 from vx_eval.core.units import finest_unit, units_for
 
-Part = dict[str, list]
+
+class ShardPart(BaseModel):
+    """One setup's searches of one shard, question by question: what a checkpoint keeps."""
+
+    results: list[list[Result]]
+    times_ms: list[float | None]
+    server_ms: list[float | None]
+    errors: list[str | None]
+    workers: list[str | None]
+
+    @classmethod
+    def empty(cls, size: int) -> ShardPart:
+        return cls(
+            results=[[] for _ in range(size)],
+            times_ms=[None] * size,
+            server_ms=[None] * size,
+            errors=[None] * size,
+            workers=[None] * size,
+        )
+
+    def put(self, offset: int, searched: Searched, worker: str) -> None:
+        self.results[offset] = searched.results
+        self.times_ms[offset] = searched.ms
+        self.server_ms[offset] = searched.server_ms
+        self.errors[offset] = searched.error
+        self.workers[offset] = worker
+
+
+@dataclass(frozen=True)
+class Searched:
+    """One search as the run records it: the results, the time (None when not timed), what the service
+    said it spent, and the error (None when it worked)."""
+
+    results: list[Result]
+    ms: float | None
+    server_ms: float | None
+    error: str | None
+
+
+Part = ShardPart
 UnitOf = Callable[[str, Any], "str | None"]
 Work = list[tuple["Shard", list[Setup]]]
 """Each shard with the setups that still have to search it."""
@@ -44,8 +86,8 @@ def worker_name() -> str:
         return f"{socket.gethostname()}/{threading.current_thread().name}"
 
 
-def search_one(setup: Setup, text: str, depth: int, timing: bool, unit_of: UnitOf) -> tuple:
-    """One search as the run records it: (results, ms or None, server ms or None, error or None)."""
+def search_one(setup: Setup, text: str, depth: int, timing: bool, unit_of: UnitOf) -> Searched:
+    """One search as the run records it (see `Searched`)."""
     spent: list[float] = []
     server = server_time.set(spent)
     token = reuse_allowed.set(not timing)
@@ -54,17 +96,12 @@ def search_one(setup: Setup, text: str, depth: int, timing: bool, unit_of: UnitO
         hits = setup.search(text, depth)
         elapsed = (time.perf_counter() - start) * 1000 if timing else None
         results = [(unit_of(setup.target, h), float(h.score)) for h in hits[:depth]]
-        return results, elapsed, (sum(spent) if spent and timing else None), None
+        return Searched(results, elapsed, (sum(spent) if spent and timing else None), None)
     except Exception as exc:  # a failed search is a finding for that setup and question
-        return [], None, None, redact(f"{type(exc).__name__}: {exc}")
+        return Searched([], None, None, redact(f"{type(exc).__name__}: {exc}"))
     finally:
         reuse_allowed.reset(token)
         server_time.reset(server)
-
-
-def empty_part(size: int) -> Part:
-    return {"results": [[] for _ in range(size)], "times_ms": [None] * size, "server_ms": [None] * size,
-            "errors": [None] * size, "workers": [None] * size}  # fmt: skip
 
 
 @dataclass
@@ -103,24 +140,19 @@ class SerialExecutor(ShardByShard):
     def search(
         self, setups: Sequence[Setup], shard: Shard, unit_of: UnitOf, advance: Callable[[int], None]
     ) -> dict[str, Part]:
-        parts = {s.key: empty_part(len(shard.span)) for s in setups}
+        parts = {s.key: ShardPart.empty(len(shard.span)) for s in setups}
         me = worker_name()
         for offset, index in enumerate(shard.span):
             order = list(setups)
             random.Random(f"{shard.seed}:{index}").shuffle(order)
             for setup in order:
-                row = search_one(setup, shard.texts[offset], shard.depth, shard.timing(index), unit_of)
-                _put(parts[setup.key], offset, row, me)
+                searched = search_one(setup, shard.texts[offset], shard.depth, shard.timing(index), unit_of)
+                parts[setup.key].put(offset, searched, me)
                 advance(1)
         return parts
 
     def close(self) -> None:
         return None
-
-
-def _put(part: Part, offset: int, row: tuple, worker: str) -> None:
-    part["results"][offset], part["times_ms"][offset], part["server_ms"][offset], part["errors"][offset] = row
-    part["workers"][offset] = worker
 
 
 class RateLimit:
@@ -172,16 +204,16 @@ class ThreadExecutor(ShardByShard):
     def search(
         self, setups: Sequence[Setup], shard: Shard, unit_of: UnitOf, advance: Callable[[int], None]
     ) -> dict[str, Part]:
-        parts = {s.key: empty_part(len(shard.span)) for s in setups}
+        parts = {s.key: ShardPart.empty(len(shard.span)) for s in setups}
         lock = threading.Lock()
 
         def task(setup: Setup, offset: int, index: int) -> None:
             slot, limit = self._gate(setup.engine)
             with slot:
                 limit.wait()
-                row = search_one(setup, shard.texts[offset], shard.depth, shard.timing(index), unit_of)
+                searched = search_one(setup, shard.texts[offset], shard.depth, shard.timing(index), unit_of)
             with lock:
-                _put(parts[setup.key], offset, row, worker_name())
+                parts[setup.key].put(offset, searched, worker_name())
                 advance(1)
 
         futures = []
@@ -200,16 +232,28 @@ class ThreadExecutor(ShardByShard):
 
 # ---------------------------------------------------------------------------------------------- Dask
 
-_OPENED: dict[tuple[str, str], dict[str, Any]] = {}
+
+@dataclass
+class WorkerSetups:
+    """A worker's own opened setups for one config, and which of them it has warmed up."""
+
+    setups: dict[str, Setup]
+    unit_of: UnitOf
+    warm: set[str] = field(default_factory=set)
+
+
+_OPENED: dict[tuple[str, str], WorkerSetups] = {}
 _OPENED_LOCK = threading.Lock()
 
 
-def _worker_setups(config_path: str, config_sha: str, only: tuple[str, ...], skip: tuple[str, ...]) -> dict[str, Any]:
+def _worker_setups(config_path: str, config_sha: str, only: tuple[str, ...], skip: tuple[str, ...]) -> WorkerSetups:
     """This worker's targets and setups for a config, opened once per process and kept."""
     from vx_eval.core.config import load_config
+    from vx_eval.core.engine import SilentProgress
     from vx_eval.core.plugins import load_plugins
-    from vx_eval.core.run import RunOptions, enumerate_setups, open_targets
+    from vx_eval.core.selection import enumerate_setups
     from vx_eval.core.stores import Stores
+    from vx_eval.core.targets import open_targets
 
     key = (config_path, config_sha)
     with _OPENED_LOCK:
@@ -217,10 +261,10 @@ def _worker_setups(config_path: str, config_sha: str, only: tuple[str, ...], ski
             plugins = load_plugins()
             experiment = load_config(config_path, plugins)
             stores = Stores(plugins, options=experiment.stores)
-            targets = open_targets(experiment, plugins, stores, RunOptions().progress)
-            setups = enumerate_setups(targets, plugins, RunOptions(only=only, skip=skip))
+            targets = open_targets(experiment, plugins, stores, SilentProgress())
+            setups = enumerate_setups(targets, plugins, only, skip)
             units = units_for(experiment.config.evaluation.relevance_field, targets)
-            _OPENED[key] = {"setups": {s.key: s for s in setups}, "unit_of": units, "warm": set()}
+            _OPENED[key] = WorkerSetups({s.key: s for s in setups}, units)
         return _OPENED[key]
 
 
@@ -230,19 +274,15 @@ def dask_search_part(
     """A Dask task: one setup over one shard, on the worker's own targets (a first, untimed search warms the
     setup up in this process)."""
     opened = _worker_setups(config_path, config_sha, only, skip)
-    setup = opened["setups"][setup_key]
-    if setup_key not in opened["warm"]:
-        search_one(setup, shard.texts[0], shard.depth, False, opened["unit_of"])
-        opened["warm"].add(setup_key)
-    part = empty_part(len(shard.span))
+    setup = opened.setups[setup_key]
+    if setup_key not in opened.warm:
+        search_one(setup, shard.texts[0], shard.depth, False, opened.unit_of)
+        opened.warm.add(setup_key)
+    part = ShardPart.empty(len(shard.span))
     me = worker_name()
     for offset, index in enumerate(shard.span):
-        _put(
-            part,
-            offset,
-            search_one(setup, shard.texts[offset], shard.depth, shard.timing(index), opened["unit_of"]),
-            me,
-        )
+        searched = search_one(setup, shard.texts[offset], shard.depth, shard.timing(index), opened.unit_of)
+        part.put(offset, searched, me)
     return part
 
 
@@ -297,25 +337,23 @@ class DaskExecutor:
             self.cluster.close()
 
 
-def throughput(
-    setup: Setup, texts: Sequence[str], depth: int, concurrency: Sequence[int]
-) -> list[dict[str, float | int | None]]:
+def throughput(setup: Setup, texts: Sequence[str], depth: int, concurrency: Sequence[int]) -> list[ThroughputLevel]:
     """Queries a second and latency per search with `c` callers at once, for each `c` in `concurrency`:
     every text searched end to end (nothing reused), by `c` threads sharing the list."""
     return [_load(setup, texts, depth, callers) for callers in concurrency]
 
 
-def _load(setup: Setup, texts: Sequence[str], depth: int, callers: int) -> dict[str, float | int | None]:
+def _load(setup: Setup, texts: Sequence[str], depth: int, callers: int) -> ThroughputLevel:
     latencies: list[float] = []
     failed = 0
     lock = threading.Lock()
 
     def one(text: str) -> None:
         nonlocal failed
-        row = search_one(setup, text, depth, True, finest_unit)
+        searched = search_one(setup, text, depth, True, finest_unit)
         with lock:
-            if row[3] is None and row[1] is not None:
-                latencies.append(row[1])
+            if searched.error is None and searched.ms is not None:
+                latencies.append(searched.ms)
             else:
                 failed += 1
 
@@ -325,11 +363,11 @@ def _load(setup: Setup, texts: Sequence[str], depth: int, callers: int) -> dict[
             future.result()
     wall = time.perf_counter() - start
     ordered = sorted(latencies)
-    return {
-        "concurrency": callers,
-        "searches": len(texts),
-        "failed": failed,
-        "qps": round(len(latencies) / wall, 3) if wall > 0 else None,
-        "median_ms": round(ordered[len(ordered) // 2], 3) if ordered else None,
-        "p95_ms": round(ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))], 3) if ordered else None,
-    }
+    return ThroughputLevel(
+        concurrency=callers,
+        searches=len(texts),
+        failed=failed,
+        qps=round(len(latencies) / wall, 3) if wall > 0 else None,
+        median_ms=round(ordered[len(ordered) // 2], 3) if ordered else None,
+        p95_ms=round(ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))], 3) if ordered else None,
+    )

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
-import sqlite3
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -13,6 +11,7 @@ from typing import Any, ClassVar, Protocol
 import numpy as np
 
 from vx_eval.core.errors import EngineError, did_you_mean
+from vx_eval.core.keyed import KeyedCache, pair_key
 
 DENSE, RERANKER, LATE = "dense", "reranker", "late"
 
@@ -75,43 +74,20 @@ def maxsim(query: np.ndarray, documents: Sequence[np.ndarray]) -> np.ndarray:
     return np.array([float((query @ doc.T).max(axis=1).sum()) if len(doc) else 0.0 for doc in documents])
 
 
-class PairScores:
+class PairScores(KeyedCache):
     """Cross-encoder scores kept on disk by (model, question, passage text), across runs.
 
     Only searches whose time is not recorded read them (see `core.engine.reuse_allowed`); a timed search
     always runs its model, and writes what it computed here for the others.
     """
 
-    SCHEMA = "CREATE TABLE IF NOT EXISTS pairs (model TEXT, pair TEXT, score REAL, PRIMARY KEY (model, pair))"
+    key = staticmethod(pair_key)
 
-    def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.db = sqlite3.connect(path, timeout=60, check_same_thread=False)
-        self.db.executescript("PRAGMA journal_mode=WAL;" + self.SCHEMA)
-        self.lock = threading.Lock()
+    def scores(self, model: str, keys: Sequence[str]) -> dict[str, float]:
+        return {k: float(v) for k, v in self.values(model, keys).items()}
 
-    @staticmethod
-    def key(question: str, passage: str) -> str:
-        return hashlib.sha256(f"{question}\x00{passage}".encode()).hexdigest()[:32]
-
-    def get(self, model: str, keys: Sequence[str]) -> dict[str, float]:
-        found: dict[str, float] = {}
-        with self.lock:
-            for start in range(0, len(keys), 500):
-                batch = list(keys[start : start + 500])
-                marks = ",".join("?" * len(batch))
-                found.update(
-                    self.db.execute(
-                        f"SELECT pair, score FROM pairs WHERE model = ? AND pair IN ({marks})", [model, *batch]
-                    )
-                )
-        return found
-
-    def put(self, model: str, scores: dict[str, float]) -> None:
-        with self.lock, self.db:
-            self.db.executemany(
-                "INSERT OR REPLACE INTO pairs VALUES (?, ?, ?)", [(model, k, v) for k, v in scores.items()]
-            )
+    def keep(self, model: str, scores: dict[str, float]) -> None:
+        self.put(model, scores)
 
 
 @dataclass

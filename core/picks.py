@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Protocol
 
 EPS = 1e-9  # "within 4 points" is inclusive; floats must not turn 96 - 92 into 4.0000001
 
@@ -26,7 +26,8 @@ def ranked(rows: Sequence[Scored]) -> list[Scored]:
 
 
 def picks(rows: Sequence[Scored], *, balance: float, time: float, scale: float = 100.0) -> dict[str, str | None]:
-    """The three picks. `balance` and `time` are points on a 0-100 scale (the primary measure x `scale`)."""
+    """The three picks (by name: ``finds_the_most``, ``best_for_balance``, ``best_for_time``). `balance` and
+    `time` are points on a 0-100 scale (the primary measure x `scale`)."""
     eligible = [r for r in rows if not r.failed]
     if not eligible:
         return {"finds_the_most": None, "best_for_balance": None, "best_for_time": None}
@@ -59,34 +60,50 @@ def frontier(rows: Sequence[Scored]) -> list[str]:
     return [r.key for r in sorted(out, key=lambda r: (r.median_ms, -r.primary, r.key))]
 
 
-def neighbours(setups: Sequence[dict[str, Any]]) -> dict[str, list[dict[str, str]]]:
-    """For each setup, those one change away: another ranker, one model fewer or more, another engine."""
-    out: dict[str, list[dict[str, str]]] = {s["key"]: [] for s in setups}
+class Described(Protocol):
+    """What telling two setups apart needs: where, how, with which models, reranked by what."""
+
+    @property
+    def key(self) -> str: ...
+    @property
+    def target(self) -> str: ...
+    @property
+    def method(self) -> str: ...
+    @property
+    def models(self) -> Sequence[str]: ...
+    @property
+    def ranker(self) -> str | None: ...
+
+
+def neighbours(setups: Sequence[Described]) -> dict[str, list[tuple[str, str]]]:
+    """For each setup, those one change away (key, the change in words): another ranker, one model fewer
+    or more, the same search on another engine."""
+    out: dict[str, list[tuple[str, str]]] = {s.key: [] for s in setups}
     for a in setups:
         for b in setups:
             if a is b:
                 continue
             change = _one_change(a, b)
             if change:
-                out[a["key"]].append({"key": b["key"], "change": change})
+                out[a.key].append((b.key, change))
     return out
 
 
-def _one_change(a: dict[str, Any], b: dict[str, Any]) -> str | None:
-    same_target = a["target"] == b["target"]
-    same_models = set(a["models"]) == set(b["models"])
-    if same_target and a["method"] == b["method"] and same_models and a["ranker"] != b["ranker"]:
-        if b["ranker"] is None:
+def _one_change(a: Described, b: Described) -> str | None:
+    same_target = a.target == b.target
+    same_models = set(a.models) == set(b.models)
+    if same_target and a.method == b.method and same_models and a.ranker != b.ranker:
+        if b.ranker is None:
             return "the same search without the reranker"
-        if a["ranker"] is None:
-            return f"the same search reranked by {b['ranker']}"
-        return f"reranked by {b['ranker']} instead of {a['ranker']}"
-    if same_target and a["method"] == b["method"] and a["ranker"] == b["ranker"]:
-        extra, fewer = set(b["models"]) - set(a["models"]), set(a["models"]) - set(b["models"])
-        if len(fewer) == 1 and not extra and b["models"]:
+        if a.ranker is None:
+            return f"the same search reranked by {b.ranker}"
+        return f"reranked by {b.ranker} instead of {a.ranker}"
+    if same_target and a.method == b.method and a.ranker == b.ranker:
+        extra, fewer = set(b.models) - set(a.models), set(a.models) - set(b.models)
+        if len(fewer) == 1 and not extra and b.models:
             return f"one model fewer: without {next(iter(fewer))}"
-        if len(extra) == 1 and not fewer and a["models"]:
+        if len(extra) == 1 and not fewer and a.models:
             return f"one model more: with {next(iter(extra))}"
-    if not same_target and a["method"] == b["method"] and same_models and a["ranker"] == b["ranker"]:
-        return f"the same search on {b['target']}"
+    if not same_target and a.method == b.method and same_models and a.ranker == b.ranker:
+        return f"the same search on {b.target}"
     return None

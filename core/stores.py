@@ -45,6 +45,11 @@ class Store(Protocol):
         everything, and vx-eval never needs it to be correct (only tidy)."""
         ...
 
+    def inside(self, root: str, location: str) -> bool:
+        """Whether `location` really lies below `root` (a link may lead out of it). Optional: stores
+        without links (object stores) need not have it."""
+        ...
+
 
 class Fetcher(Protocol):
     """Any object that reads a location for the caller, around a client the caller built."""
@@ -120,6 +125,20 @@ class Stores:
             except Exception as exc:  # a caller's fetcher may raise anything: say whose it was
                 raise StoreError(f"the fetcher could not read {location}: {exc}") from exc
         return self.store_for(location).read(location)
+
+    def read_below(self, root: str, location: str) -> bytes:
+        """`read`, refused where `location` leads out of `root` (a link out of a local store)."""
+        store = self.store_for(location)
+        inside = getattr(store, "inside", None)
+        if self.fetcher is None and inside is not None and not inside(root, location):
+            raise StoreDenied(f"{location} leads out of {root} (a link); it is not read")
+        return self.read(location)
+
+    def list_below(self, root: str, prefix: str) -> list[str]:
+        """`list`, without the entries that lead out of `root`."""
+        store = self.store_for(prefix)
+        inside = getattr(store, "inside", None)
+        return [loc for loc in store.list(prefix) if inside is None or inside(root, loc)]
 
     def write(self, location: str, data: bytes) -> None:
         self.store_for(location).write(location, data)

@@ -33,7 +33,7 @@ class Outcome:
 
     @property
     def run_id(self) -> str | None:
-        return self.result.report["id"] if self.result else None
+        return self.result.report.id if self.result else None
 
 
 @dataclass
@@ -64,7 +64,7 @@ class Watcher:
                     report = read_report(stores, save_to, run_id)
                 except StoreError:  # unfinished or unreadable: looked at again next time
                     continue
-                self._runs[(save_to, run_id)] = (report.get("name"), (report.get("golden") or {}).get("sha256"))
+                self._runs[(save_to, run_id)] = (report.name, report.golden.sha256)
             if self._runs[(save_to, run_id)] == wanted:
                 return True
         return False

@@ -34,7 +34,9 @@ FLAGS = [
 def inputs() -> dict[str, str]:
     """Every file the picture depends on (path relative to the checkout) and its SHA-256."""
     files = [REPO / "configs" / "quickstart.yaml", *sorted((REPO / "configs" / "quickstart").glob("*.jsonl"))]
-    files += sorted(p for p in (REPO / "src" / "vx_eval" / "html").rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+    files += sorted(
+        p for p in (REPO / "src" / "vx_eval" / "html").rglob("*") if p.is_file() and "__pycache__" not in p.parts
+    )
     return {str(p.relative_to(REPO)): hashlib.sha256(p.read_bytes()).hexdigest() for p in files}
 
 

@@ -220,8 +220,13 @@ class Evaluations:
         self.root, self.runs, self.rich, self.quick = root, runs, rich, quick
 
     @property
-    def newest(self) -> dict:
+    def newest(self):
         return self.rich[-1]
+
+    @property
+    def newest_json(self) -> dict:
+        """The newest report as its JSON says it (what the server sends)."""
+        return self.newest.model_dump(mode="json")
 
 
 @pytest.fixture(scope="session")

@@ -22,4 +22,4 @@ def test_save_read_and_evaluate(project):
         save_golden(questions, target)
     result = evaluate(project.write_config(golden="mine.jsonl"), save=False)
     assert result.location is None
-    assert result.report["question_ids"] == ["a", "b"]
+    assert result.report.question_ids == ["a", "b"]

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from vx_eval import cli
 from vx_eval.cli import main
 
 from .conftest import quickstart_copy
@@ -185,6 +184,8 @@ def test_anything_but_a_user_error_is_a_bug_and_keeps_its_traceback(monkeypatch)
     def broken():
         raise RuntimeError("a bug")
 
-    monkeypatch.setattr(cli, "load_plugins", broken)
+    import vx_eval.core.plugins
+
+    monkeypatch.setattr(vx_eval.core.plugins, "load_plugins", broken)
     with pytest.raises(RuntimeError, match="a bug"):
         main(["plugins"])

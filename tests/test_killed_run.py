@@ -67,7 +67,7 @@ def test_a_killed_run_leaves_no_partial_report_and_resumes_to_the_same_measures(
     entries, total = list_runs(Stores(plugins), str(runs))
     assert total == 2
     killed = next(e for e in entries if e.id != expected["id"])
-    assert killed.status.startswith("incomplete: `vx-eval run CONFIG --resume ")
+    assert killed.status == "incomplete" and killed.reason.startswith("`vx-eval run CONFIG --resume ")
     assert not (runs / "retrieval" / "runs" / killed.id / "report.json").exists()  # no partial report
     finished = len(list((runs / "retrieval" / "runs" / killed.id / "checkpoints").glob("*.shard*.json")))
     assert 2 <= finished < QUESTIONS // 1000
@@ -83,26 +83,26 @@ def test_a_killed_run_leaves_no_partial_report_and_resumes_to_the_same_measures(
     assert ours["per_question"]["results"] == theirs["per_question"]["results"]
     assert not list((runs / "retrieval" / "runs" / killed.id).glob("checkpoints/*.json"))  # tidied away
     entries, _ = list_runs(Stores(plugins), str(runs))
-    assert [e.status for e in entries] == ["done", "done"]
+    assert [e.status for e in entries] == ["completed", "completed"]
 
 
 def test_resume_refuses_a_changed_golden_file_and_an_unknown_run(project, plugins):
-    from vx_eval.core.report import Checkpoints
+    from vx_eval.core.checkpoints import Checkpoints, Manifest
 
     config = project.write_config()
     done = vx("run", str(config), "--resume", "20260101T000000000000Z-abcdef", cwd=project.root)
     assert done.returncode == 2 and "no checkpoints of run '20260101T000000000000Z-abcdef'" in done.stderr
     started = Checkpoints(Stores(plugins), str(project.root / "runs"), "20260101T000000000000Z-aaaaaa")
     started.start(
-        {
-            "id": started.run_id,
-            "started_at": "2026-01-01T00:00:00+00:00",
-            "config_sha256": "x",
-            "golden_sha256": "y",
-            "setups": ["local.keyword"],
-            "shard_size": 50,
-            "questions": 5,
-        }
+        Manifest(
+            id=started.run_id,
+            started_at="2026-01-01T00:00:00+00:00",
+            config_sha256="x",
+            golden_sha256="y",
+            setups=["local.keyword"],
+            shard_size=50,
+            questions=5,
+        )
     )
     done = vx("run", str(config), "--resume", started.run_id, cwd=project.root)
     assert done.returncode == 2

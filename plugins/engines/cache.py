@@ -1,26 +1,18 @@
 """Embeddings kept by content: a vector (or token matrix) per (model, text), so nothing is embedded twice.
 
-The cache is its own SQLite file beside the index: rebuilding an index, or adding a setup over a model
-already used, reads the vectors back instead of running the model again.
+The cache is a `core.keyed.KeyedCache` file shared by every target of a run: rebuilding an index, or adding a
+setup over a model already used, reads the vectors back instead of running the model again.
 """
 
 from __future__ import annotations
 
-import hashlib
-import sqlite3
 from collections.abc import Sequence
-from pathlib import Path
 
 import numpy as np
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS dense (model TEXT NOT NULL, sha TEXT NOT NULL, vec BLOB NOT NULL, PRIMARY KEY (model, sha));
-CREATE TABLE IF NOT EXISTS late (model TEXT NOT NULL, sha TEXT NOT NULL, vec BLOB NOT NULL, PRIMARY KEY (model, sha));
-"""
+from vx_eval.core.keyed import KeyedCache, content_key
 
-
-def content_key(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
+__all__ = ["EmbeddingCache", "content_key", "dequantize", "quantize"]
 
 
 def quantize(tokens: np.ndarray) -> bytes:
@@ -32,32 +24,13 @@ def dequantize(blob: bytes, dim: int) -> np.ndarray:
     return np.frombuffer(blob, dtype=np.int8).reshape(-1, dim).astype(np.float32) / 127.0
 
 
-class EmbeddingCache:
-    def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.db = sqlite3.connect(path, timeout=60)
-        self.db.executescript("PRAGMA journal_mode=WAL;" + SCHEMA)
+class EmbeddingCache(KeyedCache):
+    """Vectors by content: a dense vector or an int8 token matrix per (model, text), as bytes."""
 
-    def get(self, table: str, model: str, keys: Sequence[str], *, keys_only: bool = False) -> dict[str, bytes]:
+    def vectors(self, table: str, model: str, keys: Sequence[str], *, keys_only: bool = False) -> dict[str, bytes]:
         """The stored vectors of these keys (with `keys_only`, which keys are stored, values left empty)."""
-        found: dict[str, bytes] = {}
-        unique = sorted(set(keys))
-        column = "NULL" if keys_only else "vec"
-        for start in range(0, len(unique), 500):
-            batch = unique[start : start + 500]
-            marks = ",".join("?" * len(batch))
-            rows = self.db.execute(
-                f"SELECT sha, {column} FROM {table} WHERE model = ? AND sha IN ({marks})", [model, *batch]
-            )
-            found.update(rows)
-        return found
+        found = self.get(f"{table}:{model}", keys, keys_only=keys_only)
+        return {k: (b"" if keys_only else v) for k, (v, _) in found.items()}
 
-    def put(self, table: str, model: str, items: dict[str, bytes]) -> None:
-        with self.db:
-            self.db.executemany(
-                f"INSERT OR REPLACE INTO {table} (model, sha, vec) VALUES (?, ?, ?)",
-                [(model, key, blob) for key, blob in items.items()],
-            )
-
-    def close(self) -> None:
-        self.db.close()
+    def keep(self, table: str, model: str, items: dict[str, bytes]) -> None:
+        self.put(f"{table}:{model}", items)

@@ -118,7 +118,7 @@ def _embed_missing(
     keys = [content_key(b) for b in bodies]
     known: set[str] = set()
     for start in range(0, len(keys), 2000):  # ask in slices: token matrices are large
-        known |= set(cache.get(table, name, keys[start : start + 2000], keys_only=True))
+        known |= set(cache.vectors(table, name, keys[start : start + 2000], keys_only=True))
     todo = list(dict.fromkeys(k for k in keys if k not in known))
     text_of = dict(zip(keys, bodies, strict=True))
     if todo:
@@ -127,7 +127,7 @@ def _embed_missing(
         for start in range(0, len(todo), EMBED_SLICE):
             batch = todo[start : start + EMBED_SLICE]
             vectors = encode([text_of[k] for k in batch])
-            cache.put(table, name, {k: serialise(v) for k, v in zip(batch, vectors, strict=True)})
+            cache.keep(table, name, {k: serialise(v) for k, v in zip(batch, vectors, strict=True)})
             advance(len(batch))
     return keys
 
@@ -137,7 +137,7 @@ def dense_matrix(cache: EmbeddingCache, name: str, bodies: Sequence[str], contex
     encoder = context.models.get(name, DENSE)
     to_bytes = lambda v: np.asarray(v, np.float32).tobytes()  # noqa: E731
     keys = _embed_missing(cache, "dense", name, bodies, context, encoder.encode_documents, to_bytes)
-    found = cache.get("dense", name, keys)
+    found = cache.vectors("dense", name, keys)
     return np.frombuffer(b"".join(found[k] for k in keys), dtype=np.float32).reshape(len(bodies), encoder.dim)
 
 
@@ -149,5 +149,5 @@ def token_matrices(
     encoder = context.models.get(name, LATE)
     keys = _embed_missing(cache, "late", name, bodies, context, encoder.encode_documents, quantize)
     for start in range(0, len(keys), slice_size):
-        found = cache.get("late", name, keys[start : start + slice_size])
+        found = cache.vectors("late", name, keys[start : start + slice_size])
         yield [found[k] for k in keys[start : start + slice_size]]

@@ -9,16 +9,14 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import sqlite3
-import threading
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from vx_eval.core.config import SecretRef
 from vx_eval.core.errors import ConfigError, EngineError
+from vx_eval.core.keyed import KeyedCache
 
 Message = dict[str, str]
 
@@ -81,30 +79,21 @@ class EndpointChat:
         return response.choices[0].message.content or ""
 
 
-class AnswerCache:
+class AnswerCache(KeyedCache):
     """Model answers by (model fingerprint, request): a rerun asks nothing again, an interrupted one resumes."""
 
-    def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(str(path), check_same_thread=False)
-        self._db.execute("CREATE TABLE IF NOT EXISTS answers (key TEXT PRIMARY KEY, answer TEXT)")
-        self._lock = threading.Lock()
+    SPACE = "answers"
 
     @staticmethod
     def key(model: str, messages: Sequence[Message], max_tokens: int) -> str:
         return hashlib.sha256(json.dumps([model, list(messages), max_tokens], sort_keys=True).encode()).hexdigest()
 
-    def get(self, key: str) -> str | None:
-        with self._lock:
-            row = self._db.execute("SELECT answer FROM answers WHERE key = ?", (key,)).fetchone()
-        return row[0] if row else None
+    def answer(self, key: str) -> str | None:
+        found = self.values(self.SPACE, [key])
+        return str(found[key]) if key in found else None
 
-    def put(self, key: str, answer: str) -> None:
-        with self._lock, self._db:
-            self._db.execute("INSERT OR REPLACE INTO answers VALUES (?, ?)", (key, answer))
-
-    def close(self) -> None:
-        self._db.close()
+    def keep(self, key: str, answer: str) -> None:
+        self.put(self.SPACE, {key: answer})
 
 
 class CachedChat:
@@ -119,12 +108,12 @@ class CachedChat:
 
     def complete(self, messages: Sequence[Message], max_tokens: int) -> str:
         key = AnswerCache.key(self.model.fingerprint(), messages, max_tokens)
-        if self.cache is not None and (known := self.cache.get(key)) is not None:
+        if self.cache is not None and (known := self.cache.answer(key)) is not None:
             return known
         answer = self.model.complete(messages, max_tokens)
         self.asked += 1
         if self.cache is not None:
-            self.cache.put(key, answer)
+            self.cache.keep(key, answer)
         return answer
 
 

@@ -80,13 +80,13 @@ class Reranker:
             passages = self.target.handle.passages(todo)
             stored = self.target.models.pair_scores
             keys = [PairScores.key(question, p) for p in passages]
-            known = stored.get(self.model, keys) if stored and reuse else {}
+            known = stored.scores(self.model, keys) if stored and reuse else {}
             missing = [i for i, key in enumerate(keys) if key not in known]
             if missing:
                 fresh = self.target.models.get(self.model, RERANKER).score(question, [passages[i] for i in missing])
                 computed = {keys[i]: float(s) for i, s in zip(missing, fresh, strict=True)}
                 if stored:
-                    stored.put(self.model, computed)
+                    stored.keep(self.model, computed)
                 known.update(computed)
             for hit, key in zip(todo, keys, strict=True):
                 self.scores[(question, _key(hit))] = known[key]

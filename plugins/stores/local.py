@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict
 
 from vx_eval import hookimpl
 from vx_eval.core.config import is_uri
+from vx_eval.core.errors import StoreError
 from vx_eval.core.stores import StoreDenied, StoreNotFound
 
 
@@ -52,6 +53,8 @@ class LocalStore:
             raise StoreNotFound(f"{path} is a folder, not a file") from None
         except PermissionError:
             raise StoreDenied(f"no permission to read {path}") from None
+        except OSError as exc:  # a name too long, a broken link loop, an I/O error
+            raise StoreError(f"cannot read {path}: {exc.strerror or exc}") from None
 
     def write(self, location: str, data: bytes) -> None:
         path = self._path(location)
@@ -60,6 +63,8 @@ class LocalStore:
             fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
         except PermissionError:
             raise StoreDenied(f"no permission to write in {path.parent}") from None
+        except OSError as exc:
+            raise StoreError(f"cannot write {path}: {exc.strerror or exc}") from None
         try:
             with os.fdopen(fd, "wb") as handle:
                 handle.write(data)
@@ -72,7 +77,15 @@ class LocalStore:
             raise
 
     def exists(self, location: str) -> bool:
-        return self._path(location).exists()
+        try:
+            return self._path(location).exists()
+        except OSError:  # a name too long to exist
+            return False
+
+    def inside(self, root: str, location: str) -> bool:
+        """Whether `location`, every link followed, is still below `root` (itself followed)."""
+        base = os.path.realpath(self._path(root))
+        return os.path.realpath(self._path(location)).startswith(base.rstrip(os.sep) + os.sep)
 
     def delete(self, location: str) -> None:
         path = self._path(location)

@@ -2,13 +2,23 @@
 
 from __future__ import annotations
 
-from importlib.metadata import PackageNotFoundError, version
-
-from vx_eval.core.hookspecs import hookimpl
-
-try:
-    __version__ = version("vx-eval")
-except PackageNotFoundError:  # running from a source tree that was never installed
-    __version__ = "0.0.0"
+from typing import Any
 
 __all__ = ["__version__", "hookimpl"]
+
+
+def __getattr__(name: str) -> Any:
+    """`hookimpl` and `__version__` on first use: the command line starts without pluggy or package
+    metadata, which only plugins and reports need."""
+    if name == "hookimpl":
+        from vx_eval.core.hookspecs import hookimpl
+
+        return hookimpl
+    if name == "__version__":
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            return version("vx-eval")
+        except PackageNotFoundError:  # running from a source tree that was never installed
+            return "0.0.0"
+    raise AttributeError(f"module 'vx_eval' has no attribute {name!r}")

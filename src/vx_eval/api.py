@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -14,10 +15,11 @@ from vx_eval.core.engine import SilentProgress
 from vx_eval.core.errors import ConfigError, GoldenError
 from vx_eval.core.golden import GoldenSet, Question, dump_rows, question_row
 from vx_eval.core.plugins import load_plugins
-from vx_eval.core.run import RunOptions, RunResult, open_targets, run_experiment
+from vx_eval.core.run import RunOptions, RunResult, run_experiment
 from vx_eval.core.sources import read_corpus
 from vx_eval.core.sources import read_golden as _read_golden
 from vx_eval.core.stores import Fetcher, Stores
+from vx_eval.core.targets import close_targets, open_targets
 from vx_eval.core.template import drafted, sample_units
 
 
@@ -70,8 +72,24 @@ def _collections(configs: Sequence[str | Path], plugins: Any, progress: Any) -> 
             collections += [(t.name, t.handle) for t in targets]
         yield collections
     finally:
-        for target in opened:
-            target.handle.close()
+        close_targets(opened)
+
+
+@dataclass(frozen=True)
+class WriteSummary:
+    """What `golden write` did on the way: the writer, how many drafts it tried, why others failed."""
+
+    writer: str
+    model: str
+    critic: str
+    accepted: int
+    passages: int
+    tries: int
+    asked: int | None
+    failed_checks: dict[str, int]
+    critic_refused: int
+    critic_unreadable: int
+    skipped_passages: dict[str, int]
 
 
 # Passages drawn for the questions wanted (three each, at least 40): some are unusable, many drafts fail.
@@ -88,7 +106,7 @@ def write_golden_rows(
     mix: Mapping[str, float] | None = None,
     threshold: int = 3,
     progress: Any = None,
-) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+) -> tuple[list[dict[str, Any]], WriteSummary]:
     """Questions drafted by a model writer from the collections of `configs` (the writer's options from the
     first), checked and judged by its critic; the rows (``draft: true``) and what happened on the way
     (tries, failed checks, refusals)."""
@@ -125,17 +143,20 @@ def write_golden_rows(
         outcome = write_questions(units, model, critic, settings, progress.start(f"Writing ({writer_plugin})", n))
     finally:
         cache.close()
-    summary = {
-        **writer.describe(),
-        "accepted": len(outcome.rows),
-        "passages": len(units),
-        "tries": outcome.tried,
-        "asked": getattr(model, "asked", None),
-        "failed_checks": outcome.failed_checks,
-        "critic_refused": outcome.critic_refused,
-        "critic_unreadable": outcome.critic_unreadable,
-        "skipped_passages": outcome.skipped_passages,
-    }
+    said = dict(writer.describe())
+    summary = WriteSummary(
+        writer=str(said.get("writer", writer_plugin)),
+        model=str(said.get("model", "")),
+        critic=str(said.get("critic", "")),
+        accepted=len(outcome.rows),
+        passages=len(units),
+        tries=outcome.tried,
+        asked=getattr(model, "asked", None),
+        failed_checks=dict(outcome.failed_checks),
+        critic_refused=outcome.critic_refused,
+        critic_unreadable=outcome.critic_unreadable,
+        skipped_passages=dict(outcome.skipped_passages),
+    )
     return outcome.rows, summary
 
 

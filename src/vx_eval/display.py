@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.markup import escape
@@ -16,6 +16,14 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 from rich.table import Table
+
+from vx_eval.format import fmt, fmt_ms, is_share
+
+if TYPE_CHECKING:
+    from vx_eval.core.compare import Comparison
+    from vx_eval.core.history import RunEntry
+    from vx_eval.core.judgecheck import JudgeCheck
+    from vx_eval.core.schema import JudgeInfo, Report
 
 PICK_TEXT = {
     "finds_the_most": "Finds the most",
@@ -63,44 +71,27 @@ class RichProgress:
         self.bars.console.print(f"[yellow]warning:[/] {escape(message)}", highlight=False)
 
 
-def is_share(metric: str) -> bool:
-    """Whether a measure is a share of questions or results, shown as a percentage."""
-    return metric.split("@")[0] in ("found", "hit", "recall", "p", "judged")
-
-
-def fmt(metric: str, value: float | None) -> str:
-    """A measure's value as the table and the page show it: 83.3% for shares, 0.729 otherwise."""
-    if value is None or value != value:  # None or NaN
-        return "–"
-    return f"{value * 100:.1f}%" if is_share(metric) else f"{value:.3f}"
-
-
-def fmt_ms(value: float | None) -> str:
-    """Milliseconds without the unit: 12.3 under 100, 1,026 above."""
-    return "–" if value is None else (f"{value:.1f}" if value < 100 else f"{value:,.0f}")
-
-
-def _interval(metric: str, ci: list[float] | None) -> str:
+def _interval(metric: str, ci: tuple[float, float] | None) -> str:
     if not ci:
         return ""
     lo, hi = ci
     return f" [dim][{lo * 100:.0f}–{hi * 100:.0f}][/]" if is_share(metric) else f" [dim][{lo:.3f}–{hi:.3f}][/]"
 
 
-def run_table(report: dict[str, Any]) -> Table:
-    settings = report["settings"]
-    primary = settings["primary"]
+def run_table(report: Report) -> Table:
+    settings = report.settings
+    primary = settings.primary
     lead = ["found@1", "found@10", "mrr"]
-    extra = [m for m in settings["metrics"] if m not in lead and not m.startswith("found@")]
-    columns = [m for m in lead if m in settings["metrics"]] + extra
-    many_targets = len(report["targets"]) > 1
-    skipped = any(s.get("counts", {}).get("skipped") for s in report["setups"])
+    extra = [m for m in settings.metrics if m not in lead and not m.startswith("found@")]
+    columns = [m for m in lead if m in settings.metrics] + extra
+    many_targets = len(report.targets) > 1
+    skipped = any(s.counts.skipped for s in report.setups)
     marks: dict[str, str] = {}
-    for pick, key in report["picks"].items():
+    for pick, key in report.picks.items():
         if key:
             marks[key] = marks.get(key, "") + PICK_MARK[pick]
     table = Table(
-        title=f"{report['name']}: {report['golden']['labelled']} questions, {len(report['setups'])} setups",
+        title=f"{report.name}: {report.golden.labelled} questions, {len(report.setups)} setups",
         title_justify="left",
         caption=f"\\[lo–hi]: 95% interval of {primary};  ≈ a paired test cannot tell it from the leader",
         caption_justify="left",
@@ -115,187 +106,190 @@ def run_table(report: dict[str, Any]) -> Table:
         table.add_column("skipped", justify="right")
     table.add_column("median ms", justify="right")
     table.add_column("p95 ms", justify="right")
-    server = any(s.get("server_ms") for s in report["setups"])  # a service that says its own time
+    server = any(s.server_ms for s in report.setups)  # a service that says its own time
     if server:
         table.add_column("server ms", justify="right")
-    for setup in report["setups"]:
-        label = f"{setup['label']} [dim]{setup['key']}[/]"
-        if setup["key"] in marks:
-            label = f"{marks[setup['key']]} {label}"
-        best = setup["key"] == report["picks"]["finds_the_most"]
-        rank = f"≈{setup['rank']}" if setup.get("tied_with_best") and not best else str(setup["rank"])
-        row = [rank, label] + ([setup["target"]] if many_targets else [])
-        if not setup["summary"]:
+    for setup in report.setups:
+        label = f"{escape(setup.label)} [dim]{escape(setup.key)}[/]"
+        if setup.key in marks:
+            label = f"{marks[setup.key]} {label}"
+        best = setup.key == report.picks.finds_the_most
+        rank = f"≈{setup.rank}" if setup.tied_with_best and not best else str(setup.rank)
+        row = [rank, label] + ([escape(setup.target)] if many_targets else [])
+        if not setup.scored:
             row += ["failed"] + [""] * (len(columns) + skipped + 1 + server)
         else:
             for m in columns:
-                cell = fmt(m, setup["summary"].get(m))
-                row.append(cell + _interval(m, setup["ci"].get(m)) if m == primary else cell)
+                cell = fmt(m, setup.summary.get(m))
+                row.append(cell + _interval(m, setup.ci.get(m)) if m == primary else cell)
             if skipped:
-                row.append(str(setup["counts"]["skipped"]))
-            row += [fmt_ms(setup["times_ms"]["median"]), fmt_ms(setup["times_ms"]["p95"])]
+                row.append(str(setup.counts.skipped))
+            row += [fmt_ms(setup.times_ms.median), fmt_ms(setup.times_ms.p95)]
             if server:
-                row.append(fmt_ms(setup["server_ms"]["median"]) if setup.get("server_ms") else "")
-        table.add_row(*row, style="red" if setup["error"] else None)
+                row.append(fmt_ms(setup.server_ms.median) if setup.server_ms else "")
+        table.add_row(*row, style="red" if setup.error else None)
     return table
 
 
-def pick_lines(report: dict[str, Any]) -> list[str]:
-    settings = report["settings"]
-    primary = settings["primary"]
-    by_key = {s["key"]: s for s in report["setups"]}
-    best_key = report["picks"]["finds_the_most"]
-    if best_key is None:
+def pick_lines(report: Report) -> list[str]:
+    settings = report.settings
+    primary = settings.primary
+    best = report.best
+    if best is None:
         return ["[red]No setup can be picked: every setup failed.[/]"]
-    best = by_key[best_key]
     lines = []
-    for pick, key in report["picks"].items():
-        setup = by_key[key]
-        name = f"{PICK_MARK[pick]} [bold]{PICK_TEXT[pick]}[/]: {setup['label']} [dim]({key})[/] — "
-        value = fmt(primary, setup["summary"][primary])
-        median = setup["times_ms"]["median"]
+    for pick, key in report.picks.items():
+        if key is None:
+            continue
+        setup = report.setup(key)
+        name = f"{PICK_MARK[pick]} [bold]{PICK_TEXT[pick]}[/]: {escape(setup.label)} [dim]({escape(key)})[/] — "
+        value = fmt(primary, setup.summary.get(primary))
+        median = setup.times_ms.median
         if pick == "finds_the_most":
             why = (
-                f"{primary} {value}, found@1 {fmt('found@1', setup['summary'].get('found@1'))}, "
-                f"median {fmt_ms(median)} ms"
+                f"{primary} {value}, found@1 {fmt('found@1', setup.summary.get('found@1'))}, median {fmt_ms(median)} ms"
             )
-        elif key == best_key:
-            points = settings["balance_points" if pick == "best_for_balance" else "time_points"]
+        elif key == best.key:
+            points = settings.balance_points if pick == "best_for_balance" else settings.time_points
             why = f"the same setup: nothing within {points:g} points of it is faster"
         else:
-            points = settings["balance_points" if pick == "best_for_balance" else "time_points"]
-            speedup = (best["times_ms"]["median"] or 0) / median if median else float("nan")
+            points = settings.balance_points if pick == "best_for_balance" else settings.time_points
+            speedup = (best.times_ms.median or 0) / median if median else float("nan")
             why = (
                 f"{primary} {value}, within {points:g} points of the most "
-                f"({fmt(primary, best['summary'][primary])}), {speedup:.1f}× faster ({fmt_ms(median)} ms)"
+                f"({fmt(primary, best.summary.get(primary))}), {speedup:.1f}× faster ({fmt_ms(median)} ms)"
             )
         lines.append(name + why)
     return lines
 
 
-def neighbour_lines(report: dict[str, Any]) -> list[str]:
+def neighbour_lines(report: Report) -> list[str]:
     """The setups one change away from each pick, in plain words, with what the change does to the primary."""
-    primary = report["settings"]["primary"]
-    by_key = {s["key"]: s for s in report["setups"]}
+    primary = report.settings.primary
+    by_key = report.by_key
     lines: list[str] = []
-    for key in dict.fromkeys(k for k in report["picks"].values() if k):
+    for key in dict.fromkeys(k for _, k in report.picks.items() if k):
         setup = by_key[key]
-        if not setup.get("neighbours"):
+        if not setup.neighbours:
             continue
-        lines.append(f"\nOne change away from {setup['label']}:")
-        base = setup["summary"].get(primary)
-        for near in setup["neighbours"]:
-            other = by_key[near["key"]]
-            value = other["summary"].get(primary)
+        lines.append(f"\nOne change away from {escape(setup.label)}:")
+        base = setup.summary.get(primary)
+        for near in setup.neighbours:
+            other = by_key[near.key]
+            value = other.summary.get(primary)
             if value is None or base is None:
-                lines.append(f"  {near['change']} ({near['key']}): failed")
+                lines.append(f"  {near.change} ({escape(near.key)}): failed")
                 continue
             change = f"{(value - base) * 100:+.1f} points" if is_share(primary) else f"{value - base:+.3f}"
             lines.append(
-                f"  {near['change']} ({near['key']}): {primary} {fmt(primary, value)} ({change}), "
-                f"median {fmt_ms(other['times_ms']['median'])} ms"
+                f"  {near.change} ({escape(near.key)}): {primary} {fmt(primary, value)} ({change}), "
+                f"median {fmt_ms(other.times_ms.median)} ms"
             )
     return lines
 
 
-def throughput_table(report: dict[str, Any]) -> Table | None:
+def throughput_table(report: Report) -> Table | None:
     """Queries a second and median latency per setup at each number of callers, where the run measured it."""
-    measured = [s for s in report["setups"] if s.get("throughput")]
+    measured = [s for s in report.setups if s.throughput]
     if not measured:
         return None
-    levels = [t["concurrency"] for t in measured[0]["throughput"]]
-    questions = measured[0]["throughput"][0]["searches"]
-    table = Table(title=f"throughput: {questions} questions, each searched end to end", title_justify="left")
+    first = measured[0].throughput or []
+    table = Table(title=f"throughput: {first[0].searches} questions, each searched end to end", title_justify="left")
     table.add_column("setup")
-    for level in levels:
-        table.add_column(f"{level} at once: q/s · median ms", justify="right")
+    for level in first:
+        table.add_column(f"{level.concurrency} at once: q/s · median ms", justify="right")
     for setup in measured:
         cells = [
-            f"{t['qps']:,.1f} · {fmt_ms(t['median_ms'])}" if t["qps"] is not None else "failed"
-            for t in setup["throughput"]
+            f"{t.qps:,.1f} · {fmt_ms(t.median_ms)}" if t.qps is not None else "failed" for t in setup.throughput or []
         ]
-        table.add_row(f"{setup['label']} [dim]{setup['key']}[/]", *cells)
+        table.add_row(f"{escape(setup.label)} [dim]{escape(setup.key)}[/]", *cells)
     return table
 
 
-def show_run(console: Console, report: dict[str, Any], location: str | None) -> None:
+def show_run(console: Console, report: Report, location: str | None) -> None:
     console.print(run_table(report))
     measured = throughput_table(report)
     if measured is not None:
         console.print(measured)
-    for setup in report["setups"]:
-        if setup["error"]:
-            console.print(f"[red]✗ {setup['key']}:[/] {setup['error']} (never picked)", highlight=False)
-    for note in report["missing_notes"]:
-        console.print(f"[yellow]missing:[/] {note}", highlight=False)
+    for setup in report.setups:
+        if setup.error:
+            console.print(f"[red]✗ {escape(setup.key)}:[/] {escape(setup.error)} (never picked)", highlight=False)
+    for note in report.missing_notes:
+        console.print(f"[yellow]missing:[/] {escape(note)}", highlight=False)
     console.print()
     for line in pick_lines(report):
         console.print(line, highlight=False)
     for line in neighbour_lines(report):
         console.print(line, highlight=False)
-    detectable = report.get("detectable_difference") or {}
-    if detectable and detectable.get("value") is None and report["picks"]["finds_the_most"]:
+    detectable = report.detectable_difference
+    if detectable.value is None and report.picks.finds_the_most:
         console.print(
-            f"\nEvery setup scored every question alike on {detectable['metric']}: these questions cannot tell the "
+            f"\nEvery setup scored every question alike on {detectable.metric}: these questions cannot tell the "
             "setups apart on it; add harder questions or choose another primary measure.",
             highlight=False,
         )
-    if detectable.get("value") is not None:
-        metric = detectable["metric"]
-        size = f"{detectable['value'] * 100:.1f} points" if is_share(metric) else f"{detectable['value']:.3f}"
+    if detectable.value is not None:
+        metric = detectable.metric
+        size = f"{detectable.value * 100:.1f} points" if is_share(metric) else f"{detectable.value:.3f}"
         console.print(
-            f"\nWith {report['golden']['labelled']} questions, differences in {metric} smaller than about {size} "
+            f"\nWith {report.golden.labelled} questions, differences in {metric} smaller than about {size} "
             "cannot be told from noise (paired test, 5%, 80% power).",
             highlight=False,
         )
     for line in graded_lines(report):
         console.print(line, highlight=False)
     if location:
-        console.print(f"\nReport: {location}", highlight=False)
+        console.print(f"\nReport: {escape(location)}", highlight=False)
 
 
-def graded_lines(report: dict[str, Any]) -> list[str]:
+def judge_line(judge: JudgeInfo) -> str:
+    """Who graded, in the words of the command line and the page."""
+    return judge.meaning or judge.model or judge.judge
+
+
+def graded_lines(report: Report) -> list[str]:
     """Databricks' dashboard in words: who grades, the best DCG@10, strongest, weakest and failed questions."""
-    dashboard = report.get("graded_questions") or {}
-    if not dashboard:
+    dashboard = report.graded_questions
+    if dashboard is None:
         return []
     lines = ["", "Graded relevance (0–3):"]
-    judge = report.get("judge")
+    judge = report.judge
     if judge:
-        came = judge["grades_from"]
+        came = judge.grades_from
         lines.append(
-            f"  grades in the top {judge['depth']}: {came['human']:,} from people, {came['judge']:,} from the "
-            f"{judge['judge']} judge ({judge.get('meaning') or judge.get('model')}); {judge['asked']:,} pairs asked, "
-            f"{judge['from_cache']:,} from its cache, {judge['unparsable']:,} answers unreadable (not taken as grades)"
+            f"  grades in the top {judge.depth}: {came.human:,} from people, {came.judge:,} from the "
+            f"{judge.judge} judge ({escape(judge_line(judge))}); {judge.asked:,} pairs asked, "
+            f"{judge.from_cache:,} from its cache, {judge.unparsable:,} answers unreadable (not taken as grades)"
         )
-    best = dashboard["best"]
-    setup = next(s for s in report["setups"] if s["key"] == best["key"])
-    g = setup["graded"]
-    strict = [k for k in g if k.startswith("p@") or k.startswith("mrr")]
-    lo, hi = g["ci"]["dcg@10"]
-    lines.append(
-        f"  best DCG@10 {best['dcg@10']:.3f} [{lo:.3f}, {hi:.3f}] by {best['label']} ({best['key']}); "
-        f"mean relevance@10 {g['mean_rel@10']:.2f}; " + "; ".join(f"{k} {g[k]:.3f}" for k in strict)
-    )
-    if dashboard["strongest"]:
-        lines.append("  strongest: " + ", ".join(f"{q['id']} ({q['dcg@10']:.2f})" for q in dashboard["strongest"]))
-    if dashboard["weakest"]:
-        lines.append("  weakest: " + ", ".join(f"{q['id']} ({q['dcg@10']:.2f})" for q in dashboard["weakest"]))
-    failed = dashboard["failed"]
+    best = dashboard.best
+    graded = report.setup(best.key).graded
+    if graded is not None:
+        lo, hi = graded.ci.get("dcg", (float("nan"), float("nan")))
+        strict = graded.strict_grade
+        lines.append(
+            f"  best DCG@10 {best.dcg:.3f} [{lo:.3f}, {hi:.3f}] by {escape(best.label)} ({escape(best.key)}); "
+            f"mean relevance@10 {graded.mean_rel or 0:.2f}; p@10 (grade ≥ {strict}) {graded.p_strict or 0:.3f}; "
+            f"mrr (grade ≥ {strict}) {graded.mrr_strict or 0:.3f}"
+        )
+    if dashboard.strongest:
+        lines.append("  strongest: " + ", ".join(f"{escape(q.id)} ({q.dcg:.2f})" for q in dashboard.strongest))
+    if dashboard.weakest:
+        lines.append("  weakest: " + ", ".join(f"{escape(q.id)} ({q.dcg:.2f})" for q in dashboard.weakest))
+    failed = dashboard.failed
     lines.append(
         f"  failed (first result graded 0 or ungraded): {len(failed)}"
-        + (": " + ", ".join(failed[:10]) + (" …" if len(failed) > 10 else "") if failed else "")
+        + (": " + ", ".join(escape(f) for f in failed[:10]) + (" …" if len(failed) > 10 else "") if failed else "")
     )
     return lines
 
 
-def show_comparison(console: Console, comparison: dict[str, Any], only: set[str]) -> None:
-    rows = [r for r in comparison["rows"] if not only or r["measure"] in only]
+def show_comparison(console: Console, comparison: Comparison, only: set[str]) -> None:
+    rows = [r for r in comparison.rows if not only or r.measure in only]
     table = Table(
-        title=f"{comparison['before']} → {comparison['after']}: {comparison['questions']} shared questions"
-        + ("" if comparison["golden_same"] else " (different golden files)"),
+        title=f"{comparison.before} → {comparison.after}: {comparison.questions} shared questions"
+        + ("" if comparison.golden_same else " (different golden files)"),
         title_justify="left",
-        caption=f"▲▼ significant after Holm's correction at {comparison['alpha']:g};  · no detectable change",
+        caption=f"▲▼ significant after Holm's correction at {comparison.alpha:g};  · no detectable change",
         caption_justify="left",
     )
     for column, justify in (
@@ -310,33 +304,33 @@ def show_comparison(console: Console, comparison: dict[str, Any], only: set[str]
     ):
         table.add_column(column, justify=justify)
     for r in rows:
-        mark = ("▲" if r["delta"] > 0 else "▼") if r["significant"] else "·"
-        style = ("green" if r["delta"] > 0 else "red") if r["significant"] else None
-        lo, hi = r["ci"]
+        mark = ("▲" if r.delta > 0 else "▼") if r.significant else "·"
+        style = ("green" if r.delta > 0 else "red") if r.significant else None
+        lo, hi = r.ci
         table.add_row(
-            r["setup"],
-            r["measure"],
-            f"{r['before']:.4f}",
-            f"{r['after']:.4f}",
-            f"{r['delta']:+.4f}",
+            escape(r.setup),
+            r.measure,
+            f"{r.before:.4f}",
+            f"{r.after:.4f}",
+            f"{r.delta:+.4f}",
             f"{lo:+.4f} … {hi:+.4f}",
-            f"{r['p_holm']:.4f}",
+            f"{r.p_holm:.4f}",
             mark,
             style=style,
         )
     console.print(table)
     for side, keys in (
-        ("only in the first run", comparison["only_before"]),
-        ("only in the second", comparison["only_after"]),
+        ("only in the first run", comparison.only_before),
+        ("only in the second", comparison.only_after),
     ):
         if keys:
-            console.print(f"Setups {side}: {', '.join(keys)}", highlight=False)
+            console.print(f"Setups {side}: {escape(', '.join(keys))}", highlight=False)
 
 
-def runs_table(entries: list[Any], total: int, offset: int, save_to: str) -> Table:
+def runs_table(entries: list[RunEntry], total: int, offset: int, save_to: str) -> Table:
     """`vx-eval runs list`: one row a run, newest first."""
     shown = f"{offset + 1}–{offset + len(entries)} of {total}" if entries else f"none of {total}"
-    table = Table(title=f"runs at {save_to} ({shown})", title_justify="left")
+    table = Table(title=f"runs at {escape(save_to)} ({shown})", title_justify="left")
     for name, justify in (("run", "left"), ("name", "left"), ("collections", "left"), ("golden", "left")):
         table.add_column(name, justify=justify)
     table.add_column("questions", justify="right")
@@ -344,9 +338,11 @@ def runs_table(entries: list[Any], total: int, offset: int, save_to: str) -> Tab
     table.add_column("picks (most · balance · time)")
     for e in entries:
         picks = " · ".join(str(e.picks.get(k) or "–") for k in ("finds_the_most", "best_for_balance", "best_for_time"))
-        status = "" if e.status in (None, "done") else f" [red]{escape(str(e.status))}[/]"
+        status = "" if e.status in (None, "completed") else f" [red]{escape(str(e.status))}[/]"
+        if e.reason:
+            status += f" [dim]({escape(e.reason)})[/]"
         table.add_row(
-            e.id + status,
+            escape(e.id) + status,
             escape(e.name),
             escape(", ".join(e.collections)),
             (e.golden_sha256 or "–")[:12],
@@ -357,42 +353,41 @@ def runs_table(entries: list[Any], total: int, offset: int, save_to: str) -> Tab
     return table
 
 
-def show_judge_check(console: Console, result: dict[str, Any]) -> None:
+def show_judge_check(console: Console, result: JudgeCheck) -> None:
     """`vx-eval judge check`: agreement with people, the confusion matrix, the setups' order both ways."""
-    judge, agree, order = result["judge"], result["agreement"], result["order"]
+    judge, agree, order = result.judge, result.agreement, result.order
     console.print(
-        f"Judge {judge['judge']} ({judge.get('meaning') or judge.get('model')}) on {agree['pairs']:,} (question, "
-        f"result) pairs in the top {judge['depth']} of every setup; {agree['assumed_zero']:,} of them carry no human "
-        "grade and count as 0.",
+        f"Judge {judge.judge} ({escape(judge_line(judge))}) on {agree.pairs:,} (question, result) pairs in the top "
+        f"{judge.depth} of every setup; {agree.assumed_zero:,} of them carry no human grade and count as 0.",
         highlight=False,
     )
-    if not agree["pairs"]:
+    if not agree.pairs:
         console.print("No pair has a human grade to compare with: label some questions first.", highlight=False)
         return
     console.print(
-        f"Weighted Cohen's kappa: {agree['kappa_linear']:.3f} linear, {agree['kappa_quadratic']:.3f} quadratic; "
-        f"the same grade on {agree['exact']:.1%} of pairs.",
+        f"Weighted Cohen's kappa: {agree.kappa_linear:.3f} linear, {agree.kappa_quadratic:.3f} quadratic; "
+        f"the same grade on {agree.exact:.1%} of pairs.",
         highlight=False,
     )
     table = Table(title="people's grade (rows) against the judge's (columns)")
     table.add_column("")
     for g in range(4):
         table.add_column(f"judge {g}", justify="right")
-    for g, row in enumerate(agree["confusion"]):
+    for g, row in enumerate(agree.confusion):
         table.add_row(f"people {g}", *(f"{n:,}" for n in row))
     console.print(table)
-    if order["tau"] is None:
+    if order.tau is None:
         console.print("One setup only: no order to compare.", highlight=False)
         return
     console.print(
         f"Kendall's tau between the setups ordered by DCG@10 on people's grades and on the judge's: "
-        f"{order['tau']:.3f} (p = {order['p']:.3g}, {len(order['setups'])} setups).",
+        f"{order.tau:.3f} (p = {order.p:.3g}, {len(order.setups)} setups).",
         highlight=False,
     )
     ranks = Table()
     ranks.add_column("setup")
     ranks.add_column("DCG@10, people", justify="right")
     ranks.add_column("DCG@10, judge", justify="right")
-    for row in order["setups"]:
-        ranks.add_row(row["key"], f"{row['dcg@10 human']:.3f}", f"{row['dcg@10 judge']:.3f}")
+    for row in order.setups:
+        ranks.add_row(escape(row.key), f"{row.dcg_human:.3f}", f"{row.dcg_judge:.3f}")
     console.print(ranks)

@@ -28,8 +28,8 @@ def test_a_thread_pool_gives_the_serial_measures(project, plugins):
         project.write_config(evaluation={"metrics": ["found@10", "mrr", "ndcg@10"], "depth": 10, "shard_size": 2}),
         plugins,
     )
-    serial = run_experiment(config, plugins, RunOptions(save=False)).report
-    threaded = run_experiment(config, plugins, RunOptions(save=False, executor="thread")).report
+    serial = run_experiment(config, plugins, RunOptions(save=False)).report.model_dump(mode="json")
+    threaded = run_experiment(config, plugins, RunOptions(save=False, executor="thread")).report.model_dump(mode="json")
     assert measures(threaded) == measures(serial)
     (setup,) = threaded["setups"]
     assert sum(w["searches"] for w in setup["workers"].values()) == 5
@@ -85,8 +85,10 @@ def dask_cluster(tmp_path_factory) -> str:
 def test_a_dask_cluster_gives_the_serial_measures_with_each_workers_times(project, plugins, dask_cluster):
     path = project.write_config(evaluation={"metrics": ["found@10", "mrr", "ndcg@10"], "depth": 10, "shard_size": 1})
     config = load_config(path, plugins)
-    serial = run_experiment(config, plugins, RunOptions(save=False)).report
-    distributed = run_experiment(config, plugins, RunOptions(save=True, executor="dask", address=dask_cluster)).report
+    serial = run_experiment(config, plugins, RunOptions(save=False)).report.model_dump(mode="json")
+    distributed = run_experiment(
+        config, plugins, RunOptions(save=True, executor="dask", address=dask_cluster)
+    ).report.model_dump(mode="json")
     assert measures(distributed) == measures(serial)
     (setup,) = distributed["setups"]
     assert all(name.startswith("tcp://127.0.0.1:") for name in setup["workers"])
@@ -98,7 +100,7 @@ def test_a_throughput_pass_measures_queries_a_second_at_each_level(project, plug
     from vx_eval.cli import main
 
     path = project.write_config(evaluation={"metrics": ["found@10"], "depth": 10, "throughput": [1, 4]})
-    report = run_experiment(load_config(path, plugins), plugins, RunOptions(save=False)).report
+    report = run_experiment(load_config(path, plugins), plugins, RunOptions(save=False)).report.model_dump(mode="json")
     (setup,) = report["setups"]
     assert [t["concurrency"] for t in setup["throughput"]] == [1, 4]
     assert all(

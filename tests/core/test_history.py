@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 import pytest
@@ -10,12 +11,13 @@ from vx_eval.core.errors import StoreError
 from vx_eval.core.history import golden_bytes, list_runs, read_report
 from vx_eval.core.stores import StoreNotFound, Stores
 
+GOLDEN = b"old name\n"
 OLD = {  # a report as format 1 wrote it before `collections`, `status` and `server_ms` existed
     "format": 1,
     "id": "20250101T000000000000Z-aaaaaa",
     "name": "policies",
     "created_at": "2025-01-01T00:00:00+00:00",
-    "golden": {"sha256": "ab" * 32, "questions": 3},
+    "golden": {"sha256": hashlib.sha256(GOLDEN).hexdigest(), "questions": 3},
     "targets": {"Local": {"collection": "policies", "documents": 3}, "Azure": {"documents": 3}},
     "picks": {"finds_the_most": "local.keyword", "best_for_balance": None, "best_for_time": None},
     "setups": [{"key": "local.keyword"}],
@@ -36,9 +38,10 @@ def test_an_older_report_is_read_with_its_collections_taken_from_its_targets(tmp
     stores = Stores(plugins)
     entries, total = list_runs(stores, str(tmp_path))
     assert total == 3 and [e.id[:8] for e in entries] == ["20250103", "20250102", "20250101"]
-    assert entries[0].status.startswith("unreadable: ") and "not a readable report" in entries[0].status
-    assert entries[2].collections == ["Azure", "policies"] and entries[2].status == "done"
-    assert read_report(stores, str(tmp_path), OLD["id"])["setups"][0]["server_ms"] is None
+    assert entries[0].status == "unreadable" and "not a readable report" in entries[0].reason
+    assert entries[2].collections == ["Azure", "policies"] and entries[2].status == "completed"
+    old = read_report(stores, str(tmp_path), OLD["id"])
+    assert old.setups[0].server_ms is None and old.setups[0].target == "local" and old.setups[0].method == "keyword"
     page, _ = list_runs(stores, str(tmp_path), limit=1, offset=1)
     assert [e.id for e in page] == ["20250102T000000000000Z-bbbbbb"]
 
@@ -54,8 +57,12 @@ def test_missing_runs_and_golden_copies_are_named(tmp_path, plugins):
     with pytest.raises(StoreNotFound, match="is not kept at"):
         golden_bytes(stores, str(tmp_path), read_report(stores, str(tmp_path), "latest"))
     (tmp_path / "golden").mkdir()
-    (tmp_path / "golden" / f"{'ab' * 32}.jsonl").write_bytes(b"old name\n")  # where older versions kept it
-    assert golden_bytes(stores, str(tmp_path), read_report(stores, str(tmp_path), "latest")) == b"old name\n"
+    sha = OLD["golden"]["sha256"]
+    (tmp_path / "golden" / f"{sha}.jsonl").write_bytes(GOLDEN)  # where older versions kept it
+    assert golden_bytes(stores, str(tmp_path), read_report(stores, str(tmp_path), "latest")) == GOLDEN
+    (tmp_path / "golden" / f"{sha}.jsonl").write_bytes(b"changed\n")  # no longer the file the run read
+    with pytest.raises(StoreError, match="is not the file the run read"):
+        golden_bytes(stores, str(tmp_path), read_report(stores, str(tmp_path), "latest"))
     newer = {**OLD, "id": "20990101T000000000000Z-ffffff", "format": 99}
     put(tmp_path, newer)
     with pytest.raises(StoreError, match="written by a newer vx-eval"):

@@ -85,7 +85,9 @@ def test_a_labelled_row_beside_unlabelled_ones_is_the_only_one_scored(project, p
     data, _ = bedrock_golden_bytes(BEDROCK, "bedrock.jsonl")
     labelled = b'{"id": "w", "question": "How much is a wire transfer?", "expected": ["wire"]}\n'
     (project.root / "golden.jsonl").write_bytes(data + labelled)
-    report = run_experiment(load_config(project.write_config(), plugins), plugins, RunOptions(save=False)).report
+    report = run_experiment(
+        load_config(project.write_config(), plugins), plugins, RunOptions(save=False)
+    ).report.model_dump(mode="json")
     assert report["golden"]["labelled"] == 1 and report["golden"]["unlabelled"] == 3
     assert report["question_ids"] == ["w"]
 

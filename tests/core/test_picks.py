@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 from vx_eval.core.picks import Scored, frontier, neighbours, picks, ranked
 
 
@@ -50,7 +52,7 @@ def test_frontier_keeps_what_nothing_beats_on_both():
 
 def test_neighbours_are_one_change_away():
     def setup(key, target="Local", method="hybrid", models=("minilm",), ranker=None):
-        return {"key": key, "target": target, "method": method, "models": list(models), "ranker": ranker}
+        return SimpleNamespace(key=key, target=target, method=method, models=list(models), ranker=ranker)
 
     setups = [
         setup("h"),
@@ -61,9 +63,9 @@ def test_neighbours_are_one_change_away():
     ]
     near = neighbours(setups)
     assert near["h"] == [
-        {"key": "h-rr", "change": "the same search reranked by ms-marco"},
-        {"key": "h2", "change": "one model more: with bge"},
-        {"key": "q-h", "change": "the same search on Qdrant"},
+        ("h-rr", "the same search reranked by ms-marco"),
+        ("h2", "one model more: with bge"),
+        ("q-h", "the same search on Qdrant"),
     ]
-    assert near["h2"] == [{"key": "h", "change": "one model fewer: without bge"}]
+    assert near["h2"] == [("h", "one model fewer: without bge")]
     assert near["kw"] == []

@@ -50,7 +50,7 @@ def with_setups(*providers):
 
 def test_a_run_writes_a_complete_report_and_keeps_the_golden_file(project, plugins):
     result, progress = run(project.write_config(), plugins)
-    report = result.report
+    report = result.report.model_dump(mode="json")
     assert result.location == str(project / "runs" / "retrieval" / "runs" / report["id"] / "report.json")
     assert json.loads(Path(result.location).read_text()) == report
     golden_raw = (project / "golden.jsonl").read_bytes()
@@ -65,6 +65,7 @@ def test_a_run_writes_a_complete_report_and_keeps_the_golden_file(project, plugi
         "unlabelled": 0,
         "drafts": 0,
         "max_grade": 2,  # q4 grades its document 2: a graded run
+        "graded": 1,  # one question of five grades above 1
     }
     assert report["question_ids"] == ["q1", "q2", "q3", "q4", "q5"]
     assert report["targets"]["Local"]["documents"] == 6
@@ -86,7 +87,7 @@ def test_a_run_writes_a_complete_report_and_keeps_the_golden_file(project, plugi
 
 
 def test_the_report_holds_no_question_or_document_text(project, plugins):
-    report = json.dumps(run(project.write_config(), plugins)[0].report)
+    report = json.dumps(run(project.write_config(), plugins)[0].report.model_dump(mode="json"))
     for text in ("postpone a loan payment", "wildfire", "Expedited access", "Credit losses"):
         assert text not in report
 
@@ -97,7 +98,7 @@ def test_missing_documents_are_warned_recorded_and_their_questions_stay(project,
     rows[1]["expected"] = ["emergency-fund", "gone"]
     (project / "golden.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     result, progress = run(project.write_config(), plugins)
-    report = result.report
+    report = result.report.model_dump(mode="json")
     assert report["missing"] == {
         "Local": {"documents": ["gone", "renamed-deferment"], "questions": ["q1"], "partly": ["q2"]}
     }
@@ -129,7 +130,7 @@ class FlakySetups:
 
 
 def test_failing_setups_are_reported_with_their_error_and_never_picked(project):
-    report = run(project.write_config(), with_setups(FlakySetups))[0].report
+    report = run(project.write_config(), with_setups(FlakySetups))[0].report.model_dump(mode="json")
     by_key = {s["key"]: s for s in report["setups"]}
     graph, flaky = by_key["local.graph"], by_key["local.flaky"]
     assert graph["error"] == "warm-up search failed: RuntimeError: graph was never built"
@@ -138,7 +139,7 @@ def test_failing_setups_are_reported_with_their_error_and_never_picked(project):
     assert flaky["per_question"]["status"] == ["evaluated", "evaluated", "evaluated", "failed", "evaluated"]
     assert flaky["per_question"]["times_ms"][3] is None
     assert set(report["picks"].values()) == {"local.keyword"}
-    assert report["status"] == "done"
+    assert report["status"] == "completed"
 
 
 class RecordingSetups:
@@ -241,7 +242,7 @@ def test_relevance_field_grades_by_value_and_skips_questions_without_it(project,
             {"id": "hours", "question": "branches opening hours", "expected": ["loans"]},
         ],
     )
-    report = run(config, plugins)[0].report
+    report = run(config, plugins)[0].report.model_dump(mode="json")
     setup = report["setups"][0]
     per_q = setup["per_question"]
     assert per_q["results"][0][:2] == [
@@ -262,7 +263,7 @@ def test_a_run_in_which_every_question_skips_fails_instead_of_scoring_zeros(proj
     from vx_eval.cli import main
 
     config = grouped_project(project, [{"id": "hours", "question": "branches opening hours", "expected": ["x"]}])
-    report = run(config, plugins)[0].report
+    report = run(config, plugins)[0].report.model_dump(mode="json")
     setup = report["setups"][0]
     assert report["status"] == "failed" and set(report["picks"].values()) == {None}
     assert setup["summary"] == {} and setup["error"].startswith("every question was skipped or failed; first: none of")
@@ -291,7 +292,7 @@ def test_setups_a_paired_test_cannot_tell_from_the_leader_are_marked_tied(tmp_pa
     from ..conftest import quickstart_copy
 
     config = quickstart_copy(tmp_path, shared_cache)
-    report = run(config, with_setups(CopySetups), save=False)[0].report
+    report = run(config, with_setups(CopySetups), save=False)[0].report.model_dump(mode="json")
     by_key = {s["key"]: s for s in report["setups"]}
     assert by_key[report["picks"]["finds_the_most"]]["tied_with_best"]
     twin = by_key["local.copy"] if report["picks"]["finds_the_most"] == "local.keyword" else by_key["local.keyword"]

@@ -19,7 +19,7 @@ def files(tmp_path, qrels: str, run: str):
 
 
 def test_a_document_judged_twice_is_refused_naming_both_lines(tmp_path):
-    q, r = files(tmp_path, "q1 0 d1 1\nq1 0 d2 1\nq1 0 d3 1\nq1 0 d3 0\n", "q1 Q0 d1 1 3 r\n")
+    q, _ = files(tmp_path, "q1 0 d1 1\nq1 0 d2 1\nq1 0 d3 1\nq1 0 d3 0\n", "q1 Q0 d1 1 3 r\n")
     with pytest.raises(VxEvalError) as caught:
         read_judgements(q)
     assert str(caught.value) == (
@@ -46,7 +46,7 @@ def test_nan_scores_sort_last_with_a_warning_naming_the_line(tmp_path, capsys):
     q, r = files(tmp_path, "q1 0 d1 1\nq1 0 d2 1\n", "q1 Q0 d1 1 nan r\nq1 Q0 x 2 1 r\nq1 Q0 d2 3 0.5 r\n")
     evaluation = evaluate_run(read_judgements(q), read_run(r), ["mrr"])
     assert evaluation.means()["mrr"] == 0.5  # x, then d2 at rank 2: d1's nan sorts last
-    code, out, err = call(capsys, "eval", str(q), str(r), "-m", "mrr")
+    code, _, err = call(capsys, "eval", str(q), str(r), "-m", "mrr")
     assert code == 0 and "warning: " in err and "1 score is not a number (nan, lines 1)" in err
 
 

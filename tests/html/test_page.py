@@ -8,9 +8,10 @@ import math
 import re
 from html.parser import HTMLParser
 
-from vx_eval.core.history import read_report, same_questions, upgrade
+from vx_eval.core.history import read_report, same_questions
+from vx_eval.core.schema import Report, load_report
 from vx_eval.core.stores import Stores
-from vx_eval.display import fmt
+from vx_eval.format import fmt
 from vx_eval.html import page_for
 from vx_eval.html.render import render_page
 from vx_eval.html.view import graded_view, setup_views
@@ -63,18 +64,18 @@ def test_the_page_needs_no_network_and_holds_the_reports_picks_and_numbers(evalu
     assert not page.find("link", rel="stylesheet")
     assert all(attrs.get("src") is None for tag, attrs in page.tags if tag == "script")
     assert "@import" not in html and "url(" not in html
-    for pick, key in report["picks"].items():
+    for pick, key in report.picks.items():
         (card,) = page.find("div", **{"data-pick": pick})
         assert card["data-key"] == key
-    primary = report["settings"]["primary"]
+    primary = report.settings.primary
     rows = {a["data-key"]: a for a in page.find("tr") if a.get("data-key")}
-    assert list(rows) == [s["key"] for s in sorted(report["setups"], key=lambda s: s["rank"])]
-    for setup in report["setups"]:
+    assert list(rows) == [s.key for s in sorted(report.setups, key=lambda s: s.rank)]
+    for setup in report.setups:
         shown = re.search(
-            rf'<tr data-key="{re.escape(setup["key"])}".*?data-metric="{primary}">([^<]+)<', html, re.S
+            rf'<tr data-key="{re.escape(setup.key)}".*?data-metric="{primary}">([^<]+)<', html, re.S
         ).group(1)
-        assert shown == fmt(primary, setup["summary"][primary])
-    assert page.text_by_id["golden-questions"] == str(report["golden"]["questions"])
+        assert shown == fmt(primary, setup.summary[primary])
+    assert page.text_by_id["golden-questions"] == str(report.golden.questions)
     assert "cannot be found there: q-oslo" in html  # the missing-document note, in the CLI's words
 
 
@@ -82,12 +83,11 @@ def test_the_chart_has_one_mark_per_timed_setup_and_the_frontier_in_speed_order(
     report = evaluations.newest
     page = Page(render_page(report))
     marks = [a["data-key"] for a in page.find("g") if "mark" in (a.get("class") or "").split()]
-    assert sorted(marks) == sorted(s["key"] for s in report["setups"] if s["error"] is None)
+    assert sorted(marks) == sorted(s.key for s in report.setups if s.error is None)
     (frontier,) = page.find("polyline", **{"class": "frontier"})
-    by_key = {s["key"]: s for s in report["setups"]}
     keys = frontier["data-keys"].split(",")
-    assert sorted(keys) == sorted(report["frontier"])
-    times = [by_key[k]["times_ms"]["median"] for k in keys]
+    assert sorted(keys) == sorted(report.frontier)
+    times = [report.setup(k).times_ms.median for k in keys]
     assert times == sorted(times)
     xs = [float(p.split(",")[0]) for p in frontier["points"].split()]
     assert xs == sorted(xs)
@@ -96,60 +96,60 @@ def test_the_chart_has_one_mark_per_timed_setup_and_the_frontier_in_speed_order(
 def test_every_setup_has_its_own_page_with_place_times_neighbours_and_history(evaluations):
     report = evaluations.newest
     earlier = same_questions(Stores(_plugins()), str(evaluations.runs), report)
-    assert [r["id"] for r in earlier] == [r["id"] for r in [*evaluations.quick, *evaluations.rich[:-1]]]
+    assert [r.id for r in earlier] == [r.id for r in [*evaluations.quick, *evaluations.rich[:-1]]]
     views = {v.key: v for v in setup_views(report, earlier)}
     html = render_page(report, earlier)
     page = Page(html)
-    for setup in report["setups"]:
-        view = views[setup["key"]]
+    for setup in report.setups:
+        view = views[setup.key]
         (section,) = page.find("section", id=view.anchor)
-        assert section["data-key"] == setup["key"]
-        assert math.isclose(view.place, 1 / setup["summary"]["mrr"])
-        assert sum(n for _, n, _ in view.positions) == setup["counts"]["evaluated"]
-        assert {n["key"] for n in view.neighbours} == {n["key"] for n in setup["neighbours"]}
+        assert section["data-key"] == setup.key
+        assert math.isclose(view.place, 1 / setup.summary["mrr"])
+        assert sum(n for _, n, _ in view.positions) == setup.counts.evaluated
+        assert {n.key for n in view.neighbours} == {n.key for n in setup.neighbours}
     # run by run: keyword ran in all fourteen runs (on two indexes: quick.db, then rich.db twice)
     keyword = views["local.keyword"]
     assert len(keyword.history) == 14
-    assert keyword.history[-1]["this_run"]
+    assert keyword.history[-1].this_run
     # the rich index changed between its two runs (a document was added): marked; the quick runs' index never
-    changes = [h["index_changed"] for h in keyword.history]
+    changes = [h.index_changed for h in keyword.history]
     assert changes == [False] * 12 + [True, True]
     dense = views["local.dense.minilm"]
-    assert [h["index_changed"] for h in dense.history] == [False, True]
+    assert [h.index_changed for h in dense.history] == [False, True]
     assert "● index changed" in html
 
 
 def test_a_graded_run_shows_the_best_dcg_the_reranker_pairs_and_the_failed_questions(evaluations):
     report = evaluations.newest
-    assert report["settings"]["graded"] and report["golden"]["max_grade"] == 3
-    view = graded_view(report, setup_views(report))
-    graded = {s["key"]: s for s in report["setups"] if s.get("graded")}
-    best = max(graded.values(), key=lambda s: s["graded"]["dcg@10"])
-    assert view["best_dcg"] == best["graded"]["dcg@10"]
-    plain = [row for row in view["with_without"] if row["plain"] is not None and row["reranked"]]
+    assert report.settings.graded and report.golden.max_grade == 3
+    view = graded_view(report)
+    graded = [s for s in report.setups if s.graded]
+    best = max(graded, key=lambda s: s.graded.dcg)
+    assert view.best_dcg == best.graded.dcg
+    plain = [row for row in view.with_without if row.plain is not None and row.reranked]
     assert plain, "hybrid with and without the cross-encoder"
-    ids = report["question_ids"]
-    grades = best["per_question"]["grades"]
-    assert view["failed"] == [ids[i] for i, g in enumerate(grades) if g is not None and (not g or not g[0])]
+    ids = report.question_ids
+    grades = best.per_question.grades
+    assert view.failed == [ids[i] for i, g in enumerate(grades) if g is not None and (not g or not g[0])]
     page = Page(render_page(report))
-    assert page.text_by_id["best-dcg"] == f"{best['graded']['dcg@10']:.3f}"
+    assert page.text_by_id["best-dcg"] == f"{best.graded.dcg:.3f}"
 
 
 def test_graded_measures_follow_their_formulas(evaluations):
     report = evaluations.newest
-    for setup in report["setups"]:
-        grades = setup["per_question"]["grades"]
+    for setup in report.setups:
+        grades = setup.per_question.grades
         dcg = [sum((g or 0) / math.log2(r + 2) for r, g in enumerate(row)) for row in grades if row is not None]
-        assert math.isclose(setup["graded"]["dcg@10"], sum(dcg) / len(dcg), abs_tol=1e-9)
+        assert math.isclose(setup.graded.dcg, sum(dcg) / len(dcg), abs_tol=1e-9)
         first = [row[0] for row in grades if row]
-        assert math.isclose(setup["graded"]["mean_grade_by_place"][0], sum(g or 0 for g in first) / len(first))
-        lo, hi = setup["graded"]["ci"]["dcg@10"]
-        assert lo <= setup["graded"]["dcg@10"] <= hi
+        assert math.isclose(setup.graded.mean_grade_by_place[0], sum(g or 0 for g in first) / len(first))
+        lo, hi = setup.graded.ci["dcg"]
+        assert lo <= setup.graded.dcg <= hi
 
 
 def test_a_scifact_sized_run_makes_a_page_under_two_megabytes(evaluations):
     """300 questions x 14 setups x 100 results, as a SciFact run: the page carries no per-question lists."""
-    base = evaluations.newest
+    base = evaluations.newest.model_dump(mode="json")
     big = copy.deepcopy(base)
     big["question_ids"] = [f"q{i}" for i in range(300)]
     setups = []
@@ -167,7 +167,7 @@ def test_a_scifact_sized_run_makes_a_page_under_two_megabytes(evaluations):
             setups.append(setup)
     big["setups"] = setups
     assert len(json.dumps(big)) > 10_000_000
-    html = render_page(big, [copy.deepcopy(base) for _ in range(20)])
+    html = render_page(Report.model_validate(big), [evaluations.newest for _ in range(20)])
     assert len(html.encode()) < 2_000_000
 
 
@@ -177,7 +177,7 @@ def test_the_report_command_and_run_html_write_the_page(evaluations, tmp_path, p
     assert code == 0, err
     assert "self-contained" in err
     html = out.read_text(encoding="utf-8")
-    assert f'data-run="{evaluations.newest["id"]}"' in html
+    assert f'data-run="{evaluations.newest.id}"' in html
     assert html == page_for(
         read_report(Stores(_plugins()), str(evaluations.runs), "latest"), Stores(_plugins()), str(evaluations.runs)
     )
@@ -196,7 +196,8 @@ def _plugins():
 
 
 def test_older_runs_without_the_newer_fields_still_make_a_page(evaluations):
-    old = copy.deepcopy(evaluations.quick[0])
+    old = evaluations.quick[0].model_dump(mode="json")
+    old["format"] = 1
     for key in ("collections", "missing_notes", "frontier", "detectable_difference"):
         old.pop(key, None)
     old["settings"].pop("graded", None)
@@ -204,5 +205,5 @@ def test_older_runs_without_the_newer_fields_still_make_a_page(evaluations):
         setup.pop("graded", None)
         setup.pop("server_ms", None)
         setup["summary"].pop("mrr", None)
-    html = render_page(upgrade(old))
+    html = render_page(load_report(json.dumps(old), "old report"))
     assert 'data-pick="finds_the_most"' in html

@@ -16,7 +16,7 @@ from vx_eval.core.config import SearchConfig
 from vx_eval.core.engine import KEYWORD, OpenContext, Query, Target, server_time
 from vx_eval.core.errors import EngineError
 from vx_eval.core.models import DENSE, Models
-from vx_eval.core.run import RunOptions, enumerate_setups
+from vx_eval.core.selection import enumerate_setups
 from vx_eval.core.sources import FileCorpus
 from vx_eval.plugins.engines.azure import AzureSearchEngine, AzureSearchOptions, key_of
 from vx_eval.testing.conformance import EngineConformance
@@ -113,7 +113,7 @@ def test_one_index_with_two_vector_sets_and_a_semantic_configuration_gives_fourt
     with Replay() as server:
         serve_index(server, definition())
         target = open_target(server, models, plugins, tmp_path)
-        keys = sorted(s.key.removeprefix("azure.") for s in enumerate_setups([target], plugins, RunOptions()))
+        keys = sorted(s.key.removeprefix("azure.") for s in enumerate_setups([target], plugins))
     combos = ["bge-small", "minilm", "bge-small+minilm"]
     assert keys == sorted(
         ["keyword", "keyword_semantic"]
@@ -157,7 +157,7 @@ def test_every_setup_sends_exactly_this_request(models, plugins, tmp_path):
     with Replay() as server:
         serve_index(server, definition())
         target = open_target(server, models, plugins, tmp_path)
-        setups = {s.key.removeprefix("azure."): s for s in enumerate_setups([target], plugins, RunOptions())}
+        setups = {s.key.removeprefix("azure."): s for s in enumerate_setups([target], plugins)}
         for key, body in expected.items():
             hits = setups[key].search(text, 10)
             assert [h.doc_id for h in hits] == ["a", "b"], key
@@ -238,7 +238,7 @@ def test_semantic_true_adds_a_configuration_where_there_is_none_and_keeps_one_th
         serve_index(server, definition(semantic=False))
         target = open_target(server, models, plugins, tmp_path)
         assert "service-ranker:semantic" not in target.capabilities
-        assert len(enumerate_setups([target], plugins, RunOptions())) == 10  # 14 less the four semantic ones
+        assert len(enumerate_setups([target], plugins)) == 10  # 14 less the four semantic ones
 
 
 def test_building_uploads_every_chunk_then_writes_the_fingerprint(models, plugins, tmp_path):

@@ -70,15 +70,18 @@ def test_a_run_with_the_chat_judge_reports_unreadable_answers_and_never_grades_w
     from vx_eval.core.plugins import load_plugins
 
     plugins = load_plugins()
-    report = run_experiment(load_config(config, plugins), plugins, RunOptions(save=False)).report
+    typed = run_experiment(load_config(config, plugins), plugins, RunOptions(save=False)).report
+    report = typed.model_dump(mode="json")
     judge = report["judge"]
     assert judge["judge"] == "chat" and judge["model"] == MODEL and "0, 1, 2 or 3" in judge["rubric"]
     assert judge["pairs"] == judge["asked"] > 0
     assert judge["grades_from"]["judge"] + judge["unparsable"] >= judge["pairs"] - judge["grades_from"]["human"]
     from vx_eval.html.render import render_page
 
-    assert f"from the chat judge ({MODEL})" in render_page(report)
-    again = run_experiment(load_config(config, plugins), plugins, RunOptions(save=False)).report["judge"]
+    assert f"from the chat judge ({MODEL})" in render_page(typed)
+    again = run_experiment(load_config(config, plugins), plugins, RunOptions(save=False)).report.model_dump(
+        mode="json"
+    )["judge"]
     assert again["asked"] == judge["unparsable"]  # readable grades come from the cache; unreadable are asked again
 
 

@@ -7,7 +7,7 @@ import pytest
 import yaml
 
 from vx_eval.core.config import load_config
-from vx_eval.core.judging import check_judge
+from vx_eval.core.judgecheck import check_judge
 
 from ..conftest import SHARED
 
@@ -47,18 +47,18 @@ def test_the_cross_encoder_judge_agrees_with_trec_assessors_above_the_measured_f
         )
     )
     result = check_judge(load_config(config, plugins), plugins, "cross-encoder")
-    agree, order = result["agreement"], result["order"]
-    assert agree["pairs"] > 100
-    assert agree["kappa_quadratic"] >= KAPPA_FLOOR
-    assert order["tau"] >= TAU_FLOOR
-    keys = [s["key"] for s in order["setups"]]
+    agree, order = result.agreement, result.order
+    assert agree.pairs > 100
+    assert agree.kappa_quadratic >= KAPPA_FLOOR
+    assert order.tau >= TAU_FLOOR
+    keys = [s.key for s in order.setups]
     assert sorted(keys) == [
         "local.dense.minilm",
         "local.hybrid.minilm",
         "local.hybrid_reranked.minilm",
         "local.keyword",
     ]
-    assert order["setups"][-1]["key"] == "local.keyword"  # people and judge agree keyword alone comes last
-    judged_last = min(order["setups"], key=lambda s: s["dcg@10 judge"])
-    assert judged_last["key"] == "local.keyword"
-    assert result["pairs"] and all(p["raw"] is not None for p in result["pairs"])
+    assert order.setups[-1].key == "local.keyword"  # people and judge agree keyword alone comes last
+    judged_last = min(order.setups, key=lambda s: s.dcg_judge)
+    assert judged_last.key == "local.keyword"
+    assert result.pairs and all(p.raw is not None for p in result.pairs)

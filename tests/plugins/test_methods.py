@@ -10,8 +10,10 @@ import yaml
 
 from vx_eval.core.config import load_config
 from vx_eval.core.engine import LATE_PREFIX, Hit, Query, reuse_allowed
-from vx_eval.core.run import RunOptions, enumerate_setups, open_targets, run_experiment
+from vx_eval.core.run import RunOptions, run_experiment
+from vx_eval.core.selection import enumerate_setups
 from vx_eval.core.stores import Stores
+from vx_eval.core.targets import open_targets
 from vx_eval.plugins.engines.sqlite.graph import EntityGraph, build, entities_of
 from vx_eval.plugins.setups.compose import Reranker, rrf
 from vx_eval.plugins.setups.rerank import ultimate_search
@@ -77,13 +79,13 @@ EXPECTED = {
 @pytest.mark.parametrize("mode", ["dense", "hybrid", "ultimate", "graph"])
 def test_a_mode_limits_the_setups_as_the_seed_says(folder, plugins, mode):
     targets = targets_of(write(folder, mode), plugins)
-    keys = sorted(s.key for s in enumerate_setups(targets, plugins, RunOptions()))
+    keys = sorted(s.key for s in enumerate_setups(targets, plugins))
     levels = ["dense", "hybrid", "ultimate", "graph"]
     assert keys == sorted(k for level in levels[: levels.index(mode) + 1] for k in EXPECTED[level])
 
 
 def test_labels_are_readable_and_methods_models_rankers_are_recorded(folder, plugins):
-    setups = {s.key: s for s in enumerate_setups(targets_of(write(folder, "graph"), plugins), plugins, RunOptions())}
+    setups = {s.key: s for s in enumerate_setups(targets_of(write(folder, "graph"), plugins), plugins)}
     reranked = setups["local.hybrid_reranked.bge-small+minilm"]
     assert reranked.label == "Hybrid, reranked by ms-marco MiniLM — BGE + MiniLM"
     assert (reranked.method, reranked.models, reranked.ranker) == ("hybrid", ("bge-small", "minilm"), "ms-marco-minilm")
@@ -192,8 +194,13 @@ def test_a_timing_sample_times_only_its_questions_and_says_so(folder, plugins):
     config["evaluation"]["timing_sample"] = 5
     path = folder / "sampled.yaml"
     path.write_text(yaml.safe_dump(config))
-    report = run_experiment(load_config(path, plugins), plugins, RunOptions(save=False)).report
-    assert report["settings"]["timing"] == {"questions_timed": 5, "questions": 26, "sample": "seeded sample (seed 1)"}
+    report = run_experiment(load_config(path, plugins), plugins, RunOptions(save=False)).report.model_dump(mode="json")
+    assert report["settings"]["timing"] == {
+        "questions_timed": 5,
+        "questions": 26,
+        "sample": "seeded sample (seed 1)",
+        "concurrent": 1,
+    }
     for setup in report["setups"]:
         assert sum(t is not None for t in setup["per_question"]["times_ms"]) == 5
         assert setup["counts"]["evaluated"] == 26

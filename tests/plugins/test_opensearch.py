@@ -313,7 +313,7 @@ def test_a_question_that_fails_is_recorded_for_that_setup_and_the_run_goes_on_wi
         config = project.write_config(targets=[target], corpus=None)
         options = RunOptions(save_to=str(project.root / "runs"), only=("opensearch.keyword",))
         result = run_experiment(load_config(config, plugins), plugins, options)
-    keyword = next(s for s in result.report["setups"] if s["key"] == "opensearch.keyword")
+    keyword = result.report.setup("opensearch.keyword").model_dump(mode="json")
     assert keyword["counts"]["failed"] == 1 and keyword["counts"]["evaluated"] == keyword["counts"]["total"] - 1
     failed = keyword["per_question"]["status"].index("failed")
     assert "500" in keyword["per_question"]["errors"][failed] and "***" in keyword["per_question"]["errors"][failed]

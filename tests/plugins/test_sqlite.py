@@ -135,7 +135,9 @@ def test_scifact_keyword_matches_lucene_and_pytrec_eval(scifact, plugins, tmp_pa
         "targets: [{name: Local, engine: sqlite, options: {path: idx.db, chunk_words: 0, dense_models: []}}]\n"
         "evaluation: {metrics: [ndcg@10, recall@100, mrr, recall@10, found@10], depth: 100}\n"
     )
-    report = run_experiment(load_config(config, plugins), plugins, RunOptions(save=False)).report
+    report = run_experiment(load_config(config, plugins), plugins, RunOptions(save=False)).report.model_dump(
+        mode="json"
+    )
     setup = report["setups"][0]
     assert setup["summary"]["ndcg@10"] >= 0.665  # Lucene: 0.6647 multifield, 0.6789 flat
     qrels: dict[str, dict[str, int]] = {}

@@ -85,7 +85,7 @@ def shot(page, tmp_path: Path, name: str, full: bool = False) -> Path:
 
 
 def test_the_newest_run_shows_its_picks_the_chart_and_pages_of_seven(server, page, evaluations, tmp_path):
-    report = evaluations.newest
+    report = evaluations.newest_json
     page.goto(server["url"] + "/")
     primary = report["settings"]["primary"]
     by_key = {s["key"]: s for s in report["setups"]}
@@ -121,7 +121,7 @@ def test_the_newest_run_shows_its_picks_the_chart_and_pages_of_seven(server, pag
 
 
 def test_a_setup_page_leads_with_the_place_and_gives_mrr_in_its_tooltip(server, page, evaluations, tmp_path):
-    report = evaluations.newest
+    report = evaluations.newest_json
     setup = next(s for s in report["setups"] if s["key"] == report["picks"]["finds_the_most"])
     page.goto(server["url"] + "/")
     page.click('[data-pick="finds_the_most"] a.setup')
@@ -148,17 +148,17 @@ def test_the_run_menu_opens_an_older_run_and_leads_back(server, page, evaluation
     assert links.nth(2).inner_text().endswith("— quickstart-keyword")
     page.click("#menu-older")
     assert page.locator("#run-menu li a").count() == 2
-    oldest = evaluations.quick[0]["id"]
+    oldest = evaluations.quick[0].id
     page.click(f'#run-menu a[data-run="{oldest}"]')
     assert page.locator("body").get_attribute("data-run") == oldest
     assert page.locator("#older-run").is_visible()
     shot(page, tmp_path, "older-run")
     page.click("#older-run a")
-    assert page.locator("body").get_attribute("data-run") == evaluations.newest["id"]
+    assert page.locator("body").get_attribute("data-run") == evaluations.newest_json["id"]
 
 
 def test_golden_download_works_for_an_admin_and_is_refused_otherwise(server, page, evaluations, tmp_path):
-    route = server["url"] + f"/api/v1/evaluations/{evaluations.newest['id']}/golden"
+    route = server["url"] + f"/api/v1/evaluations/{evaluations.newest_json['id']}/golden"
     page.goto(server["url"] + "/")
     assert page.locator("#golden-download").count() == 0  # a guest sees no button
     assert page.request.get(route).status == 403
@@ -179,7 +179,7 @@ def test_golden_download_works_for_an_admin_and_is_refused_otherwise(server, pag
     with page.expect_download() as info:
         page.click("#golden-download")
     data = Path(info.value.path()).read_bytes()
-    assert hashlib.sha256(data).hexdigest() == evaluations.newest["golden"]["sha256"]
+    assert hashlib.sha256(data).hexdigest() == evaluations.newest_json["golden"]["sha256"]
     shot(page, tmp_path, "signed-in-admin")
     log = [json.loads(line) for line in (server["folder"] / "access.log").read_text().splitlines()]
     downloads = [e for e in log if e.get("event") == "golden download"]
@@ -199,7 +199,7 @@ def test_the_saved_page_opens_offline_with_the_reports_picks_and_numbers(browser
     page = context.new_page()
     page.goto(html.as_uri())
     assert asked == [html.as_uri()]  # the file itself, nothing else
-    report = evaluations.newest
+    report = evaluations.newest_json
     primary = report["settings"]["primary"]
     by_key = {s["key"]: s for s in report["setups"]}
     for pick, key in report["picks"].items():

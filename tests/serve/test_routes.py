@@ -52,7 +52,7 @@ def sign_in(c: TestClient, name: str, password: str) -> None:
 
 
 def golden_file(evaluations) -> bytes:
-    sha = evaluations.newest["golden"]["sha256"]
+    sha = evaluations.newest_json["golden"]["sha256"]
     return Path(golden_copy_location(str(evaluations.runs), sha)).read_bytes()
 
 
@@ -62,7 +62,7 @@ def log_lines(tmp_path: Path) -> list[dict]:
 
 def test_runs_are_listed_newest_first_a_page_at_a_time(evaluations, people, tmp_path):
     c = client(evaluations, people, tmp_path)
-    every = [r["id"] for r in [*evaluations.quick, *evaluations.rich]][::-1]
+    every = [r.id for r in [*evaluations.quick, *evaluations.rich]][::-1]
     first = c.get("/api/v1/evaluations", params={"limit": 5}).json()
     assert first["total"] == 14 and [r["id"] for r in first["runs"]] == every[:5]
     assert first["runs"][0]["collections"] == ["quickstart"]
@@ -80,11 +80,11 @@ def rest_collections(c: TestClient) -> list[str]:
 def test_one_run_by_id_or_latest_with_missing_notes_in_words(evaluations, people, tmp_path):
     c = client(evaluations, people, tmp_path)
     latest = c.get("/api/v1/evaluations/latest").json()
-    assert latest["id"] == evaluations.newest["id"]
-    assert latest["picks"] == evaluations.newest["picks"]
+    assert latest["id"] == evaluations.newest_json["id"]
+    assert latest["picks"] == evaluations.newest_json["picks"]
     assert any("cannot be found there: q-oslo" in note for note in latest["missing_notes"])
     assert latest["golden_download"] is False  # a guest
-    older = evaluations.quick[0]["id"]
+    older = evaluations.quick[0].id
     assert c.get(f"/api/v1/evaluations/{older}").json()["id"] == older
     missing = c.get("/api/v1/evaluations/20990101T000000000000Z-000000")
     assert missing.status_code == 404 and "no run" in missing.json()["detail"]
@@ -129,12 +129,12 @@ def test_an_admin_signed_in_gets_the_exact_file_and_the_log_names_them(evaluatio
     response = c.get("/api/v1/evaluations/latest/golden")
     assert response.status_code == 200
     expected = golden_file(evaluations)
-    assert hashlib.sha256(response.content).hexdigest() == evaluations.newest["golden"]["sha256"]
+    assert hashlib.sha256(response.content).hexdigest() == evaluations.newest_json["golden"]["sha256"]
     assert response.content == expected
     assert response.headers["content-type"].startswith("application/x-ndjson")
     (download,) = [e for e in log_lines(tmp_path) if e.get("event") == "golden download"]
-    assert download["person"] == "ada" and download["run"] == evaluations.newest["id"]
-    assert download["sha256"] == evaluations.newest["golden"]["sha256"] and download["bytes"] == len(expected)
+    assert download["person"] == "ada" and download["run"] == evaluations.newest_json["id"]
+    assert download["sha256"] == evaluations.newest_json["golden"]["sha256"] and download["bytes"] == len(expected)
 
 
 def test_a_run_whose_golden_file_was_not_kept_gives_404_and_no_button(evaluations, people, tmp_path):
@@ -188,12 +188,12 @@ def test_sign_in_refuses_a_wrong_password_and_a_forged_or_stale_session(evaluati
 def test_the_page_shows_the_newest_run_a_menu_of_twelve_and_marks_an_older_run(evaluations, people, tmp_path):
     c = client(evaluations, people, tmp_path)
     page = c.get("/").text
-    assert f'data-run="{evaluations.newest["id"]}"' in page
+    assert f'data-run="{evaluations.newest_json["id"]}"' in page
     assert page.count('<li><a href="/runs/') == MENU_SIZE
     assert 'id="menu-older"' in page and 'id="older-run"' not in page
     second = c.get("/?runs=12").text
     assert second.count('<li><a href="/runs/') == 2
-    older = evaluations.quick[0]["id"]
+    older = evaluations.quick[0].id
     shown = c.get(f"/runs/{older}").text
     assert f'data-run="{older}"' in shown and 'id="older-run"' in shown and 'href="/"' in shown
     assert c.get("/runs/nope").status_code == 404
@@ -228,12 +228,12 @@ def test_the_server_reads_runs_from_s3(evaluations, people, tmp_path, moto_s3):
         create_app(ServeSettings(store="s3://evals/team", users=users, access_log=tmp_path / "a.log"), stores)
     )
     listed = c.get("/api/v1/evaluations", params={"limit": 3}).json()
-    assert listed["total"] == 14 and listed["runs"][0]["id"] == evaluations.newest["id"]
+    assert listed["total"] == 14 and listed["runs"][0]["id"] == evaluations.newest_json["id"]
     assert c.get("/api/v1/evaluations/latest/golden", headers={"X-API-Key": keys["ada"]}).status_code == 403
     sign_in(c, "ada", "ada-password")
     golden = c.get("/api/v1/evaluations/latest/golden")
-    assert hashlib.sha256(golden.content).hexdigest() == evaluations.newest["golden"]["sha256"]
-    assert f'data-run="{evaluations.newest["id"]}"' in c.get("/").text
+    assert hashlib.sha256(golden.content).hexdigest() == evaluations.newest_json["golden"]["sha256"]
+    assert f'data-run="{evaluations.newest_json["id"]}"' in c.get("/").text
 
 
 def test_serve_takes_its_store_from_a_config_and_says_what_is_missing(

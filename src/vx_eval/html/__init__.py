@@ -5,10 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from vx_eval.core.history import same_questions
+from vx_eval.core.schema import Report
 from vx_eval.core.stores import Stores
 
 
-def page_for(report: dict[str, Any], stores: Stores | None = None, save_to: str | None = None, **served: Any) -> str:
+def page_for(report: Report, stores: Stores | None = None, save_to: str | None = None, **served: Any) -> str:
     """The page of a saved run, with the earlier runs on the same questions read from where it was saved."""
     from vx_eval.html.render import render_page
 

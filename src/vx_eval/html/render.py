@@ -11,18 +11,19 @@ import jinja2
 from markupsafe import Markup
 
 from vx_eval import __version__
-from vx_eval.display import fmt
+from vx_eval.core.schema import Report
+from vx_eval.format import fmt
 from vx_eval.html import charts
 from vx_eval.html.view import PER_PAGE, PICKS, SetupView, fmt_ms, found_metrics, graded_view, meaning, setup_views
 
 OVER_TIME_SERIES = 7
-GRADED_NAMES = ("dcg@10", "mean_rel@10", "p@10 (grade ≥ 2)", "mrr (grade ≥ 2)")
-GRADED_MEANINGS = {
-    "dcg@10": "each of the first 10 results' grade divided by log2(place + 1), summed (DCG@10)",
-    "mean_rel@10": "the average grade of the first 10 results, ungraded counting 0 (mean relevance)",
-    "p@10 (grade ≥ 2)": "share of the first 10 results graded 2 or 3 (precision@10, Databricks' rule)",
-    "mrr (grade ≥ 2)": "1 over the place of the first result graded 2 or 3, averaged (MRR, Databricks' rule)",
-}
+GRADED_COLUMNS = (
+    ("dcg", "dcg@10", "each of the first 10 results' grade divided by log2(place + 1), summed (DCG@10)"),
+    ("mean_rel", "mean_rel@10", "the average grade of the first 10 places, an ungraded or empty place counting 0"),
+    ("p_strict", "p@10 (grade ≥ 2)", "share of the first 10 results graded 2 or 3 (precision@10, Databricks' rule)"),
+    ("mrr_strict", "mrr (grade ≥ 2)", "1 over the place of the first result graded 2 or 3, averaged (MRR)"),
+)
+"""The graded view's columns: the field of `schema.Graded`, its heading and what it means."""
 
 
 @dataclass(frozen=True)
@@ -66,13 +67,13 @@ def _environment() -> jinja2.Environment:
 
 def _setup_charts(v: SetupView, primary_label: str) -> dict[str, Any]:
     history = charts.lines(
-        [(str(v.number), v.label, [h["found10"] for h in v.history])],
-        run_labels([h["created_at"] for h in v.history]),
+        [(str(v.number), v.label, [h.found10 for h in v.history])],
+        run_labels([h.created_at for h in v.history]),
         "found in the top 10",
         "run",
         f"{v.label}: found in the top 10, run by run",
         "history-chart",
-        marks=[i for i, h in enumerate(v.history) if h["index_changed"]],
+        marks=[i for i, h in enumerate(v.history) if h.index_changed],
         from_zero=False,
     )
     return {
@@ -87,8 +88,8 @@ def _setup_charts(v: SetupView, primary_label: str) -> dict[str, Any]:
 
 
 def render_page(
-    report: dict[str, Any],
-    earlier: Sequence[dict[str, Any]] = (),
+    report: Report,
+    earlier: Sequence[Report] = (),
     *,
     menu: Menu | None = None,
     older: str | None = None,
@@ -99,17 +100,18 @@ def render_page(
     views); `menu`, `older` and `golden_url` are what a server adds (other runs, the way back to the newest,
     the golden download for a caller allowed it, and `account`: who is signed in, ``{"name": None}`` for
     nobody)."""
-    settings = report.get("settings", {})
-    primary = settings.get("primary", "found@10")
+    settings = report.settings
+    primary = settings.primary
     views = setup_views(report, earlier)
     by_key = {v.key: v for v in views}
+    chosen = dict(report.picks.items())
     picks = [
         {
             "name": name,
             "title": title,
-            "rule": rule.format(balance=settings.get("balance_points", 4), time=settings.get("time_points", 8)),
-            "key": report.get("picks", {}).get(name),
-            "view": by_key.get(report.get("picks", {}).get(name) or ""),
+            "rule": rule.format(balance=settings.balance_points, time=settings.time_points),
+            "key": chosen.get(name),
+            "view": by_key.get(chosen.get(name) or ""),
         }
         for name, title, rule in PICKS
     ]
@@ -140,44 +142,37 @@ def render_page(
         if len(found) > 1
         else None
     )
-    runs = sorted([*earlier, report], key=lambda r: r.get("id", ""))
+    runs = sorted([*earlier, report], key=lambda r: r.id)
     over_time = None
     if len(runs) > 1:
+        series = []
+        for v in views[:OVER_TIME_SERIES]:
+            values = []
+            for r in runs:
+                other = r.by_key.get(v.key)
+                values.append(other.summary.get(primary) if other else None)
+            series.append((str(v.number), v.label, values))
         over_time = charts.lines(
-            [
-                (
-                    str(v.number),
-                    v.label,
-                    [
-                        next(
-                            ((s.get("summary") or {}).get(primary) for s in r.get("setups", []) if s["key"] == v.key),
-                            None,
-                        )
-                        for r in runs
-                    ],
-                )
-                for v in views[:OVER_TIME_SERIES]
-            ],
-            run_labels([r.get("created_at") for r in runs]),
+            series,
+            run_labels([r.created_at for r in runs]),
             primary_meaning["plain"],
             "run",
             f"{primary_meaning['plain']} over time",
             "over-time",
             from_zero=False,
         )
-    graded = graded_view(report, views)
+    graded = graded_view(report)
     graded_bars = by_place = None
     if graded:
         rows = []
-        for row in graded["with_without"]:
+        for row in graded.with_without:
             group = []
-            if row["plain"] is not None:
-                group.append(
-                    ("without", row["plain"], f"{row['method']}: DCG@10 {row['plain']:.3f} without a reranker")
-                )
-            for ranker, value in row["reranked"]:
-                group.append((f"+ {ranker}", value, f"{row['method']} reranked by {ranker}: DCG@10 {value:.3f}"))
-            rows.append((row["method"], group))
+            if row.plain is not None:
+                group.append(("without", row.plain, f"{row.method}: DCG@10 {row.plain:.3f} without a reranker"))
+            for ranker, value in row.reranked:
+                if value is not None:
+                    group.append((f"+ {ranker}", value, f"{row.method} reranked by {ranker}: DCG@10 {value:.3f}"))
+            rows.append((row.method, group))
         graded_bars = charts.paired_bars(
             rows, "DCG@10", "DCG@10 per method, without and with the reranker", "graded-bars"
         )
@@ -188,24 +183,22 @@ def render_page(
                     v or 0.0,
                     f"place {i + 1}: mean grade {v:.2f}" if v is not None else f"place {i + 1}: no results",
                 )
-                for i, v in enumerate(graded["by_place"])
+                for i, v in enumerate(graded.by_place)
             ],
             "mean grade",
             "result place",
             "mean grade by place",
             "by-place",
         )
-    timing = settings.get("timing") or {}
+    timing = settings.timing
     timing_note = (
-        f"a {timing['sample']} of {timing['questions_timed']} of {timing['questions']} questions"
-        if timing.get("sample") and timing.get("sample") != "all"
+        f"a {timing.sample} of {timing.questions_timed} of {timing.questions} questions"
+        if timing.sample and timing.sample != "all"
         else None
     )
-    golden = report.get("golden") or {}
-    source = str(golden.get("source") or "")
-    metric_names = list(
-        dict.fromkeys([primary, *settings.get("metrics", []), *(["dcg@10", "mean_rel@10"] if graded else [])])
-    )
+    golden = report.golden
+    source = golden.source
+    metric_names = list(dict.fromkeys((primary, *settings.metrics, *(("dcg@10", "mean_rel@10") if graded else ()))))
     return (
         _environment()
         .from_string(_asset("page.html.j2"))
@@ -214,7 +207,7 @@ def render_page(
             css=Markup(_asset("page.css")),
             js=Markup(_asset("page.js")),
             report=report,
-            golden={"questions": golden.get("questions"), "labelled": golden.get("labelled")},
+            golden=golden,
             golden_name=source.replace("\\", "/").rsplit("/", 1)[-1] or "(questions held in memory)",
             golden_url=golden_url,
             older=older,
@@ -222,17 +215,16 @@ def render_page(
             picks=picks,
             primary=primary,
             primary_meaning=primary_meaning,
-            scatter=charts.quality_vs_time(points, report.get("frontier", []), primary_meaning["plain"]),
+            scatter=charts.quality_vs_time(points, report.frontier, primary_meaning["plain"]),
             depths=depths,
             views=views,
             by_key=by_key,
             anchors={v.key: v.anchor for v in views},
             charts={v.key: _setup_charts(v, primary_meaning["plain"]) for v in views},
             per_page=PER_PAGE,
-            detectable=(report.get("detectable_difference") or {}).get("value"),
+            detectable=report.detectable_difference.value,
             graded=graded,
-            graded_names=GRADED_NAMES,
-            graded_meanings=GRADED_MEANINGS,
+            graded_columns=GRADED_COLUMNS,
             graded_bars=graded_bars,
             by_place=by_place,
             over_time=over_time,

@@ -1,7 +1,7 @@
 """What the report page shows, worked out from a saved report (and the earlier runs on the same questions).
 
-Everything here reads the JSON report only, so a page can be made for any saved run, on any machine, long
-after the engines are gone. Numbers are worded the way the command line words them.
+Everything here reads the report only, so a page can be made for any saved run, on any machine, long after
+the engines are gone. Numbers are worded the way the command line words them (`vx_eval.format`).
 """
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from vx_eval.core import metrics
-from vx_eval.display import fmt_ms as display_ms
+from vx_eval.core.schema import Graded, JudgeInfo, Report, Settings, SetupResult, TargetInfo
+from vx_eval.format import fmt_ms as display_ms
 
 PICKS = (
     ("finds_the_most", "Finds the most", "most questions with a right answer in the top 10"),
@@ -95,11 +95,35 @@ def fmt_ms(value: float | None) -> str:
     return "–" if value is None else f"{display_ms(value)} ms"
 
 
-def index_signature(report: dict[str, Any], target: str) -> str:
+def index_signature(report: Report, target: str) -> str:
     """What identifies the index a target searched: its documents, when they were indexed, the settings."""
-    t = (report.get("targets") or {}).get(target) or {}
-    keep = {k: t.get(k) for k in ("corpus_sha256", "indexed_at", "settings", "models", "documents", "chunks")}
+    t = report.targets.get(target) or TargetInfo()
+    keep = {
+        "corpus_sha256": t.corpus_sha256,
+        "indexed_at": t.indexed_at,
+        "settings": t.settings,
+        "models": t.models,
+        "documents": t.documents,
+        "chunks": t.chunks,
+    }
     return json.dumps(keep, sort_keys=True, default=str)
+
+
+@dataclass
+class HistoryRow:
+    id: str
+    created_at: str | None
+    found10: float | None
+    primary: float | None
+    index_changed: bool
+    this_run: bool
+
+
+@dataclass
+class NeighbourView:
+    key: str
+    change: str
+    label: str
 
 
 @dataclass
@@ -111,9 +135,9 @@ class SetupView:
     error: str | None
     tied: bool
     primary: float | None
-    primary_ci: list[float] | None
+    primary_ci: tuple[float, float] | None
     found10: float | None
-    found10_ci: list[float] | None
+    found10_ci: tuple[float, float] | None
     median_ms: float | None
     p95_ms: float | None
     server_ms: float | None
@@ -122,10 +146,10 @@ class SetupView:
     positions: list[tuple[str, int, str]] = field(default_factory=list)
     times: list[tuple[str, int, str]] = field(default_factory=list)
     timed: int = 0
-    neighbours: list[dict[str, str]] = field(default_factory=list)
-    history: list[dict[str, Any]] = field(default_factory=list)
+    neighbours: list[NeighbourView] = field(default_factory=list)
+    history: list[HistoryRow] = field(default_factory=list)
     found_at: list[float | None] = field(default_factory=list)
-    graded: dict[str, Any] | None = None
+    graded: Graded | None = None
     summary: dict[str, float | None] = field(default_factory=dict)
 
     @property
@@ -133,10 +157,14 @@ class SetupView:
         return f"setup-{self.number}"
 
 
-def _positions(setup: dict[str, Any], depth: int) -> list[tuple[str, int, str]]:
+def _evaluated_positions(setup: SetupResult) -> list[int | None]:
+    pq = setup.per_question
+    return [p for p, s in zip(pq.positions, pq.status, strict=False) if s == "evaluated"]
+
+
+def _positions(setup: SetupResult, depth: int) -> list[tuple[str, int, str]]:
     """How far down the first right answer was: a bar per place 1-10, one for 11 to the depth, one for not found."""
-    pq = setup.get("per_question") or {}
-    positions = [p for p, s in zip(pq.get("positions", []), pq.get("status", []), strict=False) if s == "evaluated"]
+    positions = _evaluated_positions(setup)
     total = len(positions) or 1
     bins: list[tuple[str, int, str]] = []
     for place in range(1, 11):
@@ -150,9 +178,9 @@ def _positions(setup: dict[str, Any], depth: int) -> list[tuple[str, int, str]]:
     return bins
 
 
-def _times(setup: dict[str, Any]) -> tuple[list[tuple[str, int, str]], int]:
+def _times(setup: SetupResult) -> tuple[list[tuple[str, int, str]], int]:
     """Search times in bins doubling in width, and how many searches were timed."""
-    times = [t for t in (setup.get("per_question") or {}).get("times_ms", []) if t is not None and t > 0]
+    times = [t for t in setup.per_question.times_ms if t is not None and t > 0]
     if not times:
         return [], 0
     lo = 2 ** math.floor(math.log2(min(times)))
@@ -167,118 +195,143 @@ def _times(setup: dict[str, Any]) -> tuple[list[tuple[str, int, str]], int]:
     return out, len(times)
 
 
-def found_metrics(settings: dict[str, Any]) -> list[str]:
-    found = [m for m in settings.get("metrics", []) if m.startswith("found@")]
+def found_metrics(settings: Settings) -> list[str]:
+    found = [m for m in settings.metrics if m.startswith("found@")]
     return sorted(found, key=lambda m: int(m.split("@")[1]))
 
 
-def _mrr(setup: dict[str, Any]) -> float | None:
-    if setup.get("summary", {}).get("mrr") is not None:
-        return float(setup["summary"]["mrr"])
-    pq = setup.get("per_question") or {}
-    ranks = [p for p, s in zip(pq.get("positions", []), pq.get("status", []), strict=False) if s == "evaluated"]
+def _mrr(setup: SetupResult) -> float | None:
+    if setup.summary.get("mrr") is not None:
+        return setup.summary.get("mrr")
+    ranks = _evaluated_positions(setup)
     return sum(1 / p for p in ranks if p) / len(ranks) if ranks else None
 
 
-def setup_views(report: dict[str, Any], earlier: Sequence[dict[str, Any]] = ()) -> list[SetupView]:
-    settings = report.get("settings", {})
-    primary = settings.get("primary", "found@10")
-    depth = int(settings.get("depth", 10))
+def _history(report: Report, runs: Sequence[Report], setup: SetupResult) -> list[HistoryRow]:
+    """The setup's found@10 (and primary) run by run, marking where the index it searched changed."""
+    primary = report.settings.primary
+    rows, previous = [], None
+    for r in runs:
+        other = r.by_key.get(setup.key)
+        if other is None:
+            continue
+        signature = index_signature(r, setup.target)
+        rows.append(
+            HistoryRow(
+                id=r.id,
+                created_at=r.created_at,
+                found10=other.summary.get("found@10"),
+                primary=other.summary.get(primary),
+                index_changed=previous is not None and signature != previous,
+                this_run=r.id == report.id,
+            )
+        )
+        previous = signature
+    return rows
+
+
+def setup_views(report: Report, earlier: Sequence[Report] = ()) -> list[SetupView]:
+    settings = report.settings
+    primary = settings.primary
     found = found_metrics(settings)
-    labels = {s["key"]: s.get("label", s["key"]) for s in report.get("setups", [])}
-    runs = sorted([*earlier, report], key=lambda r: r.get("id", ""))
+    labels = {s.key: s.label for s in report.setups}
+    runs = sorted([*earlier, report], key=lambda r: r.id)
     views = []
-    for s in sorted(report.get("setups", []), key=lambda s: s.get("rank") or 10**6):
-        summary, ci = s.get("summary") or {}, s.get("ci") or {}
+    for s in sorted(report.setups, key=lambda s: s.rank or 10**6):
         mrr = _mrr(s)
         times, timed = _times(s)
-        history = []
-        previous = None
-        for r in runs:
-            other = next((o for o in r.get("setups", []) if o.get("key") == s["key"]), None)
-            if other is None:
-                continue
-            signature = index_signature(r, s.get("target", ""))
-            history.append(
-                {
-                    "id": r.get("id"),
-                    "created_at": r.get("created_at"),
-                    "found10": (other.get("summary") or {}).get("found@10"),
-                    "primary": (other.get("summary") or {}).get(primary),
-                    "index_changed": previous is not None and signature != previous,
-                    "this_run": r.get("id") == report.get("id"),
-                }
-            )
-            previous = signature
         views.append(
             SetupView(
-                number=int(s.get("rank") or len(views) + 1),
-                key=s["key"],
-                label=s.get("label", s["key"]),
-                target=s.get("target", ""),
-                error=s.get("error"),
-                tied=bool(s.get("tied_with_best")),
-                primary=summary.get(primary),
-                primary_ci=ci.get(primary),
-                found10=summary.get("found@10"),
-                found10_ci=ci.get("found@10"),
-                median_ms=(s.get("times_ms") or {}).get("median"),
-                p95_ms=(s.get("times_ms") or {}).get("p95"),
-                server_ms=(s.get("server_ms") or {}).get("median") if s.get("server_ms") else None,
+                number=s.rank or len(views) + 1,
+                key=s.key,
+                label=s.label,
+                target=s.target,
+                error=s.error,
+                tied=s.tied_with_best,
+                primary=s.summary.get(primary),
+                primary_ci=s.ci.get(primary),
+                found10=s.summary.get("found@10"),
+                found10_ci=s.ci.get("found@10"),
+                median_ms=s.times_ms.median,
+                p95_ms=s.times_ms.p95,
+                server_ms=s.server_ms.median if s.server_ms else None,
                 place=1 / mrr if mrr else None,
                 mrr=mrr,
-                positions=_positions(s, depth),
+                positions=_positions(s, settings.depth),
                 times=times,
                 timed=timed,
-                neighbours=[{**n, "label": labels.get(n["key"], n["key"])} for n in s.get("neighbours", [])],
-                history=history,
-                found_at=[summary.get(m) for m in found],
-                graded=s.get("graded"),
-                summary=summary,
+                neighbours=[NeighbourView(n.key, n.change, labels.get(n.key, n.key)) for n in s.neighbours],
+                history=_history(report, runs, s),
+                found_at=[s.summary.get(m) for m in found],
+                graded=s.graded,
+                summary=s.summary,
             )
         )
     return views
 
 
-def graded_view(report: dict[str, Any], views: Sequence[SetupView]) -> dict[str, Any] | None:
+@dataclass
+class WithWithout:
+    method: str
+    plain: float | None
+    reranked: list[tuple[str, float | None]]
+
+
+@dataclass
+class GradedView:
+    best_key: str
+    best_label: str
+    best_dcg: float | None
+    best_ci: tuple[float, float] | None
+    with_without: list[WithWithout]
+    by_place: list[float | None]
+    distribution: dict[str, float]
+    strongest: list[tuple[str, float]]
+    weakest: list[tuple[str, float]]
+    failed: list[str]
+    judge: JudgeInfo | None
+    max_grade: int
+
+
+def graded_view(report: Report) -> GradedView | None:
     """Databricks' dashboard: the best DCG@10 and who reached it, DCG@10 per method with and without the
     reranker, mean grade by place, the grade distribution, strongest, weakest and failed questions."""
-    if not report.get("settings", {}).get("graded"):
+    if not report.settings.graded:
         return None
-    setups = {s["key"]: s for s in report.get("setups", []) if s.get("graded") and not s.get("error")}
+    setups = {s.key: s for s in report.setups if s.graded is not None and not s.error}
     if not setups:
         return None
-    best_key = max(setups, key=lambda k: setups[k]["graded"].get("dcg@10") or 0.0)
+
+    def dcg(s: SetupResult) -> float | None:
+        return s.graded.dcg if s.graded else None
+
+    best_key = max(setups, key=lambda k: dcg(setups[k]) or 0.0)
     best = setups[best_key]
-    pairs: dict[tuple[str, str, tuple[str, ...]], dict[str, Any]] = {}
+    groups: dict[tuple[str, str, tuple[str, ...]], tuple[list[SetupResult], list[SetupResult]]] = {}
     for s in setups.values():
-        group = pairs.setdefault(
-            (s["target"], s["method"], tuple(sorted(s["models"]))), {"plain": None, "reranked": []}
-        )
-        if s.get("ranker"):
-            group["reranked"].append(s)
-        else:
-            group["plain"] = s
+        plain, reranked = groups.setdefault((s.target, s.method, tuple(sorted(s.models))), ([], []))
+        (reranked if s.ranker else plain).append(s)
     with_without = [
-        {
-            "method": (g["plain"] or g["reranked"][0])["label"],
-            "plain": g["plain"]["graded"]["dcg@10"] if g["plain"] else None,
-            "reranked": [(r["ranker"], r["graded"]["dcg@10"]) for r in g["reranked"]],
-        }
-        for g in pairs.values()
+        WithWithout(
+            method=(plain or reranked)[0].label,
+            plain=dcg(plain[0]) if plain else None,
+            reranked=[(r.ranker or "", dcg(r)) for r in reranked],
+        )
+        for plain, reranked in groups.values()
     ]
-    dashboard = report.get("graded_questions") or {}
-    return {
-        "best_key": best_key,
-        "best_label": best["label"],
-        "best_dcg": best["graded"]["dcg@10"],
-        "best_ci": best["graded"]["ci"].get("dcg@10"),
-        "with_without": with_without,
-        "by_place": best["graded"]["mean_grade_by_place"],
-        "distribution": best.get("relevance_distribution") or {},
-        "strongest": [(q["id"], q["dcg@10"]) for q in dashboard.get("strongest", [])],
-        "weakest": [(q["id"], q["dcg@10"]) for q in dashboard.get("weakest", [])],
-        "failed": dashboard.get("failed", []),
-        "judge": report.get("judge"),
-        "max_grade": (report.get("golden") or {}).get("max_grade"),
-    }
+    dashboard = report.graded_questions
+    graded = best.graded or Graded()
+    return GradedView(
+        best_key=best_key,
+        best_label=best.label,
+        best_dcg=graded.dcg,
+        best_ci=graded.ci.get("dcg"),
+        with_without=with_without,
+        by_place=graded.mean_grade_by_place,
+        distribution=best.relevance_distribution,
+        strongest=[(q.id, q.dcg) for q in dashboard.strongest] if dashboard else [],
+        weakest=[(q.id, q.dcg) for q in dashboard.weakest] if dashboard else [],
+        failed=dashboard.failed if dashboard else [],
+        judge=report.judge,
+        max_grade=report.golden.max_grade,
+    )

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import re
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -22,15 +21,15 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Resp
 from starlette.middleware.sessions import SessionMiddleware
 
 from vx_eval.core.errors import StoreError
-from vx_eval.core.history import golden_bytes, golden_locations, list_runs, read_report, run_ids
-from vx_eval.core.report import REPORT_NAME, runs_folder
-from vx_eval.core.stores import StoreNotFound, Stores, join
+from vx_eval.core.history import golden_bytes, has_golden, latest_finished, list_runs, read_report
+from vx_eval.core.report import check_run_id
+from vx_eval.core.schema import Report
+from vx_eval.core.stores import StoreNotFound, Stores
 from vx_eval.html import page_for
 from vx_eval.html.render import Menu, MenuEntry
 from vx_eval.serve.auth import GUEST, Principal, Users, session_secret
 
 MENU_SIZE = 12
-RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 CACHED_REPORTS = 8
 
 
@@ -67,20 +66,13 @@ class Reports:
 
     def __init__(self, stores: Stores, save_to: str) -> None:
         self.stores, self.save_to = stores, save_to
-        self._cache: OrderedDict[str, dict[str, Any]] = OrderedDict()
+        self._cache: OrderedDict[str, Report] = OrderedDict()
         self._lock = threading.Lock()
 
     def resolve(self, run_id: str) -> str:
-        if run_id != "latest":
-            return run_id
-        for candidate in run_ids(self.stores, self.save_to):
-            if self.stores.exists(join(runs_folder(self.save_to), candidate, REPORT_NAME)):
-                return candidate
-        raise StoreNotFound(f"no finished runs are saved at {self.save_to}")
+        return latest_finished(self.stores, self.save_to) if run_id == "latest" else check_run_id(run_id)
 
-    def get(self, run_id: str) -> dict[str, Any]:
-        if not RUN_ID.fullmatch(run_id) or ".." in run_id:
-            raise StoreNotFound(f"no run '{run_id}': a run id is letters, digits, '.', '_' and '-' (or `latest`)")
+    def get(self, run_id: str) -> Report:
         run_id = self.resolve(run_id)
         with self._lock:
             if run_id in self._cache:
@@ -93,11 +85,8 @@ class Reports:
                 self._cache.popitem(last=False)
         return report
 
-    def has_golden(self, report: dict[str, Any]) -> bool:
-        sha = (report.get("golden") or {}).get("sha256")
-        if not sha:
-            return False
-        return any(self.stores.exists(loc) for loc in golden_locations(self.save_to, sha))
+    def has_golden(self, report: Report) -> bool:
+        return has_golden(self.stores, self.save_to, report)
 
 
 def create_app(settings: ServeSettings, stores: Stores) -> FastAPI:
@@ -181,7 +170,7 @@ def create_app(settings: ServeSettings, stores: Stores) -> FastAPI:
         except StoreNotFound as exc:
             return HTMLResponse(f"<!doctype html><title>vx-eval</title><p>{_escape(str(exc))}</p>", status_code=404)
         golden_url = (
-            f"/api/v1/evaluations/{quote(report['id'])}/golden"
+            f"/api/v1/evaluations/{quote(report.id)}/golden"
             if who.may("golden.download") and reports.has_golden(report)
             else None
         )
@@ -190,7 +179,7 @@ def create_app(settings: ServeSettings, stores: Stores) -> FastAPI:
             stores,
             settings.store,
             menu=_menu(offset),
-            older="/" if report["id"] != newest else None,
+            older="/" if report.id != newest else None,
             golden_url=golden_url,
             account={"name": who.name if who.kind == "person" else None},
         )
@@ -248,7 +237,7 @@ def create_app(settings: ServeSettings, stores: Stores) -> FastAPI:
         except StoreError as exc:
             return JSONResponse({"detail": str(exc)}, status_code=500)
         may = who.may("golden.download") and reports.has_golden(report)
-        return JSONResponse({**report, "golden_download": may})
+        return JSONResponse({**report.model_dump(mode="json"), "golden_download": may})
 
     @app.get("/api/v1/evaluations/{run_id}/golden")
     def golden(request: Request, run_id: str) -> Response:
@@ -267,8 +256,8 @@ def create_app(settings: ServeSettings, stores: Stores) -> FastAPI:
             data = golden_bytes(stores, settings.store, report)
         except StoreNotFound as exc:
             return not_found(exc)
-        sha = report["golden"]["sha256"]
-        log.write(event="golden download", run=report["id"], person=who.name, sha256=sha, bytes=len(data))
+        sha = report.golden.sha256 or ""
+        log.write(event="golden download", run=report.id, person=who.name, sha256=sha, bytes=len(data))
         return Response(
             data,
             media_type="application/x-ndjson",

@@ -32,11 +32,12 @@ import pytest
 import yaml
 
 from vx_eval.core.config import load_config
-from vx_eval.core.engine import OpenContext, Query, Setup, Target
+from vx_eval.core.engine import OpenContext, Query, Setup, SilentProgress, Target
 from vx_eval.core.errors import EngineError, VxEvalError
 from vx_eval.core.plugins import load_plugins
-from vx_eval.core.run import RunOptions, enumerate_setups, open_targets
+from vx_eval.core.selection import enumerate_setups
 from vx_eval.core.stores import Stores
+from vx_eval.core.targets import close_targets, open_targets
 
 REFERENCE = "Reference"
 CANDIDATE = "Candidate"
@@ -79,17 +80,16 @@ class Opened:
         self.config_path = write_project(folder, engine, options, reference)
         self.experiment = load_config(self.config_path, self.plugins)
         stores = Stores(self.plugins, options=self.experiment.stores)
-        self.targets = open_targets(self.experiment, self.plugins, stores, RunOptions().progress)
+        self.targets = open_targets(self.experiment, self.plugins, stores, SilentProgress())
         self.reference, self.candidate = self.targets
-        self.setups = enumerate_setups(self.targets, self.plugins, RunOptions())
+        self.setups = enumerate_setups(self.targets, self.plugins)
         self.docs, self.golden = collection()
 
     def setups_of(self, target: Target) -> list[Setup]:
         return [s for s in self.setups if s.target == target.name]
 
     def close(self) -> None:
-        for target in self.targets:
-            target.handle.close()
+        close_targets(self.targets)
 
 
 class EngineConformance:

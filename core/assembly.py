@@ -1,0 +1,158 @@
+"""The run's last stage: its settings, the graded dashboard over all setups, and the `Report` put together."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from vx_eval.core import metrics
+from vx_eval.core.config import Experiment
+from vx_eval.core.golden import GoldenSet, Question
+from vx_eval.core.ranking import Ranking
+from vx_eval.core.schema import (
+    FORMAT,
+    BestGraded,
+    ConfigInfo,
+    GoldenInfo,
+    GradedDashboard,
+    GradedQuestion,
+    JudgeInfo,
+    Missing,
+    Provenance,
+    Report,
+    Settings,
+    SetupResult,
+    TargetInfo,
+    Timing,
+)
+from vx_eval.core.targets import missing_notes
+
+SHOWN_QUESTIONS = 5
+
+
+def run_settings(
+    experiment: Experiment,
+    measures: Sequence[metrics.Measure],
+    balance: float,
+    time_points: float,
+    timed: set[int] | None,
+    questions: int,
+    graded: bool,
+    concurrent: int = 1,
+) -> Settings:
+    ev = experiment.config.evaluation
+    return Settings(
+        metrics=[m.name for m in measures],
+        primary=metrics.parse(ev.primary).name,
+        depth=ev.depth,
+        balance_points=balance,
+        time_points=time_points,
+        seed=ev.seed,
+        bootstrap=ev.bootstrap,
+        permutations=ev.permutations,
+        alpha=ev.alpha,
+        relevance_threshold=ev.relevance_threshold,
+        relevance_field=ev.relevance_field,
+        timing=Timing(
+            questions_timed=len(timed) if timed is not None else questions,
+            questions=questions,
+            sample="all" if timed is None else f"seeded sample (seed {ev.seed + 1})",
+            concurrent=concurrent,
+        ),
+        search=experiment.config.search.model_dump(mode="json"),
+        models=experiment.config.models.model_dump(mode="json"),
+        graded=graded,
+    )
+
+
+def graded_questions(setups: Sequence[SetupResult], ids: Sequence[str]) -> GradedDashboard | None:
+    """Databricks' dashboard over the run: the best DCG@10 and the setup that reached it, the strongest and
+    weakest questions (by that setup's DCG@10) and the failed ones (its first result graded 0 or ungraded)."""
+    scored = [(s, s.graded) for s in setups if s.graded is not None and s.error is None and s.graded.dcg is not None]
+    if not scored:
+        return None
+    best, view = max(scored, key=lambda pair: pair[1].dcg or 0.0)
+    per_question = view.dcg_per_question
+    ranked = sorted(((v, q) for q, v in zip(ids, per_question, strict=True) if v is not None), reverse=True)
+    grades = best.per_question.grades or []
+    return GradedDashboard(
+        best=BestGraded(key=best.key, label=best.label, dcg=view.dcg or 0.0),
+        strongest=[GradedQuestion(id=q, dcg=v) for v, q in ranked[:SHOWN_QUESTIONS]],
+        weakest=(
+            [GradedQuestion(id=q, dcg=v) for v, q in ranked[::-1][:SHOWN_QUESTIONS]]
+            if len(ranked) > SHOWN_QUESTIONS
+            else []
+        ),
+        failed=[q for q, g in zip(ids, grades, strict=True) if g is not None and (not g or not g[0])],
+    )
+
+
+def golden_info(golden: GoldenSet, labelled: int) -> GoldenInfo:
+    return GoldenInfo(
+        source=golden.source,
+        sha256=golden.sha256,
+        questions=labelled + golden.unfilled + golden.unlabelled,
+        labelled=labelled,
+        unfilled=golden.unfilled,
+        unlabelled=golden.unlabelled,
+        drafts=golden.drafts,
+        max_grade=golden.max_grade,
+        graded=sum(1 for q in golden.questions if max(q.relevance().values(), default=0) > 1),
+    )
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """Everything the earlier stages found, for `assemble`."""
+
+    run_id: str
+    started: dt.datetime
+    golden: GoldenSet
+    labelled: int
+    questions: Sequence[Question]
+    targets: Mapping[str, TargetInfo]
+    missing: Mapping[str, Missing]
+    settings: Settings
+    ranking: Ranking
+    judge: JudgeInfo | None
+    provenance: Provenance
+
+
+def assemble(experiment: Experiment, outcome: Outcome) -> Report:
+    ranking = outcome.ranking
+    any_scored = any(s.scored for s in ranking.setups)
+    return Report(
+        format=FORMAT,
+        id=outcome.run_id,
+        name=experiment.config.name,
+        status="completed" if any_scored else "failed",
+        created_at=outcome.started.isoformat(timespec="seconds"),
+        duration_s=round((dt.datetime.now(dt.UTC) - outcome.started).total_seconds(), 3),
+        config=ConfigInfo(path=str(experiment.path) if experiment.path else None, sha256=experiment.sha256),
+        golden=golden_info(outcome.golden, outcome.labelled),
+        question_ids=[q.id for q in outcome.golden.questions],
+        collections=sorted({t.collection or name for name, t in outcome.targets.items()}),
+        targets=dict(outcome.targets),
+        missing=dict(outcome.missing),
+        missing_notes=missing_notes(outcome.missing),
+        settings=outcome.settings,
+        setups=ranking.setups,
+        picks=ranking.picks,
+        frontier=ranking.frontier,
+        detectable_difference=ranking.detectable,
+        judge=outcome.judge,
+        graded_questions=(
+            graded_questions(ranking.setups, [q.id for q in outcome.questions]) if outcome.settings.graded else None
+        ),
+        provenance=outcome.provenance,
+    )
+
+
+def judge_info(info: Mapping[str, Any]) -> JudgeInfo:
+    """What `judging.judge_run` says of the grading, as the report keeps it (a judge's own words in
+    `details`)."""
+    known = {k: v for k, v in info.items() if k in JudgeInfo.model_fields and k != "details"}
+    extra = {k: v for k, v in info.items() if k not in JudgeInfo.model_fields}
+    return JudgeInfo(**known, details={**dict(info.get("details") or {}), **extra})

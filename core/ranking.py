@@ -1,0 +1,91 @@
+"""The run's ranking stage: setups in order, the three picks, the frontier, each setup's neighbours, and
+the paired tests of every setup against the one that finds the most."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from vx_eval.core import picks, stats
+from vx_eval.core.schema import Detectable, Neighbour, Picks, Settings, SetupResult, VsBest
+
+DETECTABLE = (
+    "the smallest mean difference in the primary measure a paired test on these questions would detect "
+    "(two-sided 5%, 80% power); smaller differences cannot be told from noise"
+)
+
+
+@dataclass(frozen=True)
+class Ranking:
+    setups: list[SetupResult]
+    """In rank order, each with its rank, neighbours and test against the leader."""
+    picks: Picks
+    frontier: list[str]
+    detectable: Detectable
+
+
+def _scored(setup: SetupResult, primary: str) -> picks.Scored:
+    median = setup.times_ms.median
+    return picks.Scored(
+        key=setup.key,
+        primary=setup.summary.get(primary) or 0.0,
+        at1=setup.summary.get("found@1") or 0.0,
+        median_ms=median if median is not None else float("inf"),
+        failed=not setup.pickable,
+    )
+
+
+def rank(setups: Sequence[SetupResult], settings: Settings) -> Ranking:
+    """Order, pick and compare: the run's `Ranking`."""
+    scored = [_scored(s, settings.primary) for s in setups]
+    order = {s.key: i for i, s in enumerate(picks.ranked(scored), start=1)}
+    chosen = Picks(**picks.picks(scored, balance=settings.balance_points, time=settings.time_points))
+    near = picks.neighbours(setups)
+    ranked = sorted(
+        (
+            s.model_copy(
+                update={"rank": order[s.key], "neighbours": [Neighbour(key=k, change=c) for k, c in near[s.key]]}
+            )
+            for s in setups
+        ),
+        key=lambda s: s.rank,
+    )
+    tested, detectable = compare_with_best(ranked, chosen.finds_the_most, settings)
+    return Ranking(tested, chosen, picks.frontier(scored), detectable)
+
+
+def compare_with_best(
+    setups: list[SetupResult], best: str | None, settings: Settings
+) -> tuple[list[SetupResult], Detectable]:
+    """Paired randomization tests of every setup against `finds_the_most` on the primary measure, Holm-
+    corrected; setups the tests cannot tell from it are marked tied. Also the smallest difference these
+    questions could detect."""
+    primary = settings.primary
+    if best is None or not settings.permutations:
+        return setups, Detectable(metric=primary)
+    by_key = {s.key: s for s in setups}
+    leader = np.array(by_key[best].per_question.metrics[primary], dtype=float)
+    others = [s for s in setups if s.key != best and s.scored]
+    tests: dict[str, VsBest] = {}
+    pvalues, mdes = [], []
+    for s in others:
+        values = np.array(s.per_question.metrics[primary], dtype=float)
+        p = stats.paired_randomization(leader, values, samples=settings.permutations, seed=settings.seed)
+        lo, hi = stats.paired_bootstrap_ci(values, leader, samples=settings.bootstrap, seed=settings.seed)
+        tests[s.key] = VsBest(metric=primary, delta=float(np.nanmean(values - leader)), ci=(lo, hi), p=p)
+        pvalues.append(p)
+        mdes.append(stats.detectable_difference(leader - values))
+    tied = {best}
+    for s, adjusted in zip(others, stats.holm(pvalues), strict=True):
+        tests[s.key] = tests[s.key].model_copy(update={"p_holm": adjusted})
+        if adjusted >= settings.alpha:
+            tied.add(s.key)
+    updated = [s.model_copy(update={"vs_best": tests.get(s.key), "tied_with_best": s.key in tied}) for s in setups]
+    known = [m for m in mdes if m]  # a rival that scored every question alike tells nothing of the noise
+    if not known:  # assume a rival as variable as the leader and uncorrelated with it
+        single = stats.detectable_difference(leader - np.nanmean(leader))
+        known = [single * np.sqrt(2)] if single else []
+    value = float(np.median(known)) if known else None
+    return updated, Detectable(metric=primary, value=value, meaning=DETECTABLE)

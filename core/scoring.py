@@ -1,0 +1,202 @@
+"""The run's scoring stage: each setup's searches read against the golden judgements, every measure per
+question, the means with bootstrap intervals, times, counts, and (for graded runs) the graded view."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from vx_eval.core import metrics, stats
+from vx_eval.core.golden import Question
+from vx_eval.core.metrics import Judged
+from vx_eval.core.schema import (
+    Counts,
+    Graded,
+    PerQuestion,
+    QuestionStatus,
+    Settings,
+    SetupResult,
+    Times,
+    WorkerStat,
+)
+from vx_eval.core.search import SetupRun
+from vx_eval.core.units import first_position, judge
+
+GRADED_DEPTH = 10
+STRICT_GRADE = 2  # Databricks' rule for precision and MRR on graded data: relevant means grade 2 or more
+
+
+def question_status(run: SetupRun, index: int, relevance_field: str | None) -> tuple[QuestionStatus, str | None]:
+    """evaluated, skipped (with why) or failed (with the error) for one question of one setup."""
+    if run.errors[index]:
+        return "failed", run.errors[index]
+    results = run.results[index]
+    if relevance_field and results and all(u is None for u, _ in results):
+        return "skipped", f"none of the {len(results)} results has the field '{relevance_field}'"
+    return "evaluated", None
+
+
+def times(values: Sequence[float | None]) -> Times:
+    kept = [t for t in values if t is not None]
+    summary = stats.median_p95(kept)
+    return Times(median=summary["median"], p95=summary["p95"])
+
+
+def workers(run: SetupRun) -> dict[str, WorkerStat]:
+    """How many searches each worker ran and their median time (where the run spread them)."""
+    by_worker: dict[str, list[float]] = {}
+    counts: dict[str, int] = {}
+    for worker, ms in zip(run.workers, run.times_ms, strict=True):
+        if worker is not None:
+            counts[worker] = counts.get(worker, 0) + 1
+            by_worker.setdefault(worker, []).extend([ms] if ms is not None else [])
+    return {w: WorkerStat(searches=counts[w], median_ms=times(by_worker[w]).median) for w in sorted(counts)}
+
+
+def _failure_summary(run: SetupRun, n: int) -> str | None:
+    if run.error is not None:
+        return run.error
+    failures = run.failures
+    return f"{len(failures)} of {n} searches failed; first: {failures[0]}" if failures else None
+
+
+def score_setup(
+    run: SetupRun, questions: Sequence[Question], measures: Sequence[metrics.Measure], settings: Settings
+) -> SetupResult:
+    """A setup's report entry: summary, intervals, times, counts and every question's status and measures."""
+    setup = run.setup
+    identity = {
+        "key": setup.key,
+        "target": setup.target,
+        "engine": setup.engine,
+        "method": setup.method,
+        "models": list(setup.models),
+        "ranker": setup.ranker,
+        "label": setup.label,
+    }
+    n = len(questions)
+    if not run.searched:  # the warm-up failed: nothing was searched
+        return SetupResult(**identity, error=run.error, counts=Counts(total=n, failed=n))
+    statuses = [question_status(run, i, settings.relevance_field) for i in range(n)]
+    judged = [
+        judge(results, q, settings.relevance_threshold) for q, results in zip(questions, run.results, strict=True)
+    ]
+    values, notes = _values(judged, statuses, measures, settings.depth)
+    names = [m.name for m in measures]
+    evaluated = [i for i, (s, _) in enumerate(statuses) if s == "evaluated"]
+    counts = Counts(
+        total=n,
+        evaluated=len(evaluated),
+        skipped=sum(s == "skipped" for s, _ in statuses),
+        failed=sum(s == "failed" for s, _ in statuses),
+    )
+    per_question = PerQuestion(
+        status=[s for s, _ in statuses],
+        errors=[why for _, why in statuses],
+        notes=notes,
+        positions=[first_position(j) if s == "evaluated" else None for j, (s, _) in zip(judged, statuses, strict=True)],
+        times_ms=[round(t, 4) if t is not None else None for t in run.times_ms],
+        server_ms=[round(t, 4) if t is not None else None for t in run.server_ms],
+        metrics={n: [None if np.isnan(v) else float(v) for v in values[:, j]] for j, n in enumerate(names)},
+        results=[list(r) for r in run.results],
+        grades=_grades(judged, statuses) if settings.graded else None,
+    )
+    server = [t for t in run.server_ms if t is not None]
+    common = {
+        **identity,
+        "error": _failure_summary(run, n),
+        "times_ms": times(run.times_ms),
+        "server_ms": times(server) if server else None,
+        "throughput": run.throughput,
+        "workers": workers(run),
+        "per_question": per_question,
+        "counts": counts,
+    }
+    if not evaluated:
+        first = next(why for _, why in statuses if why)
+        return SetupResult(
+            **{**common, "error": common["error"] or f"every question was skipped or failed; first: {first}"}
+        )
+    ci = stats.bootstrap_ci(values, samples=settings.bootstrap, seed=settings.seed)
+    with np.errstate(invalid="ignore"):
+        means = np.nanmean(values, axis=0)
+    chosen = [judged[i] for i in evaluated]
+    return SetupResult(
+        **common,
+        summary={n: (None if np.isnan(v) else float(v)) for n, v in zip(names, means, strict=True)},
+        ci={n: (float(lo), float(hi)) for n, (lo, hi) in zip(names, ci, strict=True) if not np.isnan(lo)},
+        relevance_distribution=metrics.relevance_distribution(metrics.Batch.of(chosen, settings.depth), 10),
+        graded=graded_summary(run, questions, judged, evaluated, settings) if settings.graded else None,
+    )
+
+
+def _values(
+    judged: Sequence[Judged],
+    statuses: Sequence[tuple[QuestionStatus, str | None]],
+    measures: Sequence[metrics.Measure],
+    depth: int,
+) -> tuple[np.ndarray, list[str | None]]:
+    """Every measure for every question (NaN where it was skipped or its search failed: a failure is
+    counted, never scored as 0), and why a measure could not score one."""
+    batch = metrics.Batch.of(judged, depth)
+    values = np.column_stack([m.compute(batch) for m in measures])
+    notes: list[str | None] = []
+    for i, (status, _) in enumerate(statuses):
+        if status != "evaluated":
+            values[i] = np.nan
+        reasons = [r for m in measures if (r := m.unscorable(judged[i], depth))]
+        notes.append("; ".join(reasons) or None)
+    return values, notes
+
+
+def _grades(
+    judged: Sequence[Judged], statuses: Sequence[tuple[QuestionStatus, str | None]]
+) -> list[list[int | None] | None]:
+    """The grade of each of the first ten results of each evaluated question (None: unjudged)."""
+    batch = metrics.Batch.of(judged)
+    return [
+        [
+            int(g) if j else None
+            for g, j in zip(batch.grade[i, :GRADED_DEPTH], batch.judged[i, :GRADED_DEPTH], strict=True)
+        ]
+        if s == "evaluated"
+        else None
+        for i, (s, _) in enumerate(statuses)
+    ]
+
+
+def graded_summary(
+    run: SetupRun, questions: Sequence[Question], judged: Sequence[Judged], evaluated: list[int], settings: Settings
+) -> Graded:
+    """The graded view of a setup (Databricks' dashboard): DCG@10, mean relevance@10, and precision@10 and
+    MRR counting grade 2 or more as relevant, each with its interval; the mean grade at each of the first
+    ten places (unjudged results count 0, as in DCG; a place no result filled is left out); and DCG@10 per
+    question."""
+    k = GRADED_DEPTH
+    batch = metrics.Batch.of(judged, settings.depth)
+    strict = metrics.Batch.of(
+        [judge(results, q, STRICT_GRADE) for q, results in zip(questions, run.results, strict=True)], settings.depth
+    )
+    columns = {
+        "dcg": metrics.parse(f"dcg@{k}").compute(batch),
+        "mean_rel": metrics.parse(f"mean_rel@{k}").compute(batch),
+        "p_strict": metrics.parse(f"p@{k}").compute(strict),
+        "mrr_strict": metrics.parse("mrr").compute(strict),
+    }
+    values = np.column_stack([c[evaluated] for c in columns.values()]) if evaluated else np.zeros((0, len(columns)))
+    ci = stats.bootstrap_ci(values, samples=settings.bootstrap, seed=settings.seed)
+    rows = batch.grade[evaluated, :k] if evaluated else np.zeros((0, k))
+    filled = np.arange(rows.shape[1])[None, :] < batch.length[evaluated, None] if evaluated else np.zeros((0, k), bool)
+    by_place = [float(rows[filled[:, r], r].mean()) if filled[:, r].any() else None for r in range(rows.shape[1])]
+    by_place += [None] * (k - len(by_place))
+    means = values.mean(axis=0) if len(values) else [None] * len(columns)
+    kept = set(evaluated)
+    return Graded(
+        depth=k,
+        strict_grade=STRICT_GRADE,
+        **{name: (float(m) if m is not None else None) for name, m in zip(columns, means, strict=True)},
+        ci={name: (float(ci[j][0]), float(ci[j][1])) for j, name in enumerate(columns)},
+        mean_grade_by_place=by_place,
+        dcg_per_question=[float(v) if i in kept else None for i, v in enumerate(columns["dcg"])],
+    )

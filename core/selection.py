@@ -1,0 +1,68 @@
+"""What a run searches and scores: the setups the plugins compose over the targets (narrowed by ``--only``
+and ``--skip``), the measures, and which questions are timed end to end."""
+
+from __future__ import annotations
+
+import fnmatch
+import random
+from collections.abc import Sequence
+from typing import Any
+
+from vx_eval.core import metrics
+from vx_eval.core.config import Experiment
+from vx_eval.core.engine import Setup, Target
+from vx_eval.core.errors import EngineError, PluginError, VxEvalError
+
+FOUND_DEPTHS = (1, 3, 5, 10, 20)
+
+
+def measures_for(experiment: Experiment) -> list[metrics.Measure]:
+    """The configured measures plus found@1/3/5/10/20 (those the depth allows), each once, in order."""
+    ev = experiment.config.evaluation
+    names = [f"found@{k}" for k in FOUND_DEPTHS if k <= ev.depth] + list(ev.metrics) + [ev.primary]
+    out: dict[str, metrics.Measure] = {}
+    for name in names:
+        measure = metrics.parse(name)
+        out.setdefault(measure.name, measure)
+    return list(out.values())
+
+
+def enumerate_setups(
+    targets: Sequence[Target], plugins: Any, only: Sequence[str] = (), skip: Sequence[str] = ()
+) -> list[Setup]:
+    """Every setup every provider composes over every target, with `only` (key globs) and `skip`
+    (methods) applied; a pattern that matches nothing is an error naming what there is."""
+    setups: dict[str, Setup] = {}
+    for target in targets:
+        for provider in plugins.setups:
+            for setup in provider().setups(target):
+                if setup.key in setups:
+                    raise PluginError(f"two setups share the key '{setup.key}' (from provider '{provider.name}')")
+                setups[setup.key] = setup
+    if not setups:
+        caps = {t.name: sorted(t.capabilities) for t in targets}
+        raise EngineError(f"no setup can search these targets (capabilities: {caps}); is anything indexed?")
+    chosen = list(setups.values())
+    if only:
+        for pattern in only:
+            if not any(fnmatch.fnmatchcase(s.key, pattern) for s in chosen):
+                raise VxEvalError(f"--only {pattern} matches no setup; setups: {', '.join(setups)}")
+        chosen = [s for s in chosen if any(fnmatch.fnmatchcase(s.key, p) for p in only)]
+    if skip:
+        methods = {s.method for s in chosen}
+        for method in skip:
+            if method not in methods:
+                raise VxEvalError(
+                    f"--skip {method} names no method of these setups; methods: {', '.join(sorted(methods))}"
+                )
+        chosen = [s for s in chosen if s.method not in skip]
+        if not chosen:
+            raise VxEvalError("--skip leaves no setup to run")
+    return chosen
+
+
+def timing_sample(questions: int, size: int | None, seed: int) -> set[int] | None:
+    """Which questions are timed end to end: all (None), or a seeded sample of `size`."""
+    if size is None or size >= questions:
+        return None
+    return set(random.Random(seed + 1).sample(range(questions), size))

@@ -1,0 +1,108 @@
+"""The run's first stage: every target opened (indexed where the corpus asks), the golden file's expected
+documents looked up on each, and what each target is, for the report."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from vx_eval.core.config import Experiment
+from vx_eval.core.engine import OpenContext, Progress, Target, TargetDescription
+from vx_eval.core.errors import redact
+from vx_eval.core.golden import GoldenSet
+from vx_eval.core.models import Models, ModelSettings, PairScores
+from vx_eval.core.schema import Missing, TargetInfo
+from vx_eval.core.sources import read_corpus, read_golden
+from vx_eval.core.stores import Stores
+from vx_eval.core.units import document_of
+
+
+def open_targets(
+    experiment: Experiment, plugins: Any, stores: Stores, progress: Progress, golden: GoldenSet | None = None
+) -> list[Target]:
+    """Every target opened (indexed where the corpus asks); `golden`, when the caller has read it already,
+    saves reading it again for a corpus slice. A target that fails to open closes those opened before it."""
+    config = experiment.config
+    corpus = None
+    if config.corpus_source is not None:
+        keep: set[str] = set()
+        if config.corpus_source.limit is not None:  # a slice keeps what the questions expect
+            golden = golden or read_golden(config.golden_source, stores)
+            keep = {document_of(u) for q in golden.questions for u in q.expected}
+        corpus = read_corpus(config.corpus_source, stores, keep)
+    settings = config.models
+    models = Models(
+        plugins.models,
+        ModelSettings(settings.threads, settings.batch_size, settings.passage_tokens),
+        PairScores(settings.scores),
+        settings.embeddings,
+    )
+    targets: list[Target] = []
+    try:
+        for target_config, options in zip(config.targets, experiment.options, strict=True):
+            engine = plugins.engines.get(target_config.engine, where=f"target {target_config.name}")()
+            context = OpenContext(target_config.name, experiment.base_dir, corpus, progress, models)
+            handle = engine.open(options, context)
+            targets.append(
+                Target(target_config.name, target_config.engine, handle, target_config.options, models, config.search)
+            )
+    except BaseException:
+        close_targets(targets)
+        raise
+    return targets
+
+
+def close_targets(targets: Sequence[Target]) -> None:
+    for target in targets:
+        target.handle.close()
+
+
+def check_missing(golden: GoldenSet, targets: Sequence[Target]) -> dict[str, Missing]:
+    """Per target: expected documents it does not hold, and the questions none of whose answers it holds."""
+    wanted = {document_of(u) for q in golden.questions for u in q.expected}
+    report: dict[str, Missing] = {}
+    for target in targets:
+        absent = target.handle.missing(wanted)
+        if not absent:
+            continue
+        lost = [q.id for q in golden.questions if all(document_of(u) in absent for u in q.expected)]
+        hurt = [
+            q.id for q in golden.questions if q.id not in lost and any(document_of(u) in absent for u in q.expected)
+        ]
+        report[target.name] = Missing(documents=sorted(absent), questions=lost, partly=hurt)
+    return report
+
+
+def missing_notes(missing: Mapping[str, Missing]) -> list[str]:
+    """The missing documents in the words the command line and the report page use."""
+    notes = []
+    for target, info in missing.items():
+        docs = info.documents
+        shown = ", ".join(docs[:10]) + (f" and {len(docs) - 10} more" if len(docs) > 10 else "")
+        line = f"{target} does not hold {len(docs)} expected document{'s' * (len(docs) != 1)}: {shown}."
+        if info.questions:
+            qs = info.questions
+            line += (
+                f" {len(qs)} question{'s' * (len(qs) != 1)} cannot be found there: "
+                + ", ".join(qs[:10])
+                + (" …" if len(qs) > 10 else "")
+                + "."
+            )
+        line += " They stay in and score 0; correct the ids in the golden file, or add the documents."
+        notes.append(line)
+    return notes
+
+
+def describe(target: Target) -> TargetInfo:
+    """What the report says of a target. An engine that cannot describe it (a service refusing a status
+    call after every search finished) costs the description, never the run."""
+    capabilities = sorted(target.capabilities)
+    try:
+        said = TargetDescription.of(target.handle.describe())
+    except Exception as exc:  # a remote call failing here must not throw finished searches away
+        return TargetInfo(
+            engine=target.engine,
+            capabilities=capabilities,
+            describe_error=redact(f"{type(exc).__name__}: {exc}")[:300],
+        )
+    return TargetInfo(engine=target.engine, capabilities=capabilities, **said.model_dump())

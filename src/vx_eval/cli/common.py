@@ -1,0 +1,87 @@
+"""What the command groups share: the consoles, locations given on the command line, where runs are kept."""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from vx_eval.core.stores import Stores
+
+
+def _width() -> int | None:
+    """Piped output (CI logs, files) gets a wide page instead of rich's 80 columns; COLUMNS still wins."""
+    return None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 150
+
+
+@functools.cache
+def err_console() -> Console:
+    from rich.console import Console
+
+    return Console(stderr=True, width=_width(), soft_wrap=True)
+
+
+@functools.cache
+def out_console() -> Console:
+    from rich.console import Console
+
+    return Console(width=_width(), soft_wrap=True)
+
+
+def location(value: str | None) -> str | None:
+    """A location given on the command line: local paths are relative to the current folder."""
+    from vx_eval.core.config import is_uri
+
+    return value if value is None or is_uri(value) else str(Path(value).expanduser().resolve())
+
+
+def new_file(stores: Stores, out_file: str, force: bool) -> str:
+    """The location of --out, refused when something is there already and --force was not given."""
+    from vx_eval.core.errors import GoldenError
+
+    target = location(out_file)
+    if target is None or (stores.exists(target) and not force):
+        raise GoldenError(f"{out_file} exists; choose another --out, or pass --force to overwrite it")
+    return target
+
+
+def runs_place(where: str | None, config: Path | None) -> tuple[str, Stores]:
+    """Where runs are kept: LOCATION, or the config's save_to (with the config's store settings)."""
+    from vx_eval.core.config import load_config
+    from vx_eval.core.errors import VxEvalError
+    from vx_eval.core.plugins import load_plugins
+    from vx_eval.core.stores import Stores
+
+    plugins = load_plugins()
+    if config is not None:
+        experiment = load_config(config, plugins)
+        return location(where) or experiment.config.save_to, Stores(plugins, options=experiment.stores)
+    if where is None:
+        raise VxEvalError(
+            "name where the runs are kept: `vx-eval runs list LOCATION`, or --config CONFIG for its save_to"
+        )
+    return location(where) or where, Stores(plugins)
+
+
+def write_page(stores: Stores, html_file: str, report: Any, save_to: str | None) -> None:
+    from vx_eval.html import page_for
+
+    page = page_for(report, stores, save_to).encode("utf-8")
+    stores.write(location(html_file) or html_file, page)
+    err_console().print(
+        f"wrote the page of run {report.id} ({len(page) / 1e6:.2f} MB, self-contained) to {html_file}", highlight=False
+    )
+
+
+where_argument = click.argument("where", metavar="LOCATION", required=False)
+config_option = click.option(
+    "--config", type=click.Path(dir_okay=False, path_type=Path), help="Read the runs at this config's save_to."
+)
+config_argument = click.argument("config", type=click.Path(dir_okay=False, path_type=Path))

@@ -1,0 +1,70 @@
+"""`vx-eval compare`: two runs, every change with its interval and significance, and CI gates."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from vx_eval.cli.common import err_console, location, out_console
+
+
+@click.command()
+@click.argument("before")
+@click.argument("after")
+@click.option(
+    "--runs",
+    default="runs",
+    show_default=True,
+    help="Where run ids are looked up: the save_to of the config (a folder, s3://… or a Blob address).",
+)
+@click.option(
+    "--fail-if",
+    "gates",
+    multiple=True,
+    metavar="GATE",
+    help="Exit 3 when a setup's measure drops beyond a tolerance AND significantly, e.g. "
+    '"ndcg@10 drops by more than 0.02" (repeatable).',
+)
+@click.option("--allow-different-golden", is_flag=True, help="Compare runs that read different golden files.")
+@click.option("-m", "--measure", "only_measures", multiple=True, metavar="MEASURE", help="Show only these measures.")
+@click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
+def compare(
+    before: str,
+    after: str,
+    runs: str,
+    gates: tuple[str, ...],
+    allow_different_golden: bool,
+    only_measures: tuple[str, ...],
+    as_json: bool,
+) -> None:
+    """Compare two runs (ids, `latest`, or paths): every change with its interval and significance."""
+    from rich.markup import escape
+
+    from vx_eval.core.compare import Gate, compare_reports, failed_gates, load_report
+    from vx_eval.core.metrics import parse
+    from vx_eval.core.plugins import load_plugins
+    from vx_eval.core.stores import Stores
+    from vx_eval.display import show_comparison
+
+    parsed_gates = [Gate.parse(g) for g in gates]
+    stores = Stores(load_plugins())
+    runs_at = location(runs) or runs
+    comparison = compare_reports(
+        load_report(before, stores, runs_at),
+        load_report(after, stores, runs_at),
+        allow_different_golden=allow_different_golden,
+    )
+    shown = {parse(m).name for m in only_measures}
+    tripped = failed_gates(comparison, parsed_gates)
+    if as_json:
+        click.echo(json.dumps({**comparison.model_dump(mode="json"), "failed_gates": tripped}, indent=1))
+    else:
+        show_comparison(out_console(), comparison, shown)
+        for line in tripped:
+            err_console().print(f"[red]gate failed:[/] {escape(line)}", highlight=False)
+        if parsed_gates and not tripped:
+            out_console().print(f"All {len(parsed_gates)} gate{'s' * (len(parsed_gates) != 1)} passed.")
+    if tripped:
+        sys.exit(3)

@@ -1,0 +1,120 @@
+"""`vx-eval run` and `vx-eval watch`: the main job, once or whenever the golden file changes."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from vx_eval.cli.common import config_argument, err_console, location, out_console, write_page
+
+
+@click.command()
+@config_argument
+@click.option("--save-to", help="Where the report goes (overrides the config's save_to).")
+@click.option("--only", multiple=True, metavar="KEY", help="Run only these setup keys (globs allowed).")
+@click.option("--skip", multiple=True, metavar="METHOD", help="Leave out a method (keyword, dense, …).")
+@click.option("--balance", type=click.FloatRange(0, 100), help="Points for best_for_balance (default 4).")
+@click.option("--time", "time_points", type=click.FloatRange(0, 100), help="Points for best_for_time (default 8).")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON instead of the table.")
+@click.option("--no-save", is_flag=True, help="Do not save the report.")
+@click.option("--resume", metavar="RUN", help="Finish a run that was stopped: only what did not finish is searched.")
+@click.option(
+    "--executor", type=click.Choice(["serial", "thread", "dask"]), help="Who runs the searches (default: the config's)."
+)
+@click.option("--address", help="With --executor dask: the scheduler, tcp://host:8786 (default: a LocalCluster).")
+@click.option("--html", "html_file", help="Also write the run's page, one self-contained HTML file, here.")
+def run(
+    config: Path,
+    save_to: str | None,
+    only: tuple[str, ...],
+    skip: tuple[str, ...],
+    balance: float | None,
+    time_points: float | None,
+    as_json: bool,
+    no_save: bool,
+    resume: str | None,
+    executor: str | None,
+    address: str | None,
+    html_file: str | None,
+) -> None:
+    """Index what CONFIG declares, search every setup, print the ranking and the picks, save the report."""
+    from vx_eval.core.config import load_config
+    from vx_eval.core.plugins import load_plugins
+    from vx_eval.core.run import RunOptions, run_experiment
+    from vx_eval.core.stores import Stores
+    from vx_eval.display import RichProgress, show_run
+
+    plugins = load_plugins()
+    experiment = load_config(config, plugins)
+    with RichProgress(err_console()) as progress:
+        options = RunOptions(
+            save_to=location(save_to),
+            only=only,
+            skip=skip,
+            balance=balance,
+            time=time_points,
+            save=not no_save,
+            progress=progress,
+            resume=resume,
+            executor=executor,
+            address=address,
+        )
+        result = run_experiment(experiment, plugins, options)
+    if as_json:
+        click.echo(result.report.to_json())
+    else:
+        show_run(out_console(), result.report, result.location)
+    if html_file:
+        where = location(save_to) or experiment.config.save_to
+        write_page(
+            Stores(plugins, options=experiment.stores), html_file, result.report, where if result.location else None
+        )
+    if result.report.status == "failed":
+        err_console().print(
+            "[red]error:[/] the run failed: no setup could be scored "
+            "(every search failed, or every question was skipped; the reasons are above)"
+        )
+        sys.exit(1)
+
+
+@click.command()
+@config_argument
+@click.option(
+    "--settle",
+    default=60.0,
+    show_default=True,
+    type=click.FloatRange(0),
+    help="Seconds a new golden file must stay the same before it runs.",
+)
+@click.option(
+    "--poll",
+    default=10.0,
+    show_default=True,
+    type=click.FloatRange(0.1),
+    help="Seconds between looks at the golden file.",
+)
+@click.option("--once", is_flag=True, help="Look once (settling if it is new), run if needed, and stop.")
+def watch(config: Path, settle: float, poll: float, once: bool) -> None:
+    """Run CONFIG whenever its golden file (a path, s3://…, a Blob address) has new content."""
+    from vx_eval.core.plugins import load_plugins
+    from vx_eval.core.run import RunOptions
+    from vx_eval.core.watch import Outcome, Watcher
+    from vx_eval.display import RichProgress, show_run
+
+    plugins = load_plugins()
+
+    def report(outcome: Outcome) -> bool:
+        if outcome.action == "ran" and outcome.result is not None:
+            show_run(out_console(), outcome.result.report, outcome.result.location)
+        elif once:
+            err_console().print(f"golden {outcome.sha256[:12]}… was run before; nothing to do")
+        return once
+
+    with RichProgress(err_console()) as progress:
+        err_console().print(
+            f"watching the golden file of {config} (settle {settle:g} s, every {poll:g} s); Ctrl-C stops",
+            highlight=False,
+        )
+        Watcher(config, plugins, settle, options=RunOptions(progress=progress)).watch(poll, until=report)

@@ -1,0 +1,121 @@
+"""`vx-eval serve` and `vx-eval users`: the Evaluate server, and the people and keys it knows."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import click
+
+from vx_eval.cli.common import config_option, err_console, location
+
+
+def users_file(value: str | None) -> Path:
+    """The users file: --users, else VX_EVAL_USERS, else ~/.config/vx-eval/users.json."""
+    chosen = value or os.environ.get("VX_EVAL_USERS") or str(Path.home() / ".config" / "vx-eval" / "users.json")
+    return Path(chosen).expanduser().resolve()
+
+
+users_option = click.option(
+    "--users", "users_path", help="The users file (default: VX_EVAL_USERS, else ~/.config/vx-eval/users.json)."
+)
+
+
+@click.command()
+@click.option(
+    "--store", help="Where the runs are: a folder, s3://bucket/prefix or a Blob address (default: VX_EVAL_EVALUATIONS)."
+)
+@users_option
+@click.option("--host", default="127.0.0.1", show_default=True, help="The address to listen on.")
+@click.option("--port", default=8765, show_default=True, type=click.IntRange(0, 65535), help="The port to listen on.")
+@click.option("--no-guests", is_flag=True, help="Only people signed in and API keys may read runs.")
+@click.option(
+    "--access-log",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="JSON lines, one per request (default: access.log beside the users file).",
+)
+@click.option("--secure-cookies", is_flag=True, help="Send the session cookie over HTTPS only (behind a TLS proxy).")
+@config_option
+def serve(
+    store: str | None,
+    users_path: str | None,
+    host: str,
+    port: int,
+    no_guests: bool,
+    access_log: Path | None,
+    secure_cookies: bool,
+    config: Path | None,
+) -> None:
+    """Serve the Evaluate page (newest run, older runs, each setup's page) and the REST routes over a store."""
+    from vx_eval.core.config import load_config
+    from vx_eval.core.errors import VxEvalError
+    from vx_eval.core.plugins import load_plugins
+    from vx_eval.core.stores import Stores
+
+    try:
+        import uvicorn
+
+        from vx_eval.serve.app import ServeSettings, create_app
+    except ImportError:
+        raise VxEvalError('vx-eval serve needs its extra: pip install "vx-eval[serve]"') from None
+
+    plugins = load_plugins()
+    stores = Stores(plugins)
+    if config is not None:  # its save_to is the default store, its `stores:` settings reach S3 and Blob
+        experiment = load_config(config, plugins)
+        stores = Stores(plugins, options=experiment.stores)
+        store = store or experiment.config.save_to
+    served = location(store or os.environ.get("VX_EVAL_EVALUATIONS"))
+    if not served:
+        raise VxEvalError("name the runs to serve: --store LOCATION, --config CONFIG, or set VX_EVAL_EVALUATIONS")
+    users = users_file(users_path)
+    settings = ServeSettings(
+        store=served,
+        users=users,
+        guests=not no_guests,
+        admin_key=os.environ.get("VX_EVAL_ADMIN_KEY") or None,
+        access_log=access_log or users.with_name("access.log"),
+        secure_cookies=secure_cookies,
+    )
+    app = create_app(settings, stores)
+    err_console().print(
+        f"serving the runs at {served} on http://{host}:{port} (access log: {settings.access_log})", highlight=False
+    )
+    uvicorn.run(app, host=host, port=port, log_level="warning")
+
+
+@click.group()
+def users() -> None:
+    """People and API keys of `vx-eval serve`."""
+
+
+@users.command("add")
+@click.argument("name")
+@click.option(
+    "--role", type=click.Choice(["reader", "admin"]), default="reader", show_default=True, help="What they may do."
+)
+@users_option
+@click.option("--password-stdin", is_flag=True, help="Read the password from standard input instead of a prompt.")
+def users_add(name: str, role: str, users_path: str | None, password_stdin: bool) -> None:
+    """Add a person (or change their role and password); the password is kept only as an argon2 hash."""
+    from vx_eval.serve.auth import Users
+
+    if password_stdin:
+        password = sys.stdin.readline().rstrip("\n")
+    else:
+        password = click.prompt("Password", hide_input=True, confirmation_prompt=True)
+    path = users_file(users_path)
+    Users(path).add_person(name, password, role)
+    err_console().print(f"{name} ({role}) is in {path}", highlight=False)
+
+
+@users.command("key")
+@click.argument("name")
+@click.option("--role", type=click.Choice(["reader", "admin"]), help="The key's role (default: the person's).")
+@users_option
+def users_key(name: str, role: str | None, users_path: str | None) -> None:
+    """Make an API key for NAME; it is printed once and kept only as a hash."""
+    from vx_eval.serve.auth import Users
+
+    click.echo(Users(users_file(users_path)).add_key(name, role))

@@ -1,0 +1,22 @@
+"""How numbers are worded, the same in the terminal and on the page: shares as percentages, times in ms."""
+
+from __future__ import annotations
+
+SHARES = ("found", "hit", "recall", "p", "judged")
+
+
+def is_share(metric: str) -> bool:
+    """Whether a measure is a share of questions or results, shown as a percentage."""
+    return metric.split("@")[0] in SHARES
+
+
+def fmt(metric: str, value: float | None) -> str:
+    """A measure's value as the table and the page show it: 83.3% for shares, 0.729 otherwise."""
+    if value is None or value != value:  # None or NaN
+        return "–"
+    return f"{value * 100:.1f}%" if is_share(metric) else f"{value:.3f}"
+
+
+def fmt_ms(value: float | None) -> str:
+    """Milliseconds without the unit: 12.3 under 100, 1,026 above."""
+    return "–" if value is None else (f"{value:.1f}" if value < 100 else f"{value:,.0f}")
