@@ -217,11 +217,12 @@ def parse_golden(raw: bytes, source: str) -> GoldenSet:
     )
 
 
-def dump_rows(rows: Iterable[Mapping[str, Any]]) -> bytes:
+def dump_rows(rows: Iterable[GoldenRow | Mapping[str, Any]]) -> bytes:
     """JSONL bytes, one object a line, fields in the documented order, empty optional fields left out."""
     lines = []
-    for row in rows:
-        ordered = {k: row[k] for k in FIELDS if k in row and row[k] not in (None, {}, [])}
+    for given in rows:
+        row = given.model_dump() if isinstance(given, GoldenRow) else given
+        ordered = {k: row[k] for k in FIELDS if k in row and row[k] not in (None, {}, [], False)}
         ordered.setdefault("question", row.get("question", ""))
         ordered.setdefault("expected", list(row.get("expected", [])))
         lines.append(json.dumps(ordered, ensure_ascii=False))

@@ -12,11 +12,15 @@ from __future__ import annotations
 
 import random
 import re
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
+from pydantic import BaseModel
+
 from vx_eval.core.engine import Document, EngineHandle
+from vx_eval.core.golden import GoldenRow
 
 HINT_CHARS = 160
 MIN_PAGE_WORDS = 20
@@ -45,12 +49,56 @@ class Unit:
         return self.doc_id if self.page is None else f"{self.doc_id}#page={self.page}"
 
 
+@dataclass(frozen=True)
+class WriteRequest:
+    """What a question writer is asked for: how many rows, with which seed and mix of kinds, the critic's
+    lowest score, where model answers are cached, the run's models (for a cross-encoder critic), and where
+    to report progress (one step per accepted row)."""
+
+    n: int
+    seed: int = 0
+    mix: Mapping[str, float] = field(default_factory=dict)
+    threshold: int = 3
+    answers: Path | None = None
+    models: Any = None
+    advance: Callable[[int], None] = lambda n: None
+
+
+@dataclass
+class WriteOutcome:
+    """What a writer gave back: the rows, and what happened on the way (tries, failed checks, refusals)."""
+
+    rows: list[GoldenRow]
+    tried: int = 0
+    failed_checks: dict[str, int] = field(default_factory=dict)
+    critic_refused: int = 0
+    critic_unreadable: int = 0
+    skipped_passages: dict[str, int] = field(default_factory=dict)
+    asked: int | None = None
+    """Model calls made (answers from the cache are not calls)."""
+
+
+@dataclass(frozen=True)
+class WriterDescription:
+    writer: str
+    model: str = ""
+    critic: str = ""
+
+
 class QuestionWriter(Protocol):
-    """A writer plugin: turns sampled units into golden rows (a question, or an empty one to fill)."""
+    """A writer plugin, one shape for all: made from its validated `Options` (``writers: {name: {…}}``),
+    it says what it is and writes rows for sampled units. `writes_questions` tells a writer that drafts
+    questions (``golden write``) from one that leaves them to fill (``golden template``)."""
 
     name: ClassVar[str]
+    writes_questions: ClassVar[bool]
+    Options: ClassVar[type[BaseModel]]
 
-    def rows(self, units: list[Unit]) -> list[dict[str, Any]]: ...
+    def __init__(self, options: Any) -> None: ...
+
+    def describe(self) -> WriterDescription: ...
+
+    def write(self, units: Sequence[Unit], request: WriteRequest) -> WriteOutcome: ...
 
 
 def _cut(text: str, limit: int) -> str:
@@ -163,11 +211,11 @@ def sample_units(
     return [u for units, count in zip(per_collection, counts, strict=True) for u in spread(units, count, seed)]
 
 
-def drafted(rows: list[dict[str, Any]], units: Sequence[Unit], writer: Callable[[str], str]) -> list[dict[str, Any]]:
+def drafted(rows: Sequence[GoldenRow], units: Sequence[Unit], writer: Callable[[str], str]) -> list[GoldenRow]:
     """Rows whose questions a `writer` (any function from a unit's text to a question) drafted: marked
     ``draft: true`` until a person has read them."""
     out = []
     for row, unit in zip(rows, units, strict=True):
         question = " ".join(str(writer(unit.text)).split())
-        out.append({**row, "question": question, "draft": True} if question else row)
+        out.append(row.model_copy(update={"question": question, "draft": True}) if question else row)
     return out

@@ -6,11 +6,12 @@ not as orders.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import re
-from collections.abc import Sequence
-from typing import Protocol
+from collections.abc import Iterator, Sequence
+from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -94,6 +95,16 @@ class AnswerCache(KeyedCache):
 
     def keep(self, key: str, answer: str) -> None:
         self.put(self.SPACE, {key: answer})
+
+
+@contextlib.contextmanager
+def answer_cache(request: Any) -> Iterator[AnswerCache | None]:
+    """The answer cache a write request names (none: nothing kept), closed when the writing is done."""
+    if request.answers is None:
+        yield None
+        return
+    with AnswerCache(request.answers) as cache:
+        yield cache
 
 
 class CachedChat:

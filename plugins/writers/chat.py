@@ -3,17 +3,23 @@ same one unless `critic` names another)."""
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from collections.abc import Sequence
+from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict
 
 from vx_eval import hookimpl
-from vx_eval.plugins.llm.chat import AnswerCache, CachedChat, ChatOptions, EndpointChat
-from vx_eval.plugins.writers.drafting import model_critic, reranker_critic
+from vx_eval.core.template import Unit, WriteOutcome, WriterDescription, WriteRequest
+from vx_eval.plugins.llm.chat import CachedChat, ChatOptions, EndpointChat, answer_cache
+from vx_eval.plugins.writers.drafting import model_critic, reranker_critic, write_with
 
 
 class ChatQuestionWriter:
+    """Drafts from any OpenAI-compatible chat model; its critic is another model, itself, or the offline
+    cross-encoder."""
+
     name: ClassVar[str] = "chat"
+    writes_questions: ClassVar[bool] = True
 
     class Options(BaseModel):
         model_config = ConfigDict(extra="forbid")
@@ -26,21 +32,22 @@ class ChatQuestionWriter:
     def __init__(self, options: Options) -> None:
         self.options = options
 
-    def models(self, cache: AnswerCache | None, models: Any = None) -> tuple[Any, Any]:
-        writer = CachedChat(EndpointChat(self.options.model), cache)
-        if self.options.critic == "cross-encoder" and models is not None:
-            return writer, reranker_critic(models, self.options.critic_model)
-        critic = (
-            CachedChat(EndpointChat(self.options.critic), cache)
-            if isinstance(self.options.critic, ChatOptions)
-            else writer
-        )
-        return writer, model_critic(critic)
+    def write(self, units: Sequence[Unit], request: WriteRequest) -> WriteOutcome:
+        with answer_cache(request) as cache:
+            writer = CachedChat(EndpointChat(self.options.model), cache)
+            if self.options.critic == "cross-encoder" and request.models is not None:
+                return write_with(writer, reranker_critic(request.models, self.options.critic_model), units, request)
+            critic = (
+                CachedChat(EndpointChat(self.options.critic), cache)
+                if isinstance(self.options.critic, ChatOptions)
+                else writer
+            )
+            return write_with(writer, model_critic(critic), units, request)
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> WriterDescription:
         critic = self.options.critic or self.options.model
         named = critic if isinstance(critic, str) else critic.model
-        return {"writer": self.name, "model": self.options.model.model, "critic": named}
+        return WriterDescription(writer=self.name, model=self.options.model.model, critic=named)
 
 
 @hookimpl

@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from vx_eval.core.errors import GoldenError, did_you_mean, quoted
-from vx_eval.core.template import Unit
+from vx_eval.core.golden import GoldenRow
+from vx_eval.core.template import Unit, WriteOutcome, WriteRequest
 from vx_eval.plugins.llm.chat import ChatModel, wrapped
 
 KINDS: dict[str, str] = {
@@ -310,16 +311,6 @@ class WriteSettings:
     max_tokens: int = 80
 
 
-@dataclass
-class Outcome:
-    rows: list[dict[str, Any]]
-    tried: int = 0
-    failed_checks: dict[str, int] = field(default_factory=dict)
-    critic_refused: int = 0
-    critic_unreadable: int = 0
-    skipped_passages: dict[str, int] = field(default_factory=dict)
-
-
 def parse_mix(text: str) -> dict[str, float]:
     """``fact=0.5,why=0.3,keyword=0.2`` as shares by kind, checked (`check_mix`)."""
     shares: dict[str, float] = {}
@@ -366,7 +357,7 @@ def write_questions(
     critic: Critic,
     settings: WriteSettings,
     advance: Callable[[int], None] = lambda n: None,
-) -> Outcome:
+) -> WriteOutcome:
     """Draft, check and judge questions from `units` (already sampled, more than needed) until `settings.n`
     are accepted or the passages run out."""
     usable, skipped = [], {}
@@ -376,7 +367,7 @@ def write_questions(
             skipped[why] = skipped.get(why, 0) + 1
         else:
             usable.append(unit)
-    outcome = Outcome([], skipped_passages=skipped)
+    outcome = WriteOutcome([], skipped_passages=skipped)
     kinds = kinds_for(len(usable), settings.mix, settings.seed)
     accepted: list[str] = []
     shown = [q for pair in EXAMPLES.values() for q in pair]  # a copied example is a near duplicate too
@@ -427,22 +418,33 @@ def write_questions(
                 low = [k for k, v in scores.items() if v < settings.threshold]
                 feedback = [f"a reviewer found it not {' or '.join(low)} enough"]
                 continue
-            row = {
-                "id": f"draft-{len(outcome.rows) + 1:03d}-{unit.id}",
-                "question": draft.question,
-                "expected": list(dict.fromkeys(u.id for u in group)),
-                "reference": " ".join(draft.evidence),
-                "evidence": draft.evidence,
-                "draft": True,
-                "metadata": {
+            row = GoldenRow(
+                id=f"draft-{len(outcome.rows) + 1:03d}-{unit.id}",
+                question=draft.question,
+                expected=list(dict.fromkeys(u.id for u in group)),
+                reference=" ".join(draft.evidence),
+                evidence=draft.evidence,
+                draft=True,
+                metadata={
                     "kind": kind,
                     "critic": scores,
                     **({"collection": unit.collection} if unit.collection else {}),
                 },
-            }
+            )
             break
         if row is not None:
-            accepted.append(row["question"])
+            accepted.append(row.question)
             outcome.rows.append(row)
             advance(1)
+    return outcome
+
+
+def write_with(writer: ChatModel, critic: Critic, units: Sequence[Unit], request: WriteRequest) -> WriteOutcome:
+    """What every model writer does with its model and critic: draft, check, judge (see `write_questions`),
+    with the model calls it made counted."""
+    settings = WriteSettings(
+        n=request.n, seed=request.seed, mix=dict(request.mix or DEFAULT_MIX), threshold=request.threshold
+    )
+    outcome = write_questions(units, writer, critic, settings, request.advance)
+    outcome.asked = getattr(writer, "asked", None)
     return outcome

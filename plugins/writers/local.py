@@ -4,17 +4,22 @@ Weak but free: the checks and the critic keep out what it gets wrong."""
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from collections.abc import Sequence
+from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from vx_eval import hookimpl
-from vx_eval.plugins.llm.chat import AnswerCache, CachedChat
-from vx_eval.plugins.writers.drafting import model_critic, reranker_critic
+from vx_eval.core.template import Unit, WriteOutcome, WriterDescription, WriteRequest
+from vx_eval.plugins.llm.chat import CachedChat, answer_cache
+from vx_eval.plugins.writers.drafting import model_critic, reranker_critic, write_with
 
 
 class LocalQuestionWriter:
+    """SmolLM2 offline; the cross-encoder (or SmolLM2 itself) as its critic."""
+
     name: ClassVar[str] = "local"
+    writes_questions: ClassVar[bool] = True
 
     class Options(BaseModel):
         model_config = ConfigDict(extra="forbid")
@@ -28,25 +33,24 @@ class LocalQuestionWriter:
     def __init__(self, options: Options) -> None:
         self.options = options
 
-    def models(self, cache: AnswerCache | None, models: Any = None) -> tuple[Any, Any]:
+    def write(self, units: Sequence[Unit], request: WriteRequest) -> WriteOutcome:
         from vx_eval.plugins.llm.local import LocalChat
 
-        model = CachedChat(LocalChat(threads=self.options.threads, context=self.options.context), cache)
-        if self.options.critic == "self" or models is None:
-            return model, model_critic(model)
-        return model, reranker_critic(models, self.options.critic_model)
+        with answer_cache(request) as cache:
+            model = CachedChat(LocalChat(threads=self.options.threads, context=self.options.context), cache)
+            if self.options.critic == "self" or request.models is None:
+                return write_with(model, model_critic(model), units, request)
+            return write_with(model, reranker_critic(request.models, self.options.critic_model), units, request)
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> WriterDescription:
         critic = (
             "SmolLM2 itself (standalone, clear, answered)"
             if self.options.critic == "self"
             else f"{self.options.critic_model} scores answered; the checks stand in for standalone and clear"
         )
-        return {
-            "writer": self.name,
-            "model": "SmolLM2-135M-Instruct (GGUF, run by PyTorch through transformers)",
-            "critic": critic,
-        }
+        return WriterDescription(
+            writer=self.name, model="SmolLM2-135M-Instruct (GGUF, run by PyTorch through transformers)", critic=critic
+        )
 
 
 @hookimpl

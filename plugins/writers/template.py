@@ -3,25 +3,46 @@ to a person."""
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from collections.abc import Sequence
+from typing import ClassVar
+
+from pydantic import BaseModel, ConfigDict
 
 from vx_eval import hookimpl
-from vx_eval.core.template import Unit, hint
+from vx_eval.core.golden import GoldenRow
+from vx_eval.core.template import Unit, WriteOutcome, WriterDescription, WriteRequest, hint
 
 
 class TemplateQuestionWriter:
     """Rows to fill by hand: the unit's id in `expected`, where it is and the start of its text in `hint`."""
 
     name: ClassVar[str] = "template"
+    writes_questions: ClassVar[bool] = False
 
-    def rows(self, units: list[Unit]) -> list[dict[str, Any]]:
-        rows = []
-        for unit in units:
-            row: dict[str, Any] = {"id": f"q-{unit.id}", "question": "", "expected": [unit.id], "hint": hint(unit)}
-            if unit.collection:
-                row["metadata"] = {"collection": unit.collection}
-            rows.append(row)
-        return rows
+    class Options(BaseModel):
+        """The template writer has no settings."""
+
+        model_config = ConfigDict(extra="forbid")
+
+    def __init__(self, options: Options | None = None) -> None:
+        self.options = options or self.Options()
+
+    def describe(self) -> WriterDescription:
+        return WriterDescription(writer=self.name)
+
+    def write(self, units: Sequence[Unit], request: WriteRequest) -> WriteOutcome:
+        rows = [
+            GoldenRow(
+                id=f"q-{unit.id}",
+                question="",
+                expected=[unit.id],
+                hint=hint(unit),
+                metadata={"collection": unit.collection} if unit.collection else {},
+            )
+            for unit in units
+        ]
+        request.advance(len(rows))
+        return WriteOutcome(rows)
 
 
 @hookimpl

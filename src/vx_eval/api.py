@@ -13,14 +13,14 @@ from pydantic import ValidationError
 from vx_eval.core.config import GoldenSource, load_config
 from vx_eval.core.engine import SilentProgress
 from vx_eval.core.errors import ConfigError, GoldenError
-from vx_eval.core.golden import GoldenSet, Question, dump_rows, question_row
+from vx_eval.core.golden import GoldenRow, GoldenSet, Question, dump_rows, question_row
 from vx_eval.core.plugins import load_plugins
 from vx_eval.core.run import RunOptions, RunResult, run_experiment
 from vx_eval.core.sources import read_corpus
 from vx_eval.core.sources import read_golden as _read_golden
 from vx_eval.core.stores import Fetcher, Stores
 from vx_eval.core.targets import close_targets, open_targets
-from vx_eval.core.template import drafted, sample_units
+from vx_eval.core.template import WriteRequest, drafted, sample_units
 
 
 def evaluate(config: str | Path, **options: Any) -> RunResult:
@@ -38,7 +38,7 @@ def template_rows(
     writer: Callable[[str], str] | None = None,
     writer_plugin: str = "template",
     progress: Any = None,
-) -> tuple[list[dict[str, Any]], list[str]]:
+) -> tuple[list[GoldenRow], list[str]]:
     """Template rows from the collections of one or several configs, and the collections' names.
 
     A config that declares a corpus is one collection (its pages read from the corpus itself); one that
@@ -46,10 +46,12 @@ def template_rows(
     question, drafts the questions (rows marked ``draft: true``).
     """
     plugins = load_plugins()
-    writer_obj = plugins.writers.get(writer_plugin, where="writer")()
+    cls = plugins.writers.get(writer_plugin, where="writer")
+    if cls.writes_questions:
+        raise GoldenError(f"writer '{writer_plugin}' drafts questions with a model; use `vx-eval golden write` for it")
     with _collections(configs, plugins, progress) as collections:
         units = sample_units(collections, n, seed, by)
-    rows = writer_obj.rows(units)
+    rows = cls(cls.Options()).write(units, WriteRequest(n=n, seed=seed)).rows
     return (drafted(rows, units, writer) if writer else rows), [name for name, _ in collections]
 
 
@@ -106,18 +108,18 @@ def write_golden_rows(
     mix: Mapping[str, float] | None = None,
     threshold: int = 3,
     progress: Any = None,
-) -> tuple[list[dict[str, Any]], WriteSummary]:
+) -> tuple[list[GoldenRow], WriteSummary]:
     """Questions drafted by a model writer from the collections of `configs` (the writer's options from the
     first), checked and judged by its critic; the rows (``draft: true``) and what happened on the way
     (tries, failed checks, refusals)."""
-    from vx_eval.plugins.llm.chat import AnswerCache
-    from vx_eval.plugins.writers.drafting import DEFAULT_MIX, WriteSettings, check_mix, write_questions
+    from vx_eval.core.models import Models, ModelSettings
+    from vx_eval.plugins.writers.drafting import DEFAULT_MIX, check_mix
 
     mix = check_mix(dict(mix or DEFAULT_MIX))  # before anything is indexed
     plugins = load_plugins()
     experiment = load_config(configs[0], plugins)
     cls = plugins.writers.get(writer_plugin, where="--writer")
-    if not hasattr(cls, "models"):
+    if not cls.writes_questions:
         raise GoldenError(f"writer '{writer_plugin}' fills templates; use `vx-eval golden template` for it")
     options = experiment.writers.get(writer_plugin)
     if options is None:
@@ -130,28 +132,28 @@ def write_golden_rows(
     progress = progress or SilentProgress()
     with _collections(configs, plugins, progress) as collections:
         units = sample_units(collections, max(n * SAMPLED_PER_QUESTION, SAMPLED_AT_LEAST), seed, by)
-    cache = AnswerCache(experiment.config.models.scores.with_name("answers.db"))
-    try:
-        from vx_eval.core.models import Models, ModelSettings
-
-        config_models = experiment.config.models
-        loaded = Models(
+    config_models = experiment.config.models
+    request = WriteRequest(
+        n=n,
+        seed=seed,
+        mix=mix,
+        threshold=threshold,
+        answers=config_models.scores.with_name("answers.db"),
+        models=Models(
             plugins.models, ModelSettings(threads=config_models.threads, max_tokens=config_models.passage_tokens)
-        )
-        model, critic = writer.models(cache, loaded)
-        settings = WriteSettings(n=n, seed=seed, mix=mix, threshold=threshold)
-        outcome = write_questions(units, model, critic, settings, progress.start(f"Writing ({writer_plugin})", n))
-    finally:
-        cache.close()
-    said = dict(writer.describe())
+        ),
+        advance=progress.start(f"Writing ({writer_plugin})", n),
+    )
+    outcome = writer.write(units, request)
+    said = writer.describe()
     summary = WriteSummary(
-        writer=str(said.get("writer", writer_plugin)),
-        model=str(said.get("model", "")),
-        critic=str(said.get("critic", "")),
+        writer=said.writer,
+        model=said.model,
+        critic=said.critic,
         accepted=len(outcome.rows),
         passages=len(units),
         tries=outcome.tried,
-        asked=getattr(model, "asked", None),
+        asked=outcome.asked,
         failed_checks=dict(outcome.failed_checks),
         critic_refused=outcome.critic_refused,
         critic_unreadable=outcome.critic_unreadable,

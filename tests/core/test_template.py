@@ -65,10 +65,10 @@ def test_template_from_two_configs_by_page_and_drafted_by_a_writer(project, tmp_
     second = project.write_config("tiny.yaml")
     rows, names = template_rows([first, second], 6, seed=0, by="page")
     assert names == ["bank", "tiny"] and len(rows) == 6
-    pages = [r for r in rows if "#page=" in r["expected"][0]]
-    assert pages and all(r["metadata"]["collection"] in ("bank", "tiny") for r in rows)
-    assert all(r["question"] == "" and r["hint"] for r in rows)
+    pages = [r for r in rows if "#page=" in r.expected[0]]
+    assert pages and all(r.metadata["collection"] in ("bank", "tiny") for r in rows)
+    assert all(r.question == "" and r.hint for r in rows)
     drafted, _ = template_rows([first], 3, seed=0, by="page", writer=lambda text: f"What does this say: {text[:20]}?")
-    assert all(r["draft"] is True and r["question"].startswith("What does this say") for r in drafted)
+    assert all(r.draft is True and r.question.startswith("What does this say") for r in drafted)
     again, _ = template_rows([first, second], 6, seed=0, by="page")
     assert again == rows  # same seed, same collections: same rows

@@ -126,13 +126,13 @@ def test_failed_checks_are_asked_again_with_the_reason_and_nothing_passes_unjudg
     )
     critic = Scripted(["standalone=5 clear=4 answered=5", "great question!", "standalone=2 clear=4 answered=5"])
     outcome = write_questions(units, writer, model_critic(critic), WriteSettings(n=5, mix={"fact": 1}, attempts=1))
-    assert [r["question"] for r in outcome.rows] == ["How long can I put off my loan payments after a flood?"]
+    assert [r.question for r in outcome.rows] == ["How long can I put off my loan payments after a flood?"]
     row = outcome.rows[0]
-    assert row["expected"] == ["deferment"] and row["draft"] is True
-    assert row["evidence"] == [
+    assert row.expected == ["deferment"] and row.draft is True
+    assert row.evidence == [
         "Customers in declared disaster areas can defer loan payments for up to 90 days with no late fees."
     ]
-    assert row["metadata"]["critic"] == {"standalone": 5, "clear": 4, "answered": 5}
+    assert row.metadata["critic"] == {"standalone": 5, "clear": 4, "answered": 5}
     assert "copies" in writer.prompts[1][-1]["content"]  # the second try was told why the first failed
     assert outcome.critic_unreadable == 1 and outcome.critic_refused == 1 and outcome.tried == 4
 
