@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
+
+if TYPE_CHECKING:
+    from vx_eval.core.config import SearchConfig
+    from vx_eval.core.models import Models
 
 KEYWORD = "keyword"
 
@@ -128,8 +132,8 @@ class OpenContext:
     config_dir: Path
     corpus: Corpus | None = None
     progress: Progress = field(default_factory=SilentProgress)
-    models: Any = None
-    """The run's `core.models.Models`: loads models by name, once."""
+    models: Models | None = None
+    """The run's `core.models.Models`: loads models by name, once (None only where no model is needed)."""
 
 
 @runtime_checkable
@@ -162,6 +166,15 @@ class EngineHandle(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+@runtime_checkable
+class PassageHandle(EngineHandle, Protocol):
+    """A handle with the ``passages`` capability: each hit's text, for the rerankers that read it."""
+
+    def passages(self, hits: Sequence[Hit]) -> list[str]:
+        """The text of each hit's chunk (or page), in the order of `hits` ("" where there is none)."""
+        ...
 
 
 class TargetDescription(BaseModel):
@@ -221,10 +234,10 @@ class Target:
     engine: str
     handle: EngineHandle
     options: dict[str, Any] = field(default_factory=dict)
-    models: Any = None
+    models: Models | None = None
     """The run's `core.models.Models`, for setups that run a model themselves (rerankers)."""
-    search: Any = None
-    """The run's `SearchConfig`: candidate and rerank depths, RRF's k."""
+    search: SearchConfig | None = None
+    """The run's `SearchConfig`: candidate and rerank depths, fusion, RRF's k."""
 
     @property
     def key(self) -> str:

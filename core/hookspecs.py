@@ -11,7 +11,12 @@ from typing import TYPE_CHECKING
 import pluggy
 
 if TYPE_CHECKING:
+    from vx_eval.core.engine import Engine, SetupProvider
+    from vx_eval.core.judging import Judge
+    from vx_eval.core.models import ModelPlugin
     from vx_eval.core.plugins import Registry
+    from vx_eval.core.stores import Store
+    from vx_eval.core.template import QuestionWriter
 
 PROJECT = "vx_eval"
 
@@ -20,7 +25,7 @@ hookimpl = pluggy.HookimplMarker(PROJECT)
 
 
 @hookspec
-def vx_eval_register_engines(register: Registry) -> None:
+def vx_eval_register_engines(register: Registry[Engine]) -> None:
     """Called once when plugins load. Add `Engine` classes: ``register.add(MyEngine)``.
 
     An engine class has a ``name`` (used as ``engine:`` in YAML), a nested pydantic ``Options`` model for its
@@ -29,7 +34,7 @@ def vx_eval_register_engines(register: Registry) -> None:
 
 
 @hookspec
-def vx_eval_register_setups(register: Registry) -> None:
+def vx_eval_register_setups(register: Registry[SetupProvider]) -> None:
     """Called once when plugins load. Add `SetupProvider` classes: ``register.add(MyFusion)``.
 
     A provider has a ``name`` and ``setups(target) -> Iterable[Setup]``: the ways it can search that target,
@@ -39,25 +44,28 @@ def vx_eval_register_setups(register: Registry) -> None:
 
 
 @hookspec
-def vx_eval_register_stores(register: Registry) -> None:
+def vx_eval_register_stores(register: Registry[Store]) -> None:
     """Called once when plugins load. Add `Store` classes: ``register.add(S3Store)``.
 
-    A store has a ``name``, ``handles(location) -> bool`` and read/write/exists/list on locations.
-    Returns nothing.
+    A store has a ``name``, a nested pydantic ``Options`` model (``stores: {name: {…}}``), is made as
+    ``cls(options)``, and has ``handles(location) -> bool`` and read/write/exists/list on locations (optionally
+    delete, and ``inside(root, location)`` where links could lead out of a root). Returns nothing.
     """
 
 
 @hookspec
-def vx_eval_register_writers(register: Registry) -> None:
-    """Called once when plugins load. Add `QuestionWriter` classes that draft golden rows from documents.
+def vx_eval_register_writers(register: Registry[QuestionWriter]) -> None:
+    """Called once when plugins load. Add `QuestionWriter` classes that write golden rows for documents.
 
-    A writer has a ``name`` (used as ``--writer``) and ``write(documents, n, seed) -> list[dict]``.
-    Returns nothing.
+    A writer has a ``name`` (used as ``--writer``), ``writes_questions`` (True: it drafts questions, for
+    ``golden write``; False: rows to fill, for ``golden template``), a nested pydantic ``Options`` model
+    (``writers: {name: {…}}``), is made as ``cls(options)``, and has ``describe() -> WriterDescription`` and
+    ``write(units, request) -> WriteOutcome`` (see `vx_eval.core.template`). Returns nothing.
     """
 
 
 @hookspec
-def vx_eval_register_models(register: Registry) -> None:
+def vx_eval_register_models(register: Registry[ModelPlugin]) -> None:
     """Called once when plugins load. Add model classes: ``register.add(MiniLM)``.
 
     A model class has a short ``name`` (used in YAML: ``dense_models: [minilm]``), a ``kind`` (``dense``,
@@ -67,7 +75,7 @@ def vx_eval_register_models(register: Registry) -> None:
 
 
 @hookspec
-def vx_eval_register_judges(register: Registry) -> None:
+def vx_eval_register_judges(register: Registry[Judge]) -> None:
     """Called once when plugins load. Add `Judge` classes that grade (question, passage) pairs 0–3.
 
     A judge has a ``name`` (``evaluation.judge`` in YAML), a nested pydantic ``Options`` model (``judges:

@@ -125,6 +125,19 @@ class Models:
     def label(self, name: str) -> str:
         return self.registry.get(name).label if name in self.registry else name.split("/")[-1]
 
+    def dense(self, name: str) -> DenseEncoder:
+        """The dense encoder `name` (``minilm``, ``bge-small``, or a hub id where it can be downloaded)."""
+        encoder: DenseEncoder = self.get(name, DENSE)
+        return encoder
+
+    def reranker(self, name: str) -> CrossEncoder:
+        encoder: CrossEncoder = self.get(name, RERANKER)
+        return encoder
+
+    def late(self, name: str) -> LateEncoder:
+        encoder: LateEncoder = self.get(name, LATE)
+        return encoder
+
     def get(self, name: str, kind: str) -> Any:
         """The loaded model (loading it the first time in this process); its kind is checked on every call."""
         plugin = self.plugin(name, kind)

@@ -6,24 +6,34 @@ import importlib.metadata
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import pluggy
 
 from vx_eval.core import hookspecs
 from vx_eval.core.errors import PluginError, did_you_mean
 
+if TYPE_CHECKING:
+    from vx_eval.core.engine import Engine, SetupProvider
+    from vx_eval.core.judging import Judge
+    from vx_eval.core.models import ModelPlugin
+    from vx_eval.core.stores import Store
+    from vx_eval.core.template import QuestionWriter
+
 DISABLE_ENV = "VX_EVAL_DISABLE_PLUGINS"
 
+T = TypeVar("T")
 
-class Registry:
-    """Plugin classes of one role, by their stable ``name``; a duplicate name is an error."""
+
+class Registry(Generic[T]):
+    """Plugin classes of one role, by their stable ``name``; a duplicate name is an error. Typed by the
+    role's class (`Registry[Engine]` holds engine classes), so `get` gives back what was added."""
 
     def __init__(self, role: str) -> None:
         self.role = role
-        self._items: dict[str, type] = {}
+        self._items: dict[str, type[T]] = {}
 
-    def add(self, cls: type) -> type:
+    def add(self, cls: type[T]) -> type[T]:
         name = getattr(cls, "name", None)
         if not isinstance(name, str) or not name:
             raise PluginError(f"{self.role} plugin {cls.__module__}.{cls.__qualname__} has no `name`")
@@ -36,7 +46,7 @@ class Registry:
         self._items[name] = cls
         return cls
 
-    def get(self, name: str, *, where: str = "") -> type:
+    def get(self, name: str, *, where: str = "") -> type[T]:
         try:
             return self._items[name]
         except KeyError:
@@ -49,7 +59,7 @@ class Registry:
     def __contains__(self, name: object) -> bool:
         return name in self._items
 
-    def __iter__(self) -> Iterator[type]:
+    def __iter__(self) -> Iterator[type[T]]:
         return iter(self._items.values())
 
     def __len__(self) -> int:
@@ -64,12 +74,12 @@ class Plugins:
     """Everything the loaded plugins registered."""
 
     manager: pluggy.PluginManager
-    engines: Registry = field(default_factory=lambda: Registry("engine"))
-    setups: Registry = field(default_factory=lambda: Registry("setup"))
-    stores: Registry = field(default_factory=lambda: Registry("store"))
-    writers: Registry = field(default_factory=lambda: Registry("writer"))
-    judges: Registry = field(default_factory=lambda: Registry("judge"))
-    models: Registry = field(default_factory=lambda: Registry("model"))
+    engines: Registry[Engine] = field(default_factory=lambda: Registry("engine"))
+    setups: Registry[SetupProvider] = field(default_factory=lambda: Registry("setup"))
+    stores: Registry[Store] = field(default_factory=lambda: Registry("store"))
+    writers: Registry[QuestionWriter] = field(default_factory=lambda: Registry("writer"))
+    judges: Registry[Judge] = field(default_factory=lambda: Registry("judge"))
+    models: Registry[ModelPlugin] = field(default_factory=lambda: Registry("model"))
 
     def distributions(self) -> list[dict[str, Any]]:
         """One row per loaded plugin: its name, the distribution that ships it and its version."""

@@ -12,33 +12,73 @@ from pathlib import Path
 import pytest
 
 PLUGIN = '''
-"""A toy engine: counts the question's words in each document; registered through the entry point."""
+"""A toy engine, written against `vx_eval.plugin` only: keyword by counting the question's words, dense by
+exact cosine over the vectors every engine of a run shares; with passages and hybrid, the shared setup
+providers add fused and cross-encoder-reranked setups."""
 
-from vx_eval import hookimpl
-from vx_eval.core.engine import Engine, EngineOptions, Hit
-from vx_eval.core.errors import EngineError
+import numpy as np
+
+from vx_eval.plugin import (
+    DENSE_PREFIX,
+    HYBRID,
+    KEYWORD,
+    PASSAGES,
+    RERANKER_PREFIX,
+    Document,
+    Engine,
+    EngineError,
+    Hit,
+    IndexOptions,
+    TargetDescription,
+    hookimpl,
+    prepare,
+)
 
 
-class ToyOptions(EngineOptions):
+class ToyOptions(IndexOptions):
     boost_title: bool = False
+    reranker: str | None = "ms-marco-minilm"
 
 
 class ToyHandle:
-    def __init__(self, docs):
-        self.docs = {d.id: d for d in docs}
+    def __init__(self, built, models, options):
+        self.chunks, self.dense, self.models, self.options = built.chunks, built.dense, models, options
+        self.docs = built.documents
+        self.body = {c.chunk_id: c.body for c in self.chunks}
 
     def capabilities(self):
-        return frozenset({"keyword"})
+        caps = {KEYWORD, PASSAGES, HYBRID} | {DENSE_PREFIX + m for m in self.dense}
+        if self.options.reranker:
+            caps.add(RERANKER_PREFIX + self.options.reranker)
+        return frozenset(caps)
 
     def describe(self):
-        return {"collection": "toy", "documents": len(self.docs), "models": [], "version": "toy 0.1"}
+        return TargetDescription(
+            collection="toy", documents=len(self.docs), chunks=len(self.chunks), models=sorted(self.dense),
+            version="toy 0.2",
+        )
+
+    def _hits(self, scores, k):
+        order = np.lexsort((np.arange(len(scores)), -scores))[:k]
+        return [
+            Hit(self.chunks[i].doc_id, float(scores[i]), self.chunks[i].page, self.chunks[i].chunk_id)
+            for i in order
+            if scores[i] > 0 or not np.isclose(scores[i], 0)
+        ]
 
     def search(self, query):
-        if query.capability != "keyword":
-            raise EngineError(f"the toy engine has no capability '{query.capability}'")
-        words = set(query.text.lower().split())
-        scored = [(len(words & set(d.text.lower().split())), d.id) for d in self.docs.values()]
-        return [Hit(doc_id, float(s)) for s, doc_id in sorted(scored, reverse=True)[: query.k] if s]
+        if query.capability == KEYWORD:
+            words = set(query.text.lower().split())
+            scores = np.array([len(words & set(c.body.lower().split())) for c in self.chunks], dtype=float)
+            return [h for h in self._hits(scores, query.k) if h.score > 0]
+        model = query.capability.removeprefix(DENSE_PREFIX)
+        if query.capability.startswith(DENSE_PREFIX) and model in self.dense:
+            vector = self.models.dense(model).encode_queries([query.text])[0]
+            return self._hits(self.dense[model] @ vector, query.k)
+        raise EngineError(f"the toy engine has no capability '{query.capability}'")
+
+    def passages(self, hits):
+        return [self.body.get(h.chunk_id or "", "") for h in hits]
 
     def missing(self, ids):
         return set(ids) - set(self.docs)
@@ -47,7 +87,7 @@ class ToyHandle:
         return sorted(self.docs)
 
     def documents(self, ids):
-        return [self.docs[i] for i in ids if i in self.docs]
+        return [Document(id=i, text=self.docs[i]["text"], title=self.docs[i]["title"]) for i in ids if i in self.docs]
 
     def close(self):
         pass
@@ -60,7 +100,7 @@ class ToyEngine(Engine):
     def open(self, options, context):
         if context.corpus is None:
             raise EngineError("the toy engine holds nothing until the config declares a corpus")
-        return ToyHandle(list(context.corpus))
+        return ToyHandle(prepare(context.corpus, options, context), context.models, options)
 
 
 @hookimpl
@@ -138,7 +178,7 @@ def test_vx_eval_run_discovers_and_runs_the_third_party_engine(toy_site, project
     config = project.write_config(
         targets=[
             {"name": "Local", "engine": "sqlite", "options": {"path": ".vx/tiny.db", "dense_models": []}},
-            {"name": "Toy Engine", "engine": "toy", "options": {"boost_title": True}},
+            {"name": "Toy Engine", "engine": "toy", "options": {"boost_title": True, "dense_models": []}},
         ]
     )
     done = vx_eval(toy_site, "run", str(config), "--json", cwd=project.root)
@@ -147,7 +187,7 @@ def test_vx_eval_run_discovers_and_runs_the_third_party_engine(toy_site, project
     toy = next(s for s in report["setups"] if s["engine"] == "toy")
     assert toy["key"] == "toy-engine.keyword" and toy["error"] is None  # the built-in keyword setup composes
     assert toy["summary"]["found@10"] > 0
-    assert report["targets"]["Toy Engine"]["version"] == "toy 0.1"
+    assert report["targets"]["Toy Engine"]["version"] == "toy 0.2"
     assert {"key": "local.keyword", "change": "the same search on Local"} in toy["neighbours"]
 
 
@@ -164,9 +204,9 @@ from vx_eval.testing.conformance import EngineConformance
 
 class TestToy(EngineConformance):
     engine = "toy"
-    options = {"boost_title": True}
+    options = {"boost_title": True, "chunk_words": 0, "dense_models": ["minilm"]}
     absent_options = {}
-    same_ranking = ()  # word counting is no method the embedded engine has
+    same_ranking = ("dense.minilm",)  # exact cosine over the same vectors: the embedded engine's top 10
 """
 
 
@@ -184,4 +224,20 @@ def test_the_third_party_engine_passes_the_conformance_suite(toy_site, tmp_path)
         timeout=600,
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
-    assert "10 passed" in done.stdout and "skipped" not in done.stdout  # no ranking check: nothing to compare
+    assert "11 passed" in done.stdout and "skipped" not in done.stdout
+
+
+def test_the_sdk_engine_offers_dense_fused_and_reranked_setups(toy_site, project):
+    """Capabilities are all it takes: the shared setup providers compose dense, hybrid and reranked."""
+    config = project.write_config(
+        targets=[{"name": "Toy", "engine": "toy", "options": {"chunk_words": 0, "dense_models": ["minilm"]}}],
+        models={"threads": 1, "scores": str(project / "scores.db")},
+    )
+    done = vx_eval(toy_site, "run", str(config), "--json", "--no-save", cwd=project.root)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    by_key = {s["key"]: s for s in report["setups"]}
+    assert {"toy.keyword", "toy.dense.minilm", "toy.hybrid.minilm", "toy.hybrid_reranked.minilm"} <= set(by_key)
+    reranked = by_key["toy.hybrid_reranked.minilm"]
+    assert reranked["ranker"] == "ms-marco-minilm" and reranked["error"] is None
+    assert all(s["summary"]["found@10"] > 0 for s in by_key.values())

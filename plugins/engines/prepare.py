@@ -21,7 +21,7 @@ from pydantic import Field, model_validator
 from vx_eval.core.config import ConfigPath
 from vx_eval.core.engine import Corpus, Document, EngineOptions, OpenContext
 from vx_eval.core.models import DENSE, LATE
-from vx_eval.plugins.engines.cache import EmbeddingCache, content_key, quantize
+from vx_eval.plugins.engines.cache import EmbeddingCache, content_key, dequantize, quantize
 from vx_eval.plugins.engines.text import chunk_words
 
 EMBED_SLICE = 256  # texts handed to a model at a time (the progress bar moves per slice)
@@ -151,3 +151,41 @@ def token_matrices(
     for start in range(0, len(keys), slice_size):
         found = cache.vectors("late", name, keys[start : start + slice_size])
         yield [found[k] for k in keys[start : start + slice_size]]
+
+
+@dataclass
+class Built:
+    """The corpus prepared for an engine: chunks, each document's own fields, and a vector matrix per model."""
+
+    chunks: list[Chunk]
+    documents: dict[str, dict[str, Any]]
+    dense: dict[str, np.ndarray]
+    cache_path: Path
+    context: OpenContext
+
+    def token_slices(self, model: str, size: int = 256) -> Iterator[list[np.ndarray]]:
+        """Token matrices for the late model, `size` chunks at a time (embedded first where not cached)."""
+        dim = self.context.models.get(model, LATE).dim
+        cache = EmbeddingCache(self.cache_path)
+        try:
+            for blobs in token_matrices(cache, model, [c.body for c in self.chunks], self.context, size):
+                yield [dequantize(b, dim) for b in blobs]
+        finally:
+            cache.close()
+
+
+def prepare(corpus: Corpus, options: IndexOptions, context: OpenContext) -> Built:
+    """Chunks and a vector per chunk for every dense model, embedded once (the cache keeps them by content)."""
+    chunks: list[Chunk] = []
+    documents: dict[str, dict[str, Any]] = {}
+    for doc, pieces in chunk_corpus(corpus, options.chunk_words, options.chunk_overlap, context):
+        documents[doc.id] = {"title": doc.title, "text": doc.text, "metadata": doc.metadata}
+        chunks += pieces
+    cache_path = options.cache or default_cache(context)
+    cache = EmbeddingCache(cache_path)
+    try:
+        bodies = [c.body for c in chunks]
+        dense = {name: dense_matrix(cache, name, bodies, context) for name in options.dense_models}
+    finally:
+        cache.close()
+    return Built(chunks, documents, dense, cache_path, context)

@@ -10,27 +10,18 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-import numpy as np
 from pydantic import Field
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential
 
 from vx_eval.core.engine import Corpus, Document, Hit, OpenContext, slug
 from vx_eval.core.errors import EngineError
-from vx_eval.core.models import LATE
-from vx_eval.plugins.engines.cache import EmbeddingCache, dequantize
-from vx_eval.plugins.engines.prepare import (
-    Chunk,
-    IndexOptions,
-    chunk_corpus,
-    default_cache,
-    dense_matrix,
-    token_matrices,
-)
+from vx_eval.plugins.engines.prepare import Built, Chunk, IndexOptions, prepare
+
+__all__ = ["Built", "prepare"]  # where remote engines have always found them
 
 T = TypeVar("T")
 MODES = ("dense", "hybrid", "ultimate")
@@ -70,44 +61,6 @@ def fingerprint(corpus: Corpus, settings: dict[str, Any], engine_format: int) ->
 
 def collection_name(options: RemoteOptions, context: OpenContext) -> str:
     return options.collection or slug(context.target_name)
-
-
-@dataclass
-class Built:
-    """The corpus prepared for an engine: chunks, each document's own fields, and a vector matrix per model."""
-
-    chunks: list[Chunk]
-    documents: dict[str, dict[str, Any]]
-    dense: dict[str, np.ndarray]
-    cache_path: Path
-    context: OpenContext
-
-    def token_slices(self, model: str, size: int = 256) -> Iterator[list[np.ndarray]]:
-        """Token matrices for the late model, `size` chunks at a time (embedded first where not cached)."""
-        dim = self.context.models.get(model, LATE).dim
-        cache = EmbeddingCache(self.cache_path)
-        try:
-            for blobs in token_matrices(cache, model, [c.body for c in self.chunks], self.context, size):
-                yield [dequantize(b, dim) for b in blobs]
-        finally:
-            cache.close()
-
-
-def prepare(corpus: Corpus, options: RemoteOptions, context: OpenContext) -> Built:
-    """Chunks and a vector per chunk for every dense model, embedded once (the cache keeps them by content)."""
-    chunks: list[Chunk] = []
-    documents: dict[str, dict[str, Any]] = {}
-    for doc, pieces in chunk_corpus(corpus, options.chunk_words, options.chunk_overlap, context):
-        documents[doc.id] = {"title": doc.title, "text": doc.text, "metadata": doc.metadata}
-        chunks += pieces
-    cache_path = options.cache or default_cache(context)
-    cache = EmbeddingCache(cache_path)
-    try:
-        bodies = [c.body for c in chunks]
-        dense = {name: dense_matrix(cache, name, bodies, context) for name in options.dense_models}
-    finally:
-        cache.close()
-    return Built(chunks, documents, dense, cache_path, context)
 
 
 def is_first_chunk(chunk: Chunk) -> bool:

@@ -1,0 +1,160 @@
+"""Everything a plugin author needs, in one import: ``from vx_eval.plugin import …``.
+
+A plugin is a module with hook implementations (`hookimpl`) registered under the ``vx_eval`` entry-point
+group; each hook receives a `Registry` and adds classes with a stable ``name``. The roles, and what a class
+of each role has (the Protocols below are the ones the core itself annotates with):
+
+- **engine** (`Engine`): ``Options`` (an `EngineOptions` model for the target's ``options:`` block) and
+  ``open(options, context) -> EngineHandle``. A handle says what it can do (`capabilities`: `KEYWORD`,
+  ``DENSE_PREFIX + model``, `PASSAGES`, `HYBRID`, ``RERANKER_PREFIX + model``, `FUSION`, …), holds
+  documents (`missing`, `document_ids`, `documents`), runs one `Query` at a time (`search` -> `Hit` list)
+  and, with `PASSAGES`, gives each hit's text (`PassageHandle.passages`) to the shared rerankers. The
+  built-in setup providers compose every setup from those capabilities: offer ``dense:minilm``,
+  ``passages`` and ``hybrid`` and you get dense, hybrid (fused here) and cross-encoder-reranked setups
+  with no further code. An engine built from the config's corpus gets the same chunks and cached
+  vectors every other engine gets from `prepare` (and `IndexOptions` for its options).
+- **setup provider** (`SetupProvider`): ``setups(target) -> Iterable[Setup]``.
+- **store** (`Store`): ``Options``, ``handles``, ``read``/``write``/``exists``/``list`` (and optionally
+  ``delete`` and ``inside``); `StoreNotFound` and `StoreDenied` tell the two failures apart.
+- **model** (`ModelPlugin`): ``name``, ``kind`` (`DENSE`, `RERANKER`, `LATE`), ``label``,
+  ``load(settings)`` giving a `DenseEncoder`, `CrossEncoder` or `LateEncoder`.
+- **judge** (`Judge`): ``Options``, ``__init__(options, models)``, ``fingerprint``, ``describe``,
+  ``grade(pairs) -> list[Verdict]``.
+- **question writer** (`QuestionWriter`): ``Options``, ``writes_questions``, ``describe`` and
+  ``write(units, request) -> WriteOutcome`` with `GoldenRow` rows.
+
+Remote engines call their service through `RemotePolicy` (timeouts, bounded retries with backoff, one
+clear error for refused credentials). `vx_eval.testing.conformance.EngineConformance` is the test suite
+every engine should pass.
+"""
+
+from __future__ import annotations
+
+from vx_eval.core.config import ConfigPath, SecretRef
+from vx_eval.core.engine import (
+    DENSE_PREFIX,
+    FUSION,
+    GRAPH,
+    HYBRID,
+    KEYWORD,
+    LATE_PREFIX,
+    PASSAGES,
+    RERANKER_PREFIX,
+    SERVICE_RANKER_PREFIX,
+    SPARSE_PREFIX,
+    Corpus,
+    Document,
+    Engine,
+    EngineHandle,
+    EngineOptions,
+    Hit,
+    OpenContext,
+    PassageHandle,
+    Progress,
+    Query,
+    Setup,
+    SetupProvider,
+    Target,
+    TargetDescription,
+    capability_models,
+    record_server_time,
+    reuse_allowed,
+    slug,
+)
+from vx_eval.core.errors import (
+    ConfigError,
+    EngineError,
+    GoldenError,
+    PluginError,
+    StoreError,
+    VxEvalError,
+    did_you_mean,
+    remember_secret,
+)
+from vx_eval.core.golden import GoldenRow
+from vx_eval.core.hookspecs import hookimpl
+from vx_eval.core.judging import Judge, Verdict
+from vx_eval.core.models import (
+    DENSE,
+    LATE,
+    RERANKER,
+    CrossEncoder,
+    DenseEncoder,
+    LateEncoder,
+    ModelPlugin,
+    Models,
+    ModelSettings,
+)
+from vx_eval.core.plugins import Registry
+from vx_eval.core.remote import RemotePolicy
+from vx_eval.core.stores import Store, StoreDenied, StoreNotFound
+from vx_eval.core.template import QuestionWriter, Unit, WriteOutcome, WriterDescription, WriteRequest
+from vx_eval.plugins.engines.prepare import Built, Chunk, IndexOptions, prepare
+
+__all__ = [
+    "DENSE",
+    "DENSE_PREFIX",
+    "FUSION",
+    "GRAPH",
+    "HYBRID",
+    "KEYWORD",
+    "LATE",
+    "LATE_PREFIX",
+    "PASSAGES",
+    "RERANKER",
+    "RERANKER_PREFIX",
+    "SERVICE_RANKER_PREFIX",
+    "SPARSE_PREFIX",
+    "Built",
+    "Chunk",
+    "ConfigError",
+    "ConfigPath",
+    "Corpus",
+    "CrossEncoder",
+    "DenseEncoder",
+    "Document",
+    "Engine",
+    "EngineError",
+    "EngineHandle",
+    "EngineOptions",
+    "GoldenError",
+    "GoldenRow",
+    "Hit",
+    "IndexOptions",
+    "Judge",
+    "LateEncoder",
+    "ModelPlugin",
+    "ModelSettings",
+    "Models",
+    "OpenContext",
+    "PassageHandle",
+    "PluginError",
+    "Progress",
+    "Query",
+    "QuestionWriter",
+    "Registry",
+    "RemotePolicy",
+    "SecretRef",
+    "Setup",
+    "SetupProvider",
+    "Store",
+    "StoreDenied",
+    "StoreError",
+    "StoreNotFound",
+    "Target",
+    "TargetDescription",
+    "Unit",
+    "Verdict",
+    "VxEvalError",
+    "WriteOutcome",
+    "WriteRequest",
+    "WriterDescription",
+    "capability_models",
+    "did_you_mean",
+    "hookimpl",
+    "prepare",
+    "record_server_time",
+    "remember_secret",
+    "reuse_allowed",
+    "slug",
+]
