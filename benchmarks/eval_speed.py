@@ -1,31 +1,42 @@
-"""`vx-eval eval` against pytrec_eval on 10,000 questions x 100 results, side by side in one run.
+"""Scoring TREC files as whole processes: `vx-eval eval` against pytrec_eval (and trec_eval's C binary when
+one is on the PATH), side by side in one run, and `vx-eval --help` beside `python -c pass`.
 
-Both sides start from the same two files on disk (TREC qrels and a TREC run) and end with per-question
-values of ndcg@10, map, recall@100 and MRR: reading the files is part of the work on both sides. Each side
-runs `--repeat` times, interleaved; the medians and their ratio are printed, and the per-question values
-are checked to agree to 1e-9.
+Every side starts from the same two files on disk and ends with per-question values of ndcg@10, map,
+recall@100 and MRR printed: starting the interpreter, importing, reading and scoring are all part of the
+work. Each command runs `--repeat` times, interleaved; wall time and peak memory (maximum resident set, from
+`/usr/bin/time`) are the medians, with ratios against pytrec_eval and trec_eval measured in the same run.
+vx-eval's per-question values are checked against pytrec_eval's to 1e-9.
 
-    python benchmarks/eval_speed.py [--questions 10000] [--depth 100] [--repeat 5]
+    python benchmarks/eval_speed.py [--sizes 323x1000,10000x100,10000x1000] [--repeat 5]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import random
+import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
-
-import numpy as np
-import pytrec_eval
-
-from vx_eval.core.trec import evaluate_run, read_judgements, read_run
 
 OURS = ["ndcg@10", "map", "recall@100", "mrr"]
 THEIRS = ["ndcg_cut_10", "map", "recall_100", "recip_rank"]
+TREC_EVAL = ["ndcg_cut.10", "map", "recall.100", "recip_rank"]
+PYTREC = """
+import sys, pytrec_eval
+with open(sys.argv[1]) as f:
+    qrels = pytrec_eval.parse_qrel(f)
+with open(sys.argv[2]) as f:
+    run = pytrec_eval.parse_run(f)
+result = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut_10", "map", "recall_100", "recip_rank"}).evaluate(run)
+out = sys.stdout
+for q, values in result.items():
+    for name, value in values.items():
+        out.write(f"{name}\\t{q}\\t{value:.4f}\\n")
+"""
 
 
 def write_collection(folder: Path, questions: int, depth: int, seed: int = 0) -> tuple[Path, Path]:
@@ -33,7 +44,7 @@ def write_collection(folder: Path, questions: int, depth: int, seed: int = 0) ->
     scores as BM25 gives them, with one tie in score per list."""
     rng = random.Random(seed)
     docs = [f"D{i}" for i in range(200_000)]
-    qrels, run = folder / "qrels.txt", folder / "run.txt"
+    qrels, run = folder / f"qrels-{questions}x{depth}.txt", folder / f"run-{questions}x{depth}.txt"
     with qrels.open("w") as q, run.open("w") as r:
         for i in range(questions):
             qid = f"q{i}"
@@ -49,61 +60,88 @@ def write_collection(folder: Path, questions: int, depth: int, seed: int = 0) ->
     return qrels, run
 
 
-def ours(qrels: Path, run: Path) -> dict[str, np.ndarray]:
-    evaluation = evaluate_run(read_judgements(qrels), read_run(run), OURS)
-    return dict(zip(evaluation.question_ids, evaluation.values, strict=True))
+def timed(argv: list[str], out: Path | None = None) -> tuple[float, float]:
+    """Wall seconds and peak resident MB of one whole process (GNU time's %e and %M)."""
+    with tempfile.NamedTemporaryFile("r", suffix=".time") as report:
+        sink = out.open("w") if out else subprocess.DEVNULL
+        try:
+            subprocess.run(["/usr/bin/time", "-f", "%e %M", "-o", report.name, *argv], stdout=sink, check=True)
+        finally:
+            if out:
+                sink.close()
+        seconds, kb = report.read().split()[-2:]
+    return float(seconds), float(kb) / 1024
 
 
-def theirs(qrels: Path, run: Path) -> dict[str, dict[str, float]]:
-    with qrels.open() as handle:
-        judged = pytrec_eval.parse_qrel(handle)
-    with run.open() as handle:
-        ranked = pytrec_eval.parse_run(handle)
-    return pytrec_eval.RelevanceEvaluator(judged, set(THEIRS)).evaluate(ranked)
+def commands(qrels: Path, run: Path) -> dict[str, list[str]]:
+    vx = shutil.which("vx-eval") or "vx-eval"
+    found = {
+        "vx-eval eval": [vx, "eval", str(qrels), str(run), "-q", *(a for m in OURS for a in ("-m", m))],
+        "pytrec_eval": [sys.executable, "-c", PYTREC, str(qrels), str(run)],
+    }
+    trec = shutil.which("trec_eval")
+    if trec:
+        found["trec_eval (C)"] = [trec, "-c", "-q", *(a for m in TREC_EVAL for a in ("-m", m)), str(qrels), str(run)]
+    return found
+
+
+def per_question(path: Path, names: list[str]) -> dict[tuple[str, str], float]:
+    values = {}
+    for line in path.read_text().splitlines():
+        name, qid, value = line.split("\t")[:3]
+        name = name.strip()
+        if qid != "all" and name in names:
+            values[(names.index(name), qid)] = float(value)
+    return values
+
+
+def compare(size: str, repeat: int, folder: Path) -> None:
+    questions, depth = (int(x) for x in size.split("x"))
+    qrels, run = write_collection(folder, questions, depth)
+    lines = sum(1 for _ in run.open())
+    runs = commands(qrels, run)
+    results: dict[str, list[tuple[float, float]]] = {name: [] for name in runs}
+    outputs = {name: folder / f"{name.split()[0]}.out" for name in runs}
+    for _ in range(repeat):
+        for name, argv in runs.items():
+            results[name].append(timed(argv, outputs[name]))
+    mine = per_question(outputs["vx-eval eval"], OURS)
+    theirs = per_question(outputs["pytrec_eval"], THEIRS)
+    worst = max(abs(mine[k] - theirs[k]) for k in theirs)  # both print 4 decimals
+    print(f"\n{questions:,} questions x {depth:,} results ({lines:,} run lines), median of {repeat}:")
+    medians = {
+        name: (statistics.median(t for t, _ in rows), statistics.median(m for _, m in rows))
+        for name, rows in results.items()
+    }
+    for name, (seconds, mb) in medians.items():
+        print(f"  {name:<15} {seconds:6.2f} s  {mb:7.0f} MB")
+    ours_s, ours_mb = medians["vx-eval eval"]
+    for other in [n for n in medians if n != "vx-eval eval"]:
+        s, mb = medians[other]
+        print(f"  vx-eval / {other}: time {ours_s / s:.2f}x, memory {ours_mb / mb:.2f}x")
+    print(f"  largest per-question difference from pytrec_eval (4 decimals printed): {worst:.1e}")
+
+
+def startup(repeat: int) -> None:
+    vx = shutil.which("vx-eval") or "vx-eval"
+    rows: dict[str, list[float]] = {"python -c pass": [], "vx-eval --help": []}
+    for _ in range(repeat):
+        rows["python -c pass"].append(timed([sys.executable, "-c", "pass"])[0])
+        rows["vx-eval --help"].append(timed([vx, "--help"])[0])
+    base, ours = statistics.median(rows["python -c pass"]), statistics.median(rows["vx-eval --help"])
+    print(f"start-up, median of {repeat}: python -c pass {base:.2f} s, vx-eval --help {ours:.2f} s ({ours / base:.1f}x)")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--questions", type=int, default=10_000)
-    parser.add_argument("--depth", type=int, default=100)
+    parser.add_argument("--sizes", default="323x1000,10000x100,10000x1000")
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
+    startup(args.repeat)
     with tempfile.TemporaryDirectory() as tmp:
-        qrels, run = write_collection(Path(tmp), args.questions, args.depth)
-        # first use, each in a fresh interpreter: no warm-up hides an import or a compile
-        first: dict[str, list[float]] = {"ours": [], "theirs": []}
-        for name in ("ours", "theirs", "ours", "theirs", "ours", "theirs"):
-            code = (
-                f"import time,sys;sys.argv=['x'];t=time.perf_counter();import benchmarks.eval_speed as b;"
-                f"b.{name}(b.Path({str(qrels)!r}),b.Path({str(run)!r}));print(time.perf_counter()-t)"
-            )
-            done = subprocess.run(
-                [sys.executable, "-c", code],
-                capture_output=True,
-                text=True,
-                check=True,
-                cwd=Path(__file__).resolve().parents[1],
-            )
-            first[name].append(float(done.stdout.split()[-1]))
-        times: dict[str, list[float]] = {"ours": [], "theirs": []}
-        for _ in range(args.repeat):
-            for name, fn in (("ours", ours), ("theirs", theirs)):
-                start = time.perf_counter()
-                result = fn(qrels, run)
-                times[name].append(time.perf_counter() - start)
-                if name == "ours":
-                    mine = result
-                else:
-                    reference = result
-        worst = max(abs(mine[q][i] - reference[q][m]) for q in reference for i, m in enumerate(THEIRS))
-    o, t = statistics.median(times["ours"]), statistics.median(times["theirs"])
-    o_min, t_min = min(times["ours"]), min(times["theirs"])
-    print(f"{args.questions:,} questions x {args.depth} results, files read and 4 measures computed per question")
-    fo, ft = statistics.median(first["ours"]), statistics.median(first["theirs"])
-    print(f"  first use (fresh interpreter, imports included, median of 3): vx-eval {fo:.2f} s, pytrec_eval {ft:.2f} s")
-    print(f"  median of {args.repeat}: vx-eval {o:.2f} s, pytrec_eval {t:.2f} s, ratio vx-eval/pytrec_eval {o / t:.2f}")
-    print(f"  best of {args.repeat}:   vx-eval {o_min:.2f} s, pytrec_eval {t_min:.2f} s, ratio {o_min / t_min:.2f}")
-    print(f"  largest per-question difference: {worst:.2e}")
+        for size in args.sizes.split(","):
+            compare(size, args.repeat, Path(tmp))
+    print(json.dumps({"trec_eval on PATH": shutil.which("trec_eval")}))
 
 
 if __name__ == "__main__":

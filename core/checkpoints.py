@@ -96,14 +96,14 @@ def start_checkpoints(
     if stores.exists(join(runs_folder(save_to), resume, REPORT_NAME)):
         raise VxEvalError(
             f"run {resume} finished: its report is saved at {save_to} (see `vx-eval runs show {resume}`); "
-            "there is nothing to resume: start a new run without --resume"
+            "there is nothing to resume: start a new run instead"
         )
     checkpoints = Checkpoints(stores, save_to, resume)
     kept = checkpoints.manifest()
     if kept is None:
         raise VxEvalError(
             f"no checkpoints of run '{resume}' at {save_to}: it finished (see `vx-eval runs show`) or "
-            "never started there; start a new run without --resume"
+            "never started there; start a new run instead"
         )
     changed = [
         what
@@ -117,7 +117,7 @@ def start_checkpoints(
     if changed:
         raise VxEvalError(
             f"{' and '.join(changed)} changed since run {resume} started, so its finished searches would "
-            "not add up to one run; start a new run without --resume"
+            "not add up to one run; start a new run instead"
         )
     shards = (kept.questions + kept.shard_size - 1) // kept.shard_size
     done = checkpoints.done(kept.setups, shards)

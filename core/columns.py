@@ -111,7 +111,7 @@ class Columns:
         if len(short):
             values[short], simple[short] = _simple_numbers(self.data, starts[short], lengths[short])
         for row in np.flatnonzero(~simple):
-            token = self.text(column, [row])[0]
+            token = self.text(column, [int(row)])[0]
             try:
                 values[row] = float(token)
             except ValueError:

@@ -11,7 +11,7 @@ from pydantic import BaseModel
 
 from vx_eval.core import metrics, stats
 from vx_eval.core.config import is_uri
-from vx_eval.core.errors import VxEvalError
+from vx_eval.core.errors import VxEvalError, quoted
 from vx_eval.core.history import read_report
 from vx_eval.core.report import REPORT_NAME
 from vx_eval.core.schema import Report, ReportError
@@ -37,11 +37,11 @@ class Gate:
         match = GATE.match(text)
         if not match:
             raise VxEvalError(
-                f"--fail-if '{text}' is not a gate; write e.g. \"ndcg@10 drops by more than 0.02\" "
+                f"{quoted(text)} is not a gate; write e.g. \"ndcg@10 drops by more than 0.02\" "
                 '(or "… 2 points", or "… 5%" of the first run\'s value)'
             )
-        measure = metrics.parse(match["measure"]).name
-        amount, unit = float(match["amount"]), (match["unit"] or "").lower()
+        measure = metrics.parse(match.group("measure")).name
+        amount, unit = float(match.group("amount")), (match.group("unit") or "").lower()
         if unit.startswith("point"):
             amount /= 100
         return cls(measure, amount / 100 if unit == "%" else amount, unit == "%", text)
@@ -107,7 +107,7 @@ def compare_reports(
     if a_sha != b_sha and not allow_different_golden:
         raise VxEvalError(
             f"the runs read different golden files ({a_sha[:12]}… and {b_sha[:12]}…): their questions differ, so "
-            "their scores do not compare; pass --allow-different-golden to compare the questions they share"
+            "their scores do not compare; allow different golden files to compare the questions they share"
         )
     a_setups, b_setups = before.by_key, after.by_key
     a_index = {q: i for i, q in enumerate(before.question_ids)}
@@ -158,7 +158,7 @@ def failed_gates(comparison: Comparison, gates: list[Gate]) -> list[str]:
     for gate in gates:
         rows = [r for r in comparison.rows if r.measure == gate.measure]
         if not rows:
-            raise VxEvalError(f"--fail-if names {gate.measure}, which neither run scored; add it to evaluation.metrics")
+            raise VxEvalError(f"a gate names {gate.measure}, which neither run scored; add it to evaluation.metrics")
         for row in rows:
             drop = row.before - row.after
             if drop > gate.tolerance(row.before) and row.significant:

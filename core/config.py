@@ -5,12 +5,9 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import types
-import typing
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import (
@@ -23,12 +20,12 @@ from pydantic import (
     model_validator,
 )
 
-from vx_eval.core.errors import ConfigError, brief, did_you_mean, quoted, remember_secret
+from vx_eval.core.errors import ConfigError, did_you_mean, quoted, remember_secret
 from vx_eval.core.metrics import check_metrics
+from vx_eval.core.validation import SECRET_KEY, dotted, format_validation_error, yaml_line
 from vx_eval.core.yamlio import YamlInputError, parse_yaml
 
 URI = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://")
-SECRET_KEY = re.compile(r"(^|_)(key|api_key|password|secret|token|connection_string|credential)$", re.I)
 
 DEFAULT_METRICS = ("found@1", "found@3", "found@5", "found@10", "found@20", "mrr", "recall@10", "ndcg@10")
 
@@ -239,127 +236,6 @@ class Experiment:
         return self.path.parent if self.path else Path.cwd()
 
 
-# ---------------------------------------------------------------------------------------------- errors
-
-
-def _yaml_line(node: yaml.Node | None, loc: tuple[Any, ...]) -> int | None:
-    """1-based line of the deepest YAML node that `loc` reaches (the key's line for a mapping entry)."""
-    line = node.start_mark.line + 1 if node is not None else None
-    for part in loc:
-        if isinstance(node, yaml.MappingNode):
-            match = next(((k, v) for k, v in node.value if k.value == part), None)
-            if match is None:
-                break
-            line = match[0].start_mark.line + 1
-            node = match[1]
-        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
-            node = node.value[part]
-            line = node.start_mark.line + 1
-        else:
-            break
-    return line
-
-
-_PLAIN_KEY = re.compile(r"^[A-Za-z_][\w-]{0,59}$")
-
-
-def _key(part: Any) -> str:
-    """A key as shown in a YAML path: as written where it is a plain word, else quoted and escaped."""
-    text = str(part)
-    return text if _PLAIN_KEY.match(text) else quoted(text)
-
-
-def _dotted(loc: tuple[Any, ...]) -> str:
-    out = ""
-    for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else (f".{_key(part)}" if out else _key(part))
-    return out or "(top level)"
-
-
-def _members(annotation: Any) -> tuple[Any, ...]:
-    """The types a union annotation admits, None left out (``X | None`` is no union to pydantic's errors)."""
-    if typing.get_origin(annotation) in (Union, types.UnionType):
-        return tuple(a for a in typing.get_args(annotation) if a is not type(None))
-    return (annotation,)
-
-
-def _as_model(annotation: Any) -> type[BaseModel] | None:
-    return annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
-
-
-def clean_location(model: type[BaseModel], loc: tuple[Any, ...]) -> tuple[tuple[Any, ...], type[BaseModel] | None]:
-    """A pydantic error location as the user wrote it, and the model of the mapping it ends in.
-
-    Where a field admits several types (``golden: str | GoldenSource``), pydantic puts the member it tried
-    into the location (``golden.GoldenSource.limit``); the member is told by the model's own annotations,
-    never by how a key looks, so a user's ``Name:`` stays in the message as written."""
-    out: list[Any] = []
-    current: Any = model
-    parts = list(loc)
-    while parts:
-        part = parts.pop(0)
-        out.append(part)
-        cls = _as_model(current)
-        if cls is None or isinstance(part, int) or part not in cls.model_fields:
-            current = None
-            continue
-        annotation = cls.model_fields[part].annotation
-        if typing.get_origin(annotation) in (list, tuple) and parts and isinstance(parts[0], int):
-            out.append(parts.pop(0))
-            annotation = typing.get_args(annotation)[0]
-        if typing.get_origin(annotation) is dict and parts:
-            out.append(parts.pop(0))
-            annotation = typing.get_args(annotation)[1]
-        members = _members(annotation)
-        if len(members) > 1 and parts:
-            tag = parts.pop(0)  # the member pydantic tried: drop it, and follow it where it is a model
-            annotation = next((m for m in members if getattr(m, "__name__", None) == tag), None)
-        current = annotation
-    return tuple(out), _as_model(current)
-
-
-def format_validation_error(
-    exc: ValidationError,
-    model: type[BaseModel],
-    *,
-    prefix: tuple[Any, ...] = (),
-    source: str = "config",
-    root: yaml.Node | None = None,
-) -> list[tuple[int, str]]:
-    """(line, message) per pydantic error: ``file:line: yaml.path: what is wrong; what to write instead``.
-
-    An error about a whole value is dropped when another error explains a part of it (a union's members).
-    """
-    errors = []
-    for err in exc.errors():
-        loc, _ = clean_location(model, tuple(err["loc"]))
-        errors.append((loc, err))
-    out = []
-    for loc, err in errors:
-        if any(len(other) > len(loc) and other[: len(loc)] == loc for other, _ in errors):
-            continue
-        full = prefix + loc
-        line = _yaml_line(root, full) or 0
-        where = f"{source}:{line}" if line else source
-        if err["type"] == "extra_forbidden":
-            _, parent = clean_location(model, tuple(err["loc"])[:-1])
-            known = list(parent.model_fields) if parent else []
-            hint = did_you_mean(str(loc[-1]), known) or (f"; known keys: {', '.join(known)}" if known else "")
-            out.append((line, f"{where}: {_dotted(full)}: unknown key{hint}"))
-        elif err["type"] == "missing":
-            out.append((line, f"{where}: {_dotted(full)}: required but missing"))
-        else:
-            msg = err["msg"].removeprefix("Value error, ")
-            shown = "" if _secret_path(full) else f" (got {brief(err.get('input'))})"
-            out.append((line, f"{where}: {_dotted(full)}: {msg}{shown}"))
-    # one problem a line at most: a union tried member by member says the same thing twice
-    return list(dict.fromkeys(out))
-
-
-def _secret_path(loc: tuple[Any, ...]) -> bool:
-    return any(isinstance(p, str) and SECRET_KEY.search(p) for p in loc)
-
-
 # ---------------------------------------------------------------------------------------------- loading
 
 
@@ -401,42 +277,99 @@ def load_config(path: str | Path, plugins: Any) -> Experiment:
 BLOCKS = (("judges", "judges", "judge"), ("writers", "writers", "question writer"), ("stores", "stores", "store"))
 
 
-def _plugin_block(
-    plugins: Any,
-    registry_name: str,
-    role: str,
-    name: str,
-    raw: Any,
-    loc: tuple[Any, ...],
-    context: dict[str, Any],
-    problem: Callable[[tuple[Any, ...], str], None],
-    root: yaml.Node | None,
-    source: str,
-) -> tuple[Any, list[tuple[int, str]]]:
-    """One plugin's options block, validated by that plugin's own `Options` model (unknown plugin names
-    and keys named, with the YAML line and a did-you-mean). Returns the options (None when wrong)."""
-    registry = getattr(plugins, registry_name)
-    if name not in registry:
-        names = registry.names()
-        problem(
-            loc,
-            f"no {role} named {quoted(name)}{did_you_mean(str(name), names)} "
-            f"(installed: {', '.join(names) or 'none'}; see `vx-eval plugins`)",
-        )
-        return None, []
-    if raw is not None and not isinstance(raw, dict):
-        problem(loc, f"the {role}'s options are a mapping of settings (got {type(raw).__name__})")
-        return None, []
-    for secret_loc, message in _check_secrets(raw or {}, loc):
-        problem(secret_loc, message)
-    cls = registry.get(name)
-    options_model = getattr(cls, "Options", None)
-    if options_model is None:
-        return raw or {}, []
-    try:
-        return options_model.model_validate(raw or {}, context=context), []
-    except ValidationError as exc:
-        return None, format_validation_error(exc, options_model, prefix=loc, source=source, root=root)
+@dataclass
+class _Checker:
+    """Collects every problem of one config, each with its line, while the parts are checked."""
+
+    plugins: Any
+    root: yaml.Node | None
+    source: str
+    context: dict[str, Any]
+    problems: list[tuple[int, str]] = field(default_factory=list)
+
+    def problem(self, loc: tuple[Any, ...], message: str) -> None:
+        line = yaml_line(self.root, loc) or 0
+        self.problems.append((line, f"{self.source}:{line}: {dotted(loc)}: {message}"))
+
+    def validation(self, exc: ValidationError, model: type[BaseModel], prefix: tuple[Any, ...] = ()) -> None:
+        self.problems += format_validation_error(exc, model, prefix=prefix, source=self.source, root=self.root)
+
+    def plugin_block(self, registry_name: str, role: str, name: str, raw: Any, loc: tuple[Any, ...]) -> Any:
+        """One plugin's options block, validated by that plugin's own `Options` model (unknown plugin names
+        and keys named, with the YAML line and a did-you-mean). Returns the options (None when wrong)."""
+        registry = getattr(self.plugins, registry_name)
+        if name not in registry:
+            names = registry.names()
+            self.problem(
+                loc,
+                f"no {role} named {quoted(name)}{did_you_mean(str(name), names)} "
+                f"(installed: {', '.join(names) or 'none'}; see `vx-eval plugins`)",
+            )
+            return None
+        if raw is not None and not isinstance(raw, dict):
+            self.problem(loc, f"the {role}'s options are a mapping of settings (got {type(raw).__name__})")
+            return None
+        for secret_loc, message in _check_secrets(raw or {}, loc):
+            self.problem(secret_loc, message)
+        options_model = getattr(registry.get(name), "Options", None)
+        if options_model is None:
+            return raw or {}
+        try:
+            return options_model.model_validate(raw or {}, context=self.context)
+        except ValidationError as exc:
+            self.validation(exc, options_model, loc)
+            return None
+
+    def targets(self, data: dict[str, Any]) -> list[Any]:
+        """Each target's engine options, validated by its engine (None where the target is wrong)."""
+        options: list[Any] = []
+        raw_targets = data.get("targets")
+        for i, target in enumerate(raw_targets if isinstance(raw_targets, list) else []):
+            engine = target.get("engine") if isinstance(target, dict) else None
+            if not isinstance(engine, str):
+                options.append(None)
+                continue
+            if engine not in self.plugins.engines:
+                names = self.plugins.engines.names()
+                self.problem(
+                    ("targets", i, "engine"),
+                    f"no engine named {quoted(engine)}{did_you_mean(engine, names)} "
+                    f"(installed: {', '.join(names) or 'none'}; see `vx-eval plugins`)",
+                )
+                options.append(None)
+                continue
+            options.append(
+                self.plugin_block("engines", "engine", engine, target.get("options"), ("targets", i, "options"))
+            )
+        return options
+
+    def blocks(self, data: dict[str, Any]) -> dict[str, dict[str, Any]]:
+        """The judges, writers and stores blocks, each plugin's options validated by that plugin."""
+        out: dict[str, dict[str, Any]] = {}
+        for key, registry_name, role in BLOCKS:
+            out[key] = {}
+            raw_block = data.get(key)
+            if not isinstance(raw_block, dict):
+                continue  # absent, or a type error pydantic has named already
+            for name, raw in raw_block.items():
+                value = self.plugin_block(registry_name, role, name, raw, (key, name))
+                if value is not None:
+                    out[key][name] = value
+        return out
+
+    def evaluation(self, data: dict[str, Any], judges: dict[str, Any]) -> None:
+        """The measures (and the depth they need), and the judge the evaluation names."""
+        raw = data.get("evaluation")
+        evaluation: dict[str, Any] = raw if isinstance(raw, dict) else {}
+        depth = evaluation.get("depth", EvaluationConfig.model_fields["depth"].default)
+        known_depth = depth if isinstance(depth, int) and not isinstance(depth, bool) else None
+        for loc, message in check_metrics(evaluation.get("metrics"), evaluation.get("primary"), known_depth):
+            self.problem(loc, message)
+        judge = evaluation.get("judge")
+        if isinstance(judge, str) and judge not in judges:
+            value = self.plugin_block("judges", "judge", judge, {}, ("evaluation", "judge"))
+            if value is not None:
+                judges[judge] = value
 
 
 def parse_config(raw_bytes: bytes, plugins: Any, *, path: Path | None, source: str = "config") -> Experiment:
@@ -444,87 +377,30 @@ def parse_config(raw_bytes: bytes, plugins: Any, *, path: Path | None, source: s
     try:
         text = raw_bytes.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        line = raw_bytes[: exc.start].count(b"\n") + 1
-        raise ConfigError(f"{source}:{line}: not UTF-8 text; a config is a YAML file saved as UTF-8") from None
+        at = raw_bytes[: exc.start].count(b"\n") + 1
+        raise ConfigError(f"{source}:{at}: not UTF-8 text; a config is a YAML file saved as UTF-8") from None
     try:
         parsed = parse_yaml(text)
     except YamlInputError as exc:
         where = f"{source}:{exc.line}:{exc.column}" if exc.line else source
         raise ConfigError(f"{where}: not valid YAML: {exc.message}") from None
-    data, root = parsed.data, parsed.root
+    data = parsed.data
     if not isinstance(data, dict):
         what = "nothing" if data is None else f"a YAML {type(data).__name__}"
         raise ConfigError(f"{source}: a config is a YAML mapping with name, golden, targets; this file holds {what}")
-    context = {"base_dir": path.parent if path else Path.cwd(), "models": plugins.models}
-    problems: list[tuple[int, str]] = []
-
-    def problem(loc: tuple[Any, ...], message: str) -> None:
-        line = _yaml_line(root, loc) or 0
-        problems.append((line, f"{source}:{line}: {_dotted(loc)}: {message}"))
-
+    checker = _Checker(
+        plugins, parsed.root, source, {"base_dir": path.parent if path else Path.cwd(), "models": plugins.models}
+    )
     config = None
     try:
-        config = ExperimentConfig.model_validate(data, context=context)
+        config = ExperimentConfig.model_validate(data, context=checker.context)
     except ValidationError as exc:
-        problems += format_validation_error(exc, ExperimentConfig, source=source, root=root)
-
-    # Every plugin's options block is checked by that plugin, so its problems come with the others.
-    options: list[Any] = []
-    raw_targets = data.get("targets") if isinstance(data.get("targets"), list) else []
-    for i, target in enumerate(raw_targets):
-        engine = target.get("engine") if isinstance(target, dict) else None
-        if not isinstance(engine, str):
-            options.append(None)
-            continue
-        loc = ("targets", i, "options")
-        if engine not in plugins.engines:
-            problem(
-                ("targets", i, "engine"),
-                f"no engine named {quoted(engine)}{did_you_mean(engine, plugins.engines.names())} "
-                f"(installed: {', '.join(plugins.engines.names()) or 'none'}; see `vx-eval plugins`)",
-            )
-            options.append(None)
-            continue
-        value, more = _plugin_block(
-            plugins, "engines", "engine", engine, target.get("options"), loc, context, problem, root, source
-        )
-        problems += more
-        options.append(value)
-    blocks: dict[str, dict[str, Any]] = {}
-    for key, registry_name, role in BLOCKS:
-        raw_block = data.get(key)
-        blocks[key] = {}
-        if not isinstance(raw_block, dict):
-            continue  # absent, or a type error pydantic has named already
-        for name, raw in raw_block.items():
-            value, more = _plugin_block(
-                plugins, registry_name, role, name, raw, (key, name), context, problem, root, source
-            )
-            problems += more
-            if value is not None:
-                blocks[key][name] = value
-
-    evaluation = data.get("evaluation") if isinstance(data.get("evaluation"), dict) else {}
-    depth = evaluation.get("depth", EvaluationConfig.model_fields["depth"].default)
-    depth = depth if isinstance(depth, int) and not isinstance(depth, bool) else None
-    for loc, message in check_metrics(evaluation.get("metrics"), evaluation.get("primary"), depth):
-        problem(loc, message)
-    judge = evaluation.get("judge")
-    if isinstance(judge, str) and judge not in plugins.judges:
-        names = plugins.judges.names()
-        problem(
-            ("evaluation", "judge"),
-            f"no judge named {quoted(judge)}{did_you_mean(judge, names)} (installed: {', '.join(names) or 'none'})",
-        )
-    elif isinstance(judge, str) and judge not in blocks["judges"] and not _has_block(data, "judges", judge):
-        value, more = _plugin_block(
-            plugins, "judges", "judge", judge, {}, ("evaluation", "judge"), context, problem, root, source
-        )
-        problems += more
-        if value is not None:
-            blocks["judges"][judge] = value
-    if problems or config is None:
-        ordered = sorted(dict.fromkeys(problems), key=lambda p: p[0])
+        checker.validation(exc, ExperimentConfig)
+    options = checker.targets(data)
+    blocks = checker.blocks(data)
+    checker.evaluation(data, blocks["judges"])
+    if checker.problems or config is None:
+        ordered = sorted(dict.fromkeys(checker.problems), key=lambda p: p[0])
         raise ConfigError("\n".join(message for _, message in ordered))
     return Experiment(
         config,
@@ -535,8 +411,3 @@ def parse_config(raw_bytes: bytes, plugins: Any, *, path: Path | None, source: s
         writers=blocks["writers"],
         stores=blocks["stores"],
     )
-
-
-def _has_block(data: dict[str, Any], key: str, name: str) -> bool:
-    block = data.get(key)
-    return isinstance(block, dict) and name in block

@@ -135,6 +135,15 @@ class OpenContext:
     models: Models | None = None
     """The run's `core.models.Models`: loads models by name, once (None only where no model is needed)."""
 
+    @property
+    def loaded(self) -> Models:
+        """The run's models, for an engine that embeds (an error where the caller gave none)."""
+        if self.models is None:
+            from vx_eval.core.errors import PluginError
+
+            raise PluginError(f"target {self.target_name} was opened without the run's models, which it needs")
+        return self.models
+
 
 @runtime_checkable
 class EngineHandle(Protocol):
@@ -233,10 +242,10 @@ class Target:
     name: str
     engine: str
     handle: EngineHandle
-    options: dict[str, Any] = field(default_factory=dict)
-    models: Models | None = None
+    options: dict[str, Any]
+    models: Models
     """The run's `core.models.Models`, for setups that run a model themselves (rerankers)."""
-    search: SearchConfig | None = None
+    search: SearchConfig
     """The run's `SearchConfig`: candidate and rerank depths, fusion, RRF's k."""
 
     @property

@@ -91,7 +91,7 @@ def install_redacting_excepthook() -> None:
     import traceback
 
     def show(kind: type[BaseException], value: BaseException, tb: object) -> None:
-        text = "".join(traceback.format_exception(kind, value, tb))  # type: ignore[arg-type]
+        text = "".join(traceback.format_exception(kind, value, tb))  # type: ignore[call-overload]
         sys.stderr.write(redact(text))
 
     def show_thread(args: threading.ExceptHookArgs) -> None:

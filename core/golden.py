@@ -111,46 +111,38 @@ def default_id(question: str) -> str:
     return "q-" + hashlib.sha1(_normalise(question).encode()).hexdigest()[:10]
 
 
-def lint(raw: bytes) -> tuple[list[Defect], list[tuple[int, GoldenRow]]]:
-    """Every defect on every line at once, and the rows that parsed, with their line numbers."""
-    defects: list[Defect] = []
-    rows: list[tuple[int, GoldenRow]] = []
+def _row(number: int, line: str) -> tuple[GoldenRow | None, list[Defect]]:
+    """One line read as a golden row, and what is wrong with it as a line (JSON, fields, types)."""
     try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = raw[: exc.start].count(b"\n") + 1
-        return [Defect(line, None, "not UTF-8 text; save the file as UTF-8")], []
-    ids: dict[str, int] = {}
-    questions: dict[str, int] = {}
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            data = read_json(line)
-        except JsonInputError as exc:
-            defects.append(Defect(number, exc.column, exc.message))
-            continue
-        if not isinstance(data, dict):
-            defects.append(Defect(number, None, 'each line is one JSON object: {"question": …, "expected": […]}'))
-            continue
-        for key in data:
-            if key not in FIELDS:
-                defects.append(
-                    Defect(
-                        number,
-                        None,
-                        f"unknown field {quoted(key)}{did_you_mean(key, FIELDS)} (fields: {', '.join(FIELDS)})",
-                    )
-                )
-        known = {k: v for k, v in data.items() if k in FIELDS}
-        try:
-            row = GoldenRow.model_validate(known)
-        except ValidationError as exc:
-            for err in exc.errors():
-                where = ".".join(str(p) for p in err["loc"])
-                msg = err["msg"].removeprefix("Value error, ")
-                defects.append(Defect(number, None, f"{where}: {msg} (got {brief(err.get('input'))})"))
-            continue
+        data = read_json(line)
+    except JsonInputError as exc:
+        return None, [Defect(number, exc.column, exc.message)]
+    if not isinstance(data, dict):
+        return None, [Defect(number, None, 'each line is one JSON object: {"question": …, "expected": […]}')]
+    defects = [
+        Defect(number, None, f"unknown field {quoted(key)}{did_you_mean(key, FIELDS)} (fields: {', '.join(FIELDS)})")
+        for key in data
+        if key not in FIELDS
+    ]
+    try:
+        return GoldenRow.model_validate({k: v for k, v in data.items() if k in FIELDS}), defects
+    except ValidationError as exc:
+        for err in exc.errors():
+            where = ".".join(str(p) for p in err["loc"])
+            msg = err["msg"].removeprefix("Value error, ")
+            defects.append(Defect(number, None, f"{where}: {msg} (got {brief(err.get('input'))})"))
+        return None, defects
+
+
+@dataclass
+class _Seen:
+    """What earlier lines held: their ids and questions, to name a repeat with the line it repeats."""
+
+    ids: dict[str, int] = field(default_factory=dict)
+    questions: dict[str, int] = field(default_factory=dict)
+
+    def check(self, number: int, row: GoldenRow) -> list[Defect]:
+        defects = []
         if row.question.strip():
             if not [u for u in row.expected if u.strip()] and not (row.reference or "").strip():
                 defects.append(
@@ -162,18 +154,39 @@ def lint(raw: bytes) -> tuple[list[Defect], list[tuple[int, GoldenRow]]]:
                     )
                 )
             key = _normalise(row.question)
-            if key in questions:
-                defects.append(Defect(number, None, f"the same question as line {questions[key]}"))
+            if key in self.questions:
+                defects.append(Defect(number, None, f"the same question as line {self.questions[key]}"))
             else:
-                questions[key] = number
+                self.questions[key] = number
         if any(not u.strip() for u in row.expected):
             defects.append(Defect(number, None, "expected holds an empty id"))
         row_id = row.id if row.id is not None else (default_id(row.question) if row.question.strip() else None)
         if row_id is not None:
-            if row_id in ids:
-                defects.append(Defect(number, None, f"id {quoted(row_id)} is already used on line {ids[row_id]}"))
+            if row_id in self.ids:
+                defects.append(Defect(number, None, f"id {quoted(row_id)} is already used on line {self.ids[row_id]}"))
             else:
-                ids[row_id] = number
+                self.ids[row_id] = number
+        return defects
+
+
+def lint(raw: bytes) -> tuple[list[Defect], list[tuple[int, GoldenRow]]]:
+    """Every defect on every line at once, and the rows that parsed, with their line numbers."""
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        at = raw[: exc.start].count(b"\n") + 1
+        return [Defect(at, None, "not UTF-8 text; save the file as UTF-8")], []
+    defects: list[Defect] = []
+    rows: list[tuple[int, GoldenRow]] = []
+    seen = _Seen()
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        row, problems = _row(number, line)
+        defects += problems
+        if row is None:
+            continue
+        defects += seen.check(number, row)
         rows.append((number, row))
     if not rows and not defects:
         defects.append(Defect(1, None, "the file holds no rows; write one JSON object a line"))

@@ -152,7 +152,7 @@ def golden_bytes(stores: Stores, save_to: str, report: Report) -> bytes:
 
 def has_golden(stores: Stores, save_to: str, report: Report) -> bool:
     sha = report.golden.sha256
-    return bool(sha) and any(stores.exists(loc) for loc in golden_locations(save_to, sha))
+    return sha is not None and any(stores.exists(loc) for loc in golden_locations(save_to, sha))
 
 
 def same_questions(stores: Stores, save_to: str, report: Report, limit: int = 20) -> list[Report]:

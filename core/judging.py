@@ -156,6 +156,31 @@ def top_units(runs: Sequence[Any], questions: Sequence[Question], depth: int) ->
     return wanted
 
 
+def _passages(pairs: dict[tuple[str, int], list[str]], targets: Sequence[Any]) -> dict[tuple[str, str], str]:
+    """What the judge reads for each (target, unit): its document's title and text (or page)."""
+    from vx_eval.core.units import document_of
+
+    by_name = {t.name: t for t in targets}
+    texts: dict[tuple[str, str], str] = {}
+    for target in {t for t, _ in pairs}:
+        ids = sorted({document_of(u) for (t, _), units in pairs.items() if t == target for u in units})
+        docs = {d.id: d for d in by_name[target].handle.documents(ids)}
+        for (t, _), units in pairs.items():
+            if t == target:
+                for u in units:
+                    if document_of(u) in docs:
+                        texts[(target, u)] = passage_text(docs[document_of(u)], u)
+    return texts
+
+
+def judge_info(judge: Judge, **counts: Any) -> JudgeInfo:
+    """The report's words on the grading: the judge's own description (what it does not name in
+    `JudgeInfo`'s fields goes to `details`) and the counts."""
+    said = dict(judge.describe())
+    known = {k: v for k, v in said.items() if k in JudgeInfo.model_fields and k != "details"}
+    return JudgeInfo(**known, details={k: v for k, v in said.items() if k not in JudgeInfo.model_fields}, **counts)
+
+
 def judge_run(
     runs: Sequence[Any],
     questions: Sequence[Question],
@@ -169,57 +194,28 @@ def judge_run(
     """Grade every unlabelled (question, result) pair in the first `depth` places of every setup; returns the
     questions with those grades added (human labels win) and what the report says about the grading.
     `everything`: grade the human-labelled pairs too and list every verdict (to check the judge)."""
-    from vx_eval.core.units import document_of
-
-    by_name = {t.name: t for t in targets}
-    wanted = top_units(runs, questions, depth)
     pairs: dict[tuple[str, int], list[str]] = {}
     human_kept = 0
-    for (target, i), units in wanted.items():
+    for (target, i), units in top_units(runs, questions, depth).items():
         labelled = questions[i].relevance()
         human_kept += sum(1 for u in units if u in labelled)
         pairs[(target, i)] = [u for u in units if everything or u not in labelled]
-    texts: dict[tuple[str, str], str] = {}
-    for target in {t for t, _ in pairs}:
-        ids = sorted({document_of(u) for (t, _), units in pairs.items() if t == target for u in units})
-        docs = {d.id: d for d in by_name[target].handle.documents(ids)}
-        for (t, _), units in pairs.items():
-            if t == target:
-                for u in units:
-                    if document_of(u) in docs:
-                        texts[(target, u)] = passage_text(docs[document_of(u)], u)
-    asked = [
-        (questions[i].question, texts[(t, u)]) for (t, i), units in pairs.items() for u in units if (t, u) in texts
-    ]
-    advance = progress.start(f"Judging ({judge.name})", len(set(asked)))
-    graded = grade_pairs(judge, asked, cache, advance)
+    texts = _passages(pairs, targets)
+    placed = [(i, u, texts[(t, u)]) for (t, i), units in pairs.items() for u in units if (t, u) in texts]
+    asked = [(questions[i].question, text) for i, _, text in placed]
+    graded = grade_pairs(judge, asked, cache, progress.start(f"Judging ({judge.name})", len(set(asked))))
     judged: dict[int, dict[str, int]] = {}
-    for (t, i), units in pairs.items():
-        for u in units:
-            verdict = graded.verdicts.get((questions[i].question, texts.get((t, u), "")))
-            if verdict is not None and verdict.grade is not None:
-                judged.setdefault(i, {})[u] = verdict.grade
-    out = [with_judged_grades(q, judged.get(i, {})) for i, q in enumerate(questions)]
-    raw = {
-        (i, u): graded.verdicts[(questions[i].question, texts[(t, u)])].raw
-        for (t, i), units in pairs.items()
-        for u in units
-        if (t, u) in texts
-    }
-    verdicts = (
-        [
-            (questions[i].id, u, g, raw.get((i, u)))
-            for i, graded_units in sorted(judged.items())
-            for u, g in graded_units.items()
-        ]
-        if everything
-        else None
-    )
-    said = dict(judge.describe())
-    known = {k: v for k, v in said.items() if k in JudgeInfo.model_fields and k != "details"}
-    info = JudgeInfo(
-        **known,
-        details={k: v for k, v in said.items() if k not in JudgeInfo.model_fields},
+    raw: dict[tuple[int, str], str] = {}
+    for i, u, text in placed:
+        verdict = graded.verdicts[(questions[i].question, text)]
+        raw[(i, u)] = verdict.raw
+        if verdict.grade is not None:
+            judged.setdefault(i, {})[u] = verdict.grade
+    verdicts = [
+        (questions[i].id, u, g, raw.get((i, u))) for i, units in sorted(judged.items()) for u, g in units.items()
+    ]
+    info = judge_info(
+        judge,
         depth=depth,
         pairs=len(set(asked)),
         asked=graded.asked,
@@ -230,6 +226,6 @@ def judge_run(
             judge=sum(1 for i, g in judged.items() for u in g if u not in questions[i].relevance()),
         ),
         not_found=sum(len(units) for units in pairs.values()) - len(asked),
-        verdicts=verdicts,
+        verdicts=verdicts if everything else None,
     )
-    return out, info
+    return [with_judged_grades(q, judged.get(i, {})) for i, q in enumerate(questions)], info

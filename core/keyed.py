@@ -14,7 +14,7 @@ import threading
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, Self
 
 LOOKUP_BATCH = 500  # keys per IN (...) query, under SQLite's limit on bound parameters
 
@@ -76,7 +76,7 @@ class KeyedCache:
         with self._lock:
             self._db.close()
 
-    def __enter__(self) -> KeyedCache:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, kind: type[BaseException] | None, value: BaseException | None, tb: TracebackType | None) -> None:

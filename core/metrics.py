@@ -170,7 +170,7 @@ class Measure:
 
     def unscorable(self, judged: Judged, depth: float) -> str | None:
         """Why this measure cannot score a question at this depth, or None."""
-        if self.per_relevant and self.k * max(len(judged.relevant), 1) > depth:
+        if self.per_relevant and self.k is not None and self.k * max(len(judged.relevant), 1) > depth:
             need = self.k * max(len(judged.relevant), 1)
             return f"{self.name} needs {need} results ({self.k} x {len(judged.relevant)} relevant); depth is {depth:g}"
         return None
@@ -256,7 +256,9 @@ def check_metrics(names: Any, primary: Any, depth: int | None) -> list[tuple[tup
     """
     problems: list[tuple[tuple[Any, ...], str]] = []
     listed = names if isinstance(names, list) else []  # another type is a type error pydantic names
-    spelled = [(("evaluation", "metrics", i), m) for i, m in enumerate(listed) if isinstance(m, str)]
+    spelled: list[tuple[tuple[Any, ...], str]] = [
+        (("evaluation", "metrics", i), m) for i, m in enumerate(listed) if isinstance(m, str)
+    ]
     if isinstance(primary, str):
         spelled.append((("evaluation", "primary"), primary))
     for loc, text in spelled:

@@ -47,7 +47,7 @@ def golden_copy_location(save_to: str, sha256: str) -> str:
 
 
 def provenance(plugins: Any, models: dict[str, list[str]]) -> Provenance:
-    packages = {}
+    packages: dict[str, str | None] = {}
     for name in PACKAGES:
         try:
             packages[name] = importlib.metadata.version(name)

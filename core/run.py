@@ -14,7 +14,7 @@ from vx_eval.core.checkpoints import Checkpoints, new_manifest, start_checkpoint
 from vx_eval.core.config import Experiment
 from vx_eval.core.engine import Progress, SilentProgress, Target
 from vx_eval.core.errors import GoldenError, VxEvalError
-from vx_eval.core.executors import DaskExecutor, SerialExecutor, ThreadExecutor, throughput
+from vx_eval.core.executors import DaskExecutor, SerialExecutor, ShardPart, ThreadExecutor, throughput
 from vx_eval.core.golden import GoldenSet
 from vx_eval.core.judging import GradeCache, judge_maker, judge_run
 from vx_eval.core.report import new_run_id, provenance, save_report
@@ -104,13 +104,14 @@ def _search(
     ev = experiment.config.evaluation
     setups = enumerate_setups(targets, plugins, options.only, options.skip)
     timed = timing_sample(len(golden.questions), ev.timing_sample, ev.seed)
-    checkpoints, done = None, {}
+    checkpoints: Checkpoints | None = None
+    done: dict[tuple[str, int], ShardPart] = {}
     if options.save:
         manifest = new_manifest(started, experiment.sha256, golden.sha256, setups, ev.shard_size, len(golden.questions))
         save_to = options.save_to or experiment.config.save_to
         checkpoints, done, started = start_checkpoints(stores, save_to, manifest, options.resume, options.progress)
     elif options.resume:
-        raise VxEvalError("--resume continues a saved run; it cannot go with --no-save")
+        raise VxEvalError("resuming continues a saved run's checkpoints: a resumed run is saved too")
     executor = make_executor(experiment, options)
     try:
         runs = search_all(

@@ -61,23 +61,46 @@ def _failure_summary(run: SetupRun, n: int) -> str | None:
     return f"{len(failures)} of {n} searches failed; first: {failures[0]}" if failures else None
 
 
+def _per_question(
+    run: SetupRun,
+    statuses: Sequence[tuple[QuestionStatus, str | None]],
+    judged: Sequence[Judged],
+    measures: dict[str, np.ndarray],
+    notes: list[str | None],
+    graded: bool,
+) -> PerQuestion:
+    return PerQuestion(
+        status=[s for s, _ in statuses],
+        errors=[why for _, why in statuses],
+        notes=notes,
+        positions=[first_position(j) if s == "evaluated" else None for j, (s, _) in zip(judged, statuses, strict=True)],
+        times_ms=[round(t, 4) if t is not None else None for t in run.times_ms],
+        server_ms=[round(t, 4) if t is not None else None for t in run.server_ms],
+        metrics={name: [None if np.isnan(v) else float(v) for v in column] for name, column in measures.items()},
+        results=[list(r) for r in run.results],
+        grades=_grades(judged, statuses) if graded else None,
+    )
+
+
 def score_setup(
     run: SetupRun, questions: Sequence[Question], measures: Sequence[metrics.Measure], settings: Settings
 ) -> SetupResult:
     """A setup's report entry: summary, intervals, times, counts and every question's status and measures."""
     setup = run.setup
-    identity = {
-        "key": setup.key,
-        "target": setup.target,
-        "engine": setup.engine,
-        "method": setup.method,
-        "models": list(setup.models),
-        "ranker": setup.ranker,
-        "label": setup.label,
-    }
     n = len(questions)
+    entry = SetupResult(
+        key=setup.key,
+        target=setup.target,
+        engine=setup.engine,
+        method=setup.method,
+        models=list(setup.models),
+        ranker=setup.ranker,
+        label=setup.label,
+        error=_failure_summary(run, n),
+        counts=Counts(total=n, failed=n),
+    )
     if not run.searched:  # the warm-up failed: nothing was searched
-        return SetupResult(**identity, error=run.error, counts=Counts(total=n, failed=n))
+        return entry
     statuses = [question_status(run, i, settings.relevance_field) for i in range(n)]
     judged = [
         judge(results, q, settings.relevance_threshold) for q, results in zip(questions, run.results, strict=True)
@@ -85,49 +108,40 @@ def score_setup(
     values, notes = _values(judged, statuses, measures, settings.depth)
     names = [m.name for m in measures]
     evaluated = [i for i, (s, _) in enumerate(statuses) if s == "evaluated"]
-    counts = Counts(
-        total=n,
-        evaluated=len(evaluated),
-        skipped=sum(s == "skipped" for s, _ in statuses),
-        failed=sum(s == "failed" for s, _ in statuses),
-    )
-    per_question = PerQuestion(
-        status=[s for s, _ in statuses],
-        errors=[why for _, why in statuses],
-        notes=notes,
-        positions=[first_position(j) if s == "evaluated" else None for j, (s, _) in zip(judged, statuses, strict=True)],
-        times_ms=[round(t, 4) if t is not None else None for t in run.times_ms],
-        server_ms=[round(t, 4) if t is not None else None for t in run.server_ms],
-        metrics={n: [None if np.isnan(v) else float(v) for v in values[:, j]] for j, n in enumerate(names)},
-        results=[list(r) for r in run.results],
-        grades=_grades(judged, statuses) if settings.graded else None,
-    )
     server = [t for t in run.server_ms if t is not None]
-    common = {
-        **identity,
-        "error": _failure_summary(run, n),
-        "times_ms": times(run.times_ms),
-        "server_ms": times(server) if server else None,
-        "throughput": run.throughput,
-        "workers": workers(run),
-        "per_question": per_question,
-        "counts": counts,
-    }
+    entry = entry.model_copy(
+        update={
+            "times_ms": times(run.times_ms),
+            "server_ms": times(server) if server else None,
+            "throughput": run.throughput,
+            "workers": workers(run),
+            "per_question": _per_question(
+                run, statuses, judged, dict(zip(names, values.T, strict=True)), notes, settings.graded
+            ),
+            "counts": Counts(
+                total=n,
+                evaluated=len(evaluated),
+                skipped=sum(s == "skipped" for s, _ in statuses),
+                failed=sum(s == "failed" for s, _ in statuses),
+            ),
+        }
+    )
     if not evaluated:
         first = next(why for _, why in statuses if why)
-        return SetupResult(
-            **{**common, "error": common["error"] or f"every question was skipped or failed; first: {first}"}
+        return entry.model_copy(
+            update={"error": entry.error or f"every question was skipped or failed; first: {first}"}
         )
     ci = stats.bootstrap_ci(values, samples=settings.bootstrap, seed=settings.seed)
     with np.errstate(invalid="ignore"):
         means = np.nanmean(values, axis=0)
     chosen = [judged[i] for i in evaluated]
-    return SetupResult(
-        **common,
-        summary={n: (None if np.isnan(v) else float(v)) for n, v in zip(names, means, strict=True)},
-        ci={n: (float(lo), float(hi)) for n, (lo, hi) in zip(names, ci, strict=True) if not np.isnan(lo)},
-        relevance_distribution=metrics.relevance_distribution(metrics.Batch.of(chosen, settings.depth), 10),
-        graded=graded_summary(run, questions, judged, evaluated, settings) if settings.graded else None,
+    return entry.model_copy(
+        update={
+            "summary": {n: (None if np.isnan(v) else float(v)) for n, v in zip(names, means, strict=True)},
+            "ci": {n: (float(lo), float(hi)) for n, (lo, hi) in zip(names, ci, strict=True) if not np.isnan(lo)},
+            "relevance_distribution": metrics.relevance_distribution(metrics.Batch.of(chosen, settings.depth), 10),
+            "graded": graded_summary(run, questions, judged, evaluated, settings) if settings.graded else None,
+        }
     )
 
 

@@ -1,5 +1,6 @@
-"""What a run searches and scores: the setups the plugins compose over the targets (narrowed by ``--only``
-and ``--skip``), the measures, and which questions are timed end to end."""
+"""What a run searches and scores: the setups the plugins compose over the targets (narrowed to the key
+patterns to run only, and without the methods to skip), the measures, and which questions are timed end to
+end."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Any
 from vx_eval.core import metrics
 from vx_eval.core.config import Experiment
 from vx_eval.core.engine import Setup, Target
-from vx_eval.core.errors import EngineError, PluginError, VxEvalError
+from vx_eval.core.errors import EngineError, PluginError, VxEvalError, quoted
 
 FOUND_DEPTHS = (1, 3, 5, 10, 20)
 
@@ -46,18 +47,19 @@ def enumerate_setups(
     if only:
         for pattern in only:
             if not any(fnmatch.fnmatchcase(s.key, pattern) for s in chosen):
-                raise VxEvalError(f"--only {pattern} matches no setup; setups: {', '.join(setups)}")
+                raise VxEvalError(f"no setup matches {quoted(pattern)} (of those to run only); setups: {', '.join(setups)}")
         chosen = [s for s in chosen if any(fnmatch.fnmatchcase(s.key, p) for p in only)]
     if skip:
         methods = {s.method for s in chosen}
         for method in skip:
             if method not in methods:
                 raise VxEvalError(
-                    f"--skip {method} names no method of these setups; methods: {', '.join(sorted(methods))}"
+                    f"{quoted(method)} (of the methods to skip) is no method of these setups; methods: "
+                    f"{', '.join(sorted(methods))}"
                 )
         chosen = [s for s in chosen if s.method not in skip]
         if not chosen:
-            raise VxEvalError("--skip leaves no setup to run")
+            raise VxEvalError("skipping those methods leaves no setup to run")
     return chosen
 
 

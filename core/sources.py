@@ -124,8 +124,8 @@ class FileCorpus:
         try:
             text = self.raw.decode("utf-8-sig")
         except UnicodeDecodeError as exc:
-            line = self.raw[: exc.start].count(b"\n") + 1
-            raise CorpusError(f"{self.source}:{line}: not UTF-8 text; save the corpus as UTF-8") from None
+            at = self.raw[: exc.start].count(b"\n") + 1
+            raise CorpusError(f"{self.source}:{at}: not UTF-8 text; save the corpus as UTF-8") from None
         for number, line in enumerate(io.StringIO(text), start=1):
             if not line.strip():
                 continue

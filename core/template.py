@@ -10,6 +10,7 @@ to their units.
 
 from __future__ import annotations
 
+import functools
 import random
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -184,31 +185,34 @@ def sample_units(
     if by not in ("document", "page"):
         raise ValueError(f"by is 'document' or 'page', not {by!r}")
     if by == "document":
-        pools = []
+        pools: list[tuple[str, list[str], Callable[[list[str]], list[Document]]]] = []
         for name, source in collections:
             if isinstance(source, EngineHandle):
-                pools.append((name, source.document_ids(), source))
+                pools.append((name, source.document_ids(), source.documents))
             else:
-                docs = {d.id: d for d in source}
-                pools.append((name, sorted(docs), docs))
+                held = {d.id: d for d in source}
+                pools.append((name, sorted(held), functools.partial(_pick, held)))
         counts = shares([len(ids) for _, ids, _ in pools], n)
         out = []
-        for (name, ids, source), count in zip(pools, counts, strict=True):
+        for (name, ids, fetch), count in zip(pools, counts, strict=True):
             chosen = (
                 random.Random(f"{seed}:{name}").sample(ids, count)
                 if len(pools) > 1
                 else random.Random(seed).sample(ids, count)
             )
-            docs = source.documents(chosen) if isinstance(source, EngineHandle) else [source[i] for i in chosen]
-            out += [Unit(d.id, d.title, d.text, collection=name if len(pools) > 1 else None) for d in docs]
+            out += [Unit(d.id, d.title, d.text, collection=name if len(pools) > 1 else None) for d in fetch(chosen)]
         return out
     per_collection = []
     for name, source in collections:
-        docs = source.documents(source.document_ids()) if isinstance(source, EngineHandle) else list(source)
+        documents = source.documents(source.document_ids()) if isinstance(source, EngineHandle) else list(source)
         tag = name if len(collections) > 1 else None
-        per_collection.append([u for d in sorted(docs, key=lambda d: d.id) for u in units_of(d, tag)])
+        per_collection.append([u for d in sorted(documents, key=lambda d: d.id) for u in units_of(d, tag)])
     counts = shares([len(u) for u in per_collection], n)
     return [u for units, count in zip(per_collection, counts, strict=True) for u in spread(units, count, seed)]
+
+
+def _pick(held: Mapping[str, Document], ids: list[str]) -> list[Document]:
+    return [held[i] for i in ids]
 
 
 def drafted(rows: Sequence[GoldenRow], units: Sequence[Unit], writer: Callable[[str], str]) -> list[GoldenRow]:

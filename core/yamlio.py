@@ -9,7 +9,7 @@ or a few hundred bytes of aliases that expand a billion times in whatever walks 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any
 
 import yaml
 
@@ -32,11 +32,6 @@ class YamlInputError(ValueError):
 class _Loader(yaml.SafeLoader):
     """The safe loader without dates (``name: 2001-12-14`` is text), with bounded nesting, and with every
     value it cannot build reported at its node."""
-
-    yaml_implicit_resolvers: ClassVar[dict[Any, list[Any]]] = {
-        first: [(tag, pattern) for tag, pattern in resolvers if tag != _TIMESTAMP]
-        for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-    }
 
     def __init__(self, stream: str) -> None:
         super().__init__(stream)
@@ -61,6 +56,13 @@ class _Loader(yaml.SafeLoader):
             raise yaml.constructor.ConstructorError(
                 None, None, f"cannot read the value {_brief(node)} ({_reason(exc)})", node.start_mark
             ) from None
+
+
+# dates stay text: the timestamp resolver is left out of this loader's own table (the safe loader keeps its)
+_Loader.yaml_implicit_resolvers = {
+    first: [(tag, pattern) for tag, pattern in resolvers if tag != _TIMESTAMP]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
 
 
 def _brief(node: yaml.Node) -> str:

@@ -4,109 +4,26 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
 
-PLUGIN = '''
-"""A toy engine, written against `vx_eval.plugin` only: keyword by counting the question's words, dense by
-exact cosine over the vectors every engine of a run shares; with passages and hybrid, the shared setup
-providers add fused and cross-encoder-reranked setups."""
-
-import numpy as np
-
-from vx_eval.plugin import (
-    DENSE_PREFIX,
-    HYBRID,
-    KEYWORD,
-    PASSAGES,
-    RERANKER_PREFIX,
-    Document,
-    Engine,
-    EngineError,
-    Hit,
-    IndexOptions,
-    TargetDescription,
-    hookimpl,
-    prepare,
-)
+REPO = Path(__file__).resolve().parents[1]
 
 
-class ToyOptions(IndexOptions):
-    boost_title: bool = False
-    reranker: str | None = "ms-marco-minilm"
+def readme_blocks() -> list[str]:
+    """The Python blocks of the README's Plugins section: the engine a stranger would write, then its tests."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    start = readme.index("## Plugins\n")
+    section = readme[start : readme.index("\n## ", start + 1)]
+    return re.findall(r"```python\n(.+?)\n```", section, re.S)
 
 
-class ToyHandle:
-    def __init__(self, built, models, options):
-        self.chunks, self.dense, self.models, self.options = built.chunks, built.dense, models, options
-        self.docs = built.documents
-        self.body = {c.chunk_id: c.body for c in self.chunks}
+PLUGIN = readme_blocks()[0]  # the README's engine, installed and run as written: it is what we promise
 
-    def capabilities(self):
-        caps = {KEYWORD, PASSAGES, HYBRID} | {DENSE_PREFIX + m for m in self.dense}
-        if self.options.reranker:
-            caps.add(RERANKER_PREFIX + self.options.reranker)
-        return frozenset(caps)
-
-    def describe(self):
-        return TargetDescription(
-            collection="toy", documents=len(self.docs), chunks=len(self.chunks), models=sorted(self.dense),
-            version="toy 0.2",
-        )
-
-    def _hits(self, scores, k):
-        order = np.lexsort((np.arange(len(scores)), -scores))[:k]
-        return [
-            Hit(self.chunks[i].doc_id, float(scores[i]), self.chunks[i].page, self.chunks[i].chunk_id)
-            for i in order
-            if scores[i] > 0 or not np.isclose(scores[i], 0)
-        ]
-
-    def search(self, query):
-        if query.capability == KEYWORD:
-            words = set(query.text.lower().split())
-            scores = np.array([len(words & set(c.body.lower().split())) for c in self.chunks], dtype=float)
-            return [h for h in self._hits(scores, query.k) if h.score > 0]
-        model = query.capability.removeprefix(DENSE_PREFIX)
-        if query.capability.startswith(DENSE_PREFIX) and model in self.dense:
-            vector = self.models.dense(model).encode_queries([query.text])[0]
-            return self._hits(self.dense[model] @ vector, query.k)
-        raise EngineError(f"the toy engine has no capability '{query.capability}'")
-
-    def passages(self, hits):
-        return [self.body.get(h.chunk_id or "", "") for h in hits]
-
-    def missing(self, ids):
-        return set(ids) - set(self.docs)
-
-    def document_ids(self):
-        return sorted(self.docs)
-
-    def documents(self, ids):
-        return [Document(id=i, text=self.docs[i]["text"], title=self.docs[i]["title"]) for i in ids if i in self.docs]
-
-    def close(self):
-        pass
-
-
-class ToyEngine(Engine):
-    name = "toy"
-    Options = ToyOptions
-
-    def open(self, options, context):
-        if context.corpus is None:
-            raise EngineError("the toy engine holds nothing until the config declares a corpus")
-        return ToyHandle(prepare(context.corpus, options, context), context.models, options)
-
-
-@hookimpl
-def vx_eval_register_engines(register):
-    register.add(ToyEngine)
-'''
 
 PYPROJECT = """
 [build-system]
@@ -131,7 +48,7 @@ def toy_site(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("toy")
     (root / "pkg").mkdir()
     (root / "pkg" / "pyproject.toml").write_text(PYPROJECT)
-    (root / "pkg" / "vx_eval_toy.py").write_text(textwrap.dedent(PLUGIN))
+    (root / "pkg" / "vx_eval_toy.py").write_text(PLUGIN)
     site = root / "site"
     subprocess.run(
         [
@@ -178,7 +95,7 @@ def test_vx_eval_run_discovers_and_runs_the_third_party_engine(toy_site, project
     config = project.write_config(
         targets=[
             {"name": "Local", "engine": "sqlite", "options": {"path": ".vx/tiny.db", "dense_models": []}},
-            {"name": "Toy Engine", "engine": "toy", "options": {"boost_title": True, "dense_models": []}},
+            {"name": "Toy Engine", "engine": "toy", "options": {"dense_models": []}},
         ]
     )
     done = vx_eval(toy_site, "run", str(config), "--json", cwd=project.root)
@@ -187,27 +104,18 @@ def test_vx_eval_run_discovers_and_runs_the_third_party_engine(toy_site, project
     toy = next(s for s in report["setups"] if s["engine"] == "toy")
     assert toy["key"] == "toy-engine.keyword" and toy["error"] is None  # the built-in keyword setup composes
     assert toy["summary"]["found@10"] > 0
-    assert report["targets"]["Toy Engine"]["version"] == "toy 0.2"
+    assert report["targets"]["Toy Engine"]["collection"] == "toy"
     assert {"key": "local.keyword", "change": "the same search on Local"} in toy["neighbours"]
 
 
 def test_the_third_party_engine_validates_its_own_options(toy_site, project):
-    config = project.write_config(targets=[{"name": "Toy", "engine": "toy", "options": {"boost_titel": True}}])
+    config = project.write_config(targets=[{"name": "Toy", "engine": "toy", "options": {"rerankr": "x"}}])
     done = vx_eval(toy_site, "run", str(config), cwd=project.root)
     assert done.returncode == 2
-    assert "targets[0].options.boost_titel: unknown key; did you mean 'boost_title'?" in done.stderr
+    assert "targets[0].options.rerankr: unknown key; did you mean 'reranker'?" in done.stderr
 
 
-CONFORMANCE = """
-from vx_eval.testing.conformance import EngineConformance
-
-
-class TestToy(EngineConformance):
-    engine = "toy"
-    options = {"boost_title": True, "chunk_words": 0, "dense_models": ["minilm"]}
-    absent_options = {}
-    same_ranking = ("dense.minilm",)  # exact cosine over the same vectors: the embedded engine's top 10
-"""
+CONFORMANCE = readme_blocks()[1]
 
 
 @pytest.mark.slow

@@ -200,7 +200,7 @@ def index_definition(index: str, options: AzureSearchOptions, built: Built, desc
         fields.append(
             SearchField(
                 name=options.field(model),
-                type=SearchFieldDataType.Collection(SearchFieldDataType.SINGLE),
+                type=SearchFieldDataType.Collection(SearchFieldDataType.SINGLE),  # type: ignore[operator]  # a static method on the SDK's enum
                 searchable=True,
                 vector_search_dimensions=int(built.dense[model].shape[1]),
                 vector_search_profile_name=PROFILE,

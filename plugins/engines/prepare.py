@@ -122,7 +122,7 @@ def _embed_missing(
     todo = list(dict.fromkeys(k for k in keys if k not in known))
     text_of = dict(zip(keys, bodies, strict=True))
     if todo:
-        label = context.models.label(name)
+        label = context.loaded.label(name)
         advance = context.progress.start(f"Embedding {context.target_name} · {label}", len(todo))
         for start in range(0, len(todo), EMBED_SLICE):
             batch = todo[start : start + EMBED_SLICE]
@@ -134,7 +134,7 @@ def _embed_missing(
 
 def dense_matrix(cache: EmbeddingCache, name: str, bodies: Sequence[str], context: OpenContext) -> np.ndarray:
     """One unit vector per body for the dense model `name` (rows in the order of `bodies`), float32."""
-    encoder = context.models.get(name, DENSE)
+    encoder = context.loaded.get(name, DENSE)
     to_bytes = lambda v: np.asarray(v, np.float32).tobytes()  # noqa: E731
     keys = _embed_missing(cache, "dense", name, bodies, context, encoder.encode_documents, to_bytes)
     found = cache.vectors("dense", name, keys)
@@ -146,7 +146,7 @@ def token_matrices(
 ) -> Iterator[list[bytes]]:
     """Int8 token matrices (see `cache.quantize`) for the late-interaction model `name`, `slice_size` bodies
     at a time in the order of `bodies`: they are about 100 KB a chunk, so never all in memory at once."""
-    encoder = context.models.get(name, LATE)
+    encoder = context.loaded.get(name, LATE)
     keys = _embed_missing(cache, "late", name, bodies, context, encoder.encode_documents, quantize)
     for start in range(0, len(keys), slice_size):
         found = cache.vectors("late", name, keys[start : start + slice_size])
@@ -165,7 +165,7 @@ class Built:
 
     def token_slices(self, model: str, size: int = 256) -> Iterator[list[np.ndarray]]:
         """Token matrices for the late model, `size` chunks at a time (embedded first where not cached)."""
-        dim = self.context.models.get(model, LATE).dim
+        dim = self.context.loaded.get(model, LATE).dim
         cache = EmbeddingCache(self.cache_path)
         try:
             for blobs in token_matrices(cache, model, [c.body for c in self.chunks], self.context, size):

@@ -243,7 +243,7 @@ def _build(call: _Caller, name: str, options: QdrantOptions, built: Built, wante
     late = options.indexing()["late_model"]
     if late:
         vectors[options.vector(late)] = models.VectorParams(
-            size=built.context.models.get(late, LATE).dim,
+            size=built.context.loaded.get(late, LATE).dim,
             distance=models.Distance.COSINE,
             multivector_config=models.MultiVectorConfig(comparator=models.MultiVectorComparator.MAX_SIM),
             hnsw_config=models.HnswConfigDiff(m=0),  # rescoring only: no graph over token vectors
@@ -294,7 +294,7 @@ class QdrantHandle:
         info = call("get_collection", name)
         self.points = info.points_count or 0
         params = info.config.params
-        named = params.vectors if isinstance(params.vectors, dict) else {}
+        named: dict[str, Any] = params.vectors if isinstance(params.vectors, dict) else {}
         self.late = {n for n, p in named.items() if p.multivector_config is not None}
         by_vector = {options.vector(m): m for m in options.dense_models}
         if options.late_model:

@@ -64,7 +64,8 @@ class EndpointChat:
     def complete(self, messages: Sequence[Message], max_tokens: int) -> str:
         o = self.options
         try:
-            response = self._client.chat.completions.create(
+            completions: Any = self._client.chat.completions  # the client's overloads do not cover **extra
+            response = completions.create(
                 model=o.model,
                 messages=list(messages),
                 max_tokens=max_tokens,

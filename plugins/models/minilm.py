@@ -32,7 +32,10 @@ class SentenceTransformerEncoder:
             raise ModelError(f"could not load the sentence-transformers model '{path}': {exc}") from exc
         self.name = name
         dimension = getattr(self.model, "get_embedding_dimension", None) or self.model.get_sentence_embedding_dimension
-        self.dim = int(dimension())
+        size = dimension()
+        if size is None:
+            raise ModelError(f"the sentence-transformers model '{path}' does not say its embedding size")
+        self.dim = int(size)
         self.settings = settings
 
     def _encode(self, texts: Sequence[str]) -> np.ndarray:

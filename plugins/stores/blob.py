@@ -65,7 +65,7 @@ class BlobStore:
             return False
         if (urlsplit(location).hostname or "").endswith(PUBLIC):
             return True
-        return bool(self.endpoint) and location.startswith(self.endpoint + "/")
+        return self.endpoint is not None and location.startswith(self.endpoint + "/")
 
     def _parts(self, location: str) -> tuple[str, str, str]:
         """(account URL, container, blob name) of a location."""

@@ -351,6 +351,51 @@ def kinds_for(n: int, mix: dict[str, float], seed: int) -> list[str]:
     return out
 
 
+def _count(tally: dict[str, int], name: str) -> None:
+    tally[name] = tally.get(name, 0) + 1
+
+
+def _attempts(
+    kind: str,
+    passages: list[str],
+    taken: list[str],
+    writer: ChatModel,
+    critic: Critic,
+    settings: WriteSettings,
+    outcome: WriteOutcome,
+) -> tuple[Draft, dict[str, int]] | None:
+    """One passage (or pair) asked for a question until a draft passes every check and the critic (the
+    first try, then re-asks with the failed checks' reasons): the draft and its scores, or None."""
+    feedback: list[str] = []
+    for _attempt in range(settings.attempts + 1):
+        outcome.tried += 1
+        draft = parse_draft(writer.complete(draft_prompt(kind, passages, feedback), settings.max_tokens))
+        if draft is None:
+            feedback = ["answer with one line starting QUESTION:"]
+            _count(outcome.failed_checks, "not in the form asked")
+            continue
+        if not draft.evidence:  # the sentence of each passage the question shares most words with
+            draft.evidence = [best_sentence(draft.question, p) for p in passages]
+        failed = check(draft, passages, taken, kind)
+        if failed:
+            for name, _ in failed:
+                _count(outcome.failed_checks, name)
+            feedback = [reason for _, reason in failed]
+            continue
+        scores = critic(draft.question, passages)
+        if scores is None:
+            outcome.critic_unreadable += 1
+            feedback = ["the reviewer could not score it; make it plainer"]
+            continue
+        if min(scores.values()) < settings.threshold:
+            outcome.critic_refused += 1
+            low = [k for k, v in scores.items() if v < settings.threshold]
+            feedback = [f"a reviewer found it not {' or '.join(low)} enough"]
+            continue
+        return draft, scores
+    return None
+
+
 def write_questions(
     units: Sequence[Unit],
     writer: ChatModel,
@@ -360,11 +405,12 @@ def write_questions(
 ) -> WriteOutcome:
     """Draft, check and judge questions from `units` (already sampled, more than needed) until `settings.n`
     are accepted or the passages run out."""
-    usable, skipped = [], {}
+    usable: list[Unit] = []
+    skipped: dict[str, int] = {}
     for unit in units:
         why = unusable(unit.text)
         if why:
-            skipped[why] = skipped.get(why, 0) + 1
+            _count(skipped, why)
         else:
             usable.append(unit)
     outcome = WriteOutcome([], skipped_passages=skipped)
@@ -378,8 +424,7 @@ def write_questions(
         if unit not in pool:
             continue
         pool.remove(unit)
-        kind = kinds[index]
-        group = [unit]
+        kind, group = kinds[index], [unit]
         if kind == "two-passage":
             partner = next((u for u in pool if u.doc_id == unit.doc_id), None) or (pool[0] if pool else None)
             if partner is None:
@@ -387,38 +432,12 @@ def write_questions(
             else:
                 pool.remove(partner)
                 group.append(partner)
-        passages = [u.text for u in group]
-        feedback: list[str] = []
-        row = None
-        for _attempt in range(settings.attempts + 1):
-            outcome.tried += 1
-            answer = writer.complete(draft_prompt(kind, passages, feedback), settings.max_tokens)
-            draft = parse_draft(answer)
-            if draft is None:
-                feedback = ["answer with one line starting QUESTION:"]
-                outcome.failed_checks["not in the form asked"] = (
-                    outcome.failed_checks.get("not in the form asked", 0) + 1
-                )
-                continue
-            if not draft.evidence:  # the sentence of each passage the question shares most words with
-                draft.evidence = [best_sentence(draft.question, p) for p in passages]
-            failed = check(draft, passages, [*accepted, *shown], kind)
-            if failed:
-                for name, _ in failed:
-                    outcome.failed_checks[name] = outcome.failed_checks.get(name, 0) + 1
-                feedback = [reason for _, reason in failed]
-                continue
-            scores = critic(draft.question, passages)
-            if scores is None:
-                outcome.critic_unreadable += 1
-                feedback = ["the reviewer could not score it; make it plainer"]
-                continue
-            if min(scores.values()) < settings.threshold:
-                outcome.critic_refused += 1
-                low = [k for k, v in scores.items() if v < settings.threshold]
-                feedback = [f"a reviewer found it not {' or '.join(low)} enough"]
-                continue
-            row = GoldenRow(
+        passed = _attempts(kind, [u.text for u in group], [*accepted, *shown], writer, critic, settings, outcome)
+        if passed is None:
+            continue
+        draft, scores = passed
+        outcome.rows.append(
+            GoldenRow(
                 id=f"draft-{len(outcome.rows) + 1:03d}-{unit.id}",
                 question=draft.question,
                 expected=list(dict.fromkeys(u.id for u in group)),
@@ -431,11 +450,9 @@ def write_questions(
                     **({"collection": unit.collection} if unit.collection else {}),
                 },
             )
-            break
-        if row is not None:
-            accepted.append(row.question)
-            outcome.rows.append(row)
-            advance(1)
+        )
+        accepted.append(draft.question)
+        advance(1)
     return outcome
 
 

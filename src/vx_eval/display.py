@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from rich.console import Console
 from rich.markup import escape
@@ -18,6 +18,10 @@ from rich.progress import (
 from rich.table import Table
 
 from vx_eval.format import fmt, fmt_ms, is_share
+
+Justify = Literal[  # the columns' alignments
+    "left", "right", "center"
+]
 
 if TYPE_CHECKING:
     from vx_eval.core.compare import Comparison
@@ -81,7 +85,7 @@ def _interval(metric: str, ci: tuple[float, float] | None) -> str:
 def run_table(report: Report) -> Table:
     settings = report.settings
     primary = settings.primary
-    lead = ["found@1", "found@10", "mrr"]
+    lead = ("found@1", "found@10", "mrr")
     extra = [m for m in settings.metrics if m not in lead and not m.startswith("found@")]
     columns = [m for m in lead if m in settings.metrics] + extra
     many_targets = len(report.targets) > 1
@@ -117,7 +121,7 @@ def run_table(report: Report) -> Table:
         rank = f"≈{setup.rank}" if setup.tied_with_best and not best else str(setup.rank)
         row = [rank, label] + ([escape(setup.target)] if many_targets else [])
         if not setup.scored:
-            row += ["failed"] + [""] * (len(columns) + skipped + 1 + server)
+            row += ("failed", *("" for _ in range(len(columns) + skipped + 1 + server)))
         else:
             for m in columns:
                 cell = fmt(m, setup.summary.get(m))
@@ -136,7 +140,7 @@ def pick_lines(report: Report) -> list[str]:
     primary = settings.primary
     best = report.best
     if best is None:
-        return ["[red]No setup can be picked: every setup failed.[/]"]
+        return list(("[red]No setup can be picked: every setup failed.[/]",))
     lines = []
     for pick, key in report.picks.items():
         if key is None:
@@ -252,7 +256,7 @@ def graded_lines(report: Report) -> list[str]:
     dashboard = report.graded_questions
     if dashboard is None:
         return []
-    lines = ["", "Graded relevance (0–3):"]
+    lines = list(("", "Graded relevance (0–3):"))
     judge = report.judge
     if judge:
         came = judge.grades_from
@@ -292,7 +296,7 @@ def show_comparison(console: Console, comparison: Comparison, only: set[str]) ->
         caption=f"▲▼ significant after Holm's correction at {comparison.alpha:g};  · no detectable change",
         caption_justify="left",
     )
-    for column, justify in (
+    columns: tuple[tuple[str, Justify], ...] = (
         ("setup", "left"),
         ("measure", "left"),
         ("before", "right"),
@@ -301,7 +305,8 @@ def show_comparison(console: Console, comparison: Comparison, only: set[str]) ->
         ("95% interval", "right"),
         ("p (Holm)", "right"),
         ("", "center"),
-    ):
+    )
+    for column, justify in columns:
         table.add_column(column, justify=justify)
     for r in rows:
         mark = ("▲" if r.delta > 0 else "▼") if r.significant else "·"
@@ -331,8 +336,8 @@ def runs_table(entries: list[RunEntry], total: int, offset: int, save_to: str) -
     """`vx-eval runs list`: one row a run, newest first."""
     shown = f"{offset + 1}–{offset + len(entries)} of {total}" if entries else f"none of {total}"
     table = Table(title=f"runs at {escape(save_to)} ({shown})", title_justify="left")
-    for name, justify in (("run", "left"), ("name", "left"), ("collections", "left"), ("golden", "left")):
-        table.add_column(name, justify=justify)
+    for name in ("run", "name", "collections", "golden"):
+        table.add_column(name)
     table.add_column("questions", justify="right")
     table.add_column("setups", justify="right")
     table.add_column("picks (most · balance · time)")
@@ -388,6 +393,6 @@ def show_judge_check(console: Console, result: JudgeCheck) -> None:
     ranks.add_column("setup")
     ranks.add_column("DCG@10, people", justify="right")
     ranks.add_column("DCG@10, judge", justify="right")
-    for row in order.setups:
-        ranks.add_row(escape(row.key), f"{row.dcg_human:.3f}", f"{row.dcg_judge:.3f}")
+    for ordered in order.setups:
+        ranks.add_row(escape(ordered.key), f"{ordered.dcg_human:.3f}", f"{ordered.dcg_judge:.3f}")
     console.print(ranks)

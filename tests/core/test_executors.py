@@ -7,6 +7,7 @@ import contextlib
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -62,7 +63,7 @@ def test_per_engine_bounds_and_rate_limits_hold():
 
 
 @pytest.fixture(scope="module")
-def dask_cluster(tmp_path_factory) -> str:
+def dask_cluster(tmp_path_factory) -> Iterator[str]:
     """A real Dask scheduler and two single-threaded workers on 127.0.0.1, each stopped by its PID."""
     folder = tmp_path_factory.mktemp("dask")
     port = free_port()

@@ -15,9 +15,9 @@ import hashlib
 import json
 import sqlite3
 from pathlib import Path
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from vx_eval import hookimpl
 from vx_eval.core.config import ConfigPath
@@ -40,8 +40,19 @@ class SqliteOptions(IndexOptions):
     late_model: str | None = "colbert-small"
     tokenizer: str = Field("porter unicode61 remove_diacritics 2", pattern=r"^[a-z0-9_ ]+$")
     stopwords: bool = True
-    reindex: Literal["auto", "always", "never"] = "auto"
-    """auto: index when the corpus or a setting changed; always: every run; never: use the index as it is."""
+    build: Literal["auto", "always", "never"] = "auto"
+    """auto: index when the corpus or a setting changed; always: every run; never: use the index as it is
+    (the same word, and values, as every other engine's; ``reindex:`` is read as the older spelling)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _older_spelling(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "reindex" in data:
+            data = dict(data)
+            if "build" in data:
+                raise ValueError("give build or its older spelling reindex, not both")
+            data["build"] = data.pop("reindex")
+        return data
 
     def level(self) -> int:
         return MODES.index(self.mode)
@@ -68,7 +79,7 @@ class SqliteEngine(Engine):
         path = options.path or context.config_dir / ".vx" / f"{slug(context.target_name)}.db"
         cache = options.cache or default_cache(context)
         corpus = context.corpus
-        if corpus is None or options.reindex == "never":
+        if corpus is None or options.build == "never":
             if not path.exists():
                 raise EngineError(
                     f"target {context.target_name}: no index at {path} and the config declares no corpus; "
@@ -76,7 +87,7 @@ class SqliteEngine(Engine):
                 )
             return SqliteHandle(path, options, context.models)
         fingerprint = self._fingerprint(corpus, options)
-        if options.reindex == "auto" and path.exists():
+        if options.build == "auto" and path.exists():
             stored = _read_meta(path).get("fingerprint")
             if stored == fingerprint:
                 return SqliteHandle(path, options, context.models)

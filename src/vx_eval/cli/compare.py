@@ -48,14 +48,22 @@ def compare(
     from vx_eval.core.stores import Stores
     from vx_eval.display import show_comparison
 
-    parsed_gates = [Gate.parse(g) for g in gates]
+    from vx_eval.core.errors import VxEvalError
+
+    try:
+        parsed_gates = [Gate.parse(g) for g in gates]
+    except VxEvalError as exc:
+        raise VxEvalError(f"--fail-if: {exc}") from None
     stores = Stores(load_plugins())
     runs_at = location(runs) or runs
-    comparison = compare_reports(
-        load_report(before, stores, runs_at),
-        load_report(after, stores, runs_at),
-        allow_different_golden=allow_different_golden,
-    )
+    first, second = load_report(before, stores, runs_at), load_report(after, stores, runs_at)
+    if first.golden.sha256 != second.golden.sha256 and not allow_different_golden:
+        raise VxEvalError(
+            f"the runs read different golden files ({(first.golden.sha256 or '')[:12]}… and "
+            f"{(second.golden.sha256 or '')[:12]}…): their questions differ, so their scores do not compare; "
+            "pass --allow-different-golden to compare the questions they share"
+        )
+    comparison = compare_reports(first, second, allow_different_golden=True)
     shown = {parse(m).name for m in only_measures}
     tripped = failed_gates(comparison, parsed_gates)
     if as_json:

@@ -14,7 +14,17 @@ from vx_eval import __version__
 from vx_eval.core.schema import Report
 from vx_eval.format import fmt
 from vx_eval.html import charts
-from vx_eval.html.view import PER_PAGE, PICKS, SetupView, fmt_ms, found_metrics, graded_view, meaning, setup_views
+from vx_eval.html.view import (
+    PER_PAGE,
+    PICKS,
+    GradedView,
+    SetupView,
+    fmt_ms,
+    found_metrics,
+    graded_view,
+    meaning,
+    setup_views,
+)
 
 OVER_TIME_SERIES = 7
 GRADED_COLUMNS = (
@@ -87,6 +97,103 @@ def _setup_charts(v: SetupView, primary_label: str) -> dict[str, Any]:
     }
 
 
+@dataclass(frozen=True)
+class PickCard:
+    name: str
+    title: str
+    rule: str
+    key: str | None
+    view: SetupView | None
+
+
+def _picks(report: Report, by_key: dict[str, SetupView]) -> list[PickCard]:
+    settings, chosen = report.settings, dict(report.picks.items())
+    return [
+        PickCard(
+            name,
+            title,
+            rule.format(balance=settings.balance_points, time=settings.time_points),
+            chosen.get(name),
+            by_key.get(chosen.get(name) or ""),
+        )
+        for name, title, rule in PICKS
+    ]
+
+
+def _scatter(report: Report, views: Sequence[SetupView], plain: str) -> Markup:
+    """The primary measure against median time, one numbered mark per setup, the frontier joined."""
+    primary = report.settings.primary
+    points = [
+        charts.Point(
+            v.key,
+            v.label,
+            v.number,
+            v.median_ms or 0.0,
+            v.primary or 0.0,
+            f"{v.number}. {v.label}: {plain} {fmt(primary, v.primary)}, median {fmt_ms(v.median_ms)}",
+        )
+        for v in views
+        if v.error is None and v.primary is not None
+    ]
+    return charts.quality_vs_time(points, report.frontier, plain)
+
+
+def _depths(report: Report, views: Sequence[SetupView]) -> Markup | None:
+    found = found_metrics(report.settings)
+    if len(found) < 2:
+        return None
+    return charts.lines(
+        [(str(v.number), v.label, v.found_at) for v in views if v.error is None],
+        [m.split("@")[1] for m in found],
+        "share of questions found",
+        "depth k (results read)",
+        "found at each depth",
+        "depths",
+    )
+
+
+def _over_time(report: Report, earlier: Sequence[Report], views: Sequence[SetupView], plain: str) -> Markup | None:
+    runs = sorted([*earlier, report], key=lambda r: r.id)
+    if len(runs) < 2:
+        return None
+    primary = report.settings.primary
+    series = []
+    for v in views[:OVER_TIME_SERIES]:
+        values = []
+        for r in runs:
+            other = r.by_key.get(v.key)
+            values.append(other.summary.get(primary) if other else None)
+        series.append((str(v.number), v.label, values))
+    labels = run_labels([r.created_at for r in runs])
+    return charts.lines(series, labels, plain, "run", f"{plain} over time", "over-time", from_zero=False)
+
+
+def _graded_charts(graded: GradedView) -> tuple[Markup, Markup]:
+    """DCG@10 per method without and with the reranker, and the mean grade at each place."""
+    rows = []
+    for row in graded.with_without:
+        group = []
+        if row.plain is not None:
+            group.append(("without", row.plain, f"{row.method}: DCG@10 {row.plain:.3f} without a reranker"))
+        for ranker, value in row.reranked:
+            if value is not None:
+                group.append((f"+ {ranker}", value, f"{row.method} reranked by {ranker}: DCG@10 {value:.3f}"))
+        rows.append((row.method, group))
+    bars = charts.paired_bars(rows, "DCG@10", "DCG@10 per method, without and with the reranker", "graded-bars")
+    places = [
+        (str(i + 1), v or 0.0, f"place {i + 1}: mean grade {v:.2f}" if v is not None else f"place {i + 1}: no results")
+        for i, v in enumerate(graded.by_place)
+    ]
+    return bars, charts.bars(places, "mean grade", "result place", "mean grade by place", "by-place")
+
+
+def _timing_note(report: Report) -> str | None:
+    timing = report.settings.timing
+    if not timing.sample or timing.sample == "all":
+        return None
+    return f"a {timing.sample} of {timing.questions_timed} of {timing.questions} questions"
+
+
 def render_page(
     report: Report,
     earlier: Sequence[Report] = (),
@@ -104,100 +211,9 @@ def render_page(
     primary = settings.primary
     views = setup_views(report, earlier)
     by_key = {v.key: v for v in views}
-    chosen = dict(report.picks.items())
-    picks = [
-        {
-            "name": name,
-            "title": title,
-            "rule": rule.format(balance=settings.balance_points, time=settings.time_points),
-            "key": chosen.get(name),
-            "view": by_key.get(chosen.get(name) or ""),
-        }
-        for name, title, rule in PICKS
-    ]
     primary_meaning = meaning(primary)
-    points = [
-        charts.Point(
-            v.key,
-            v.label,
-            v.number,
-            v.median_ms or 0.0,
-            v.primary or 0.0,
-            f"{v.number}. {v.label}: {primary_meaning['plain']} {fmt(primary, v.primary)}, "
-            f"median {fmt_ms(v.median_ms)}",
-        )
-        for v in views
-        if v.error is None and v.primary is not None
-    ]
-    found = found_metrics(settings)
-    depths = (
-        charts.lines(
-            [(str(v.number), v.label, v.found_at) for v in views if v.error is None],
-            [m.split("@")[1] for m in found],
-            "share of questions found",
-            "depth k (results read)",
-            "found at each depth",
-            "depths",
-        )
-        if len(found) > 1
-        else None
-    )
-    runs = sorted([*earlier, report], key=lambda r: r.id)
-    over_time = None
-    if len(runs) > 1:
-        series = []
-        for v in views[:OVER_TIME_SERIES]:
-            values = []
-            for r in runs:
-                other = r.by_key.get(v.key)
-                values.append(other.summary.get(primary) if other else None)
-            series.append((str(v.number), v.label, values))
-        over_time = charts.lines(
-            series,
-            run_labels([r.created_at for r in runs]),
-            primary_meaning["plain"],
-            "run",
-            f"{primary_meaning['plain']} over time",
-            "over-time",
-            from_zero=False,
-        )
     graded = graded_view(report)
-    graded_bars = by_place = None
-    if graded:
-        rows = []
-        for row in graded.with_without:
-            group = []
-            if row.plain is not None:
-                group.append(("without", row.plain, f"{row.method}: DCG@10 {row.plain:.3f} without a reranker"))
-            for ranker, value in row.reranked:
-                if value is not None:
-                    group.append((f"+ {ranker}", value, f"{row.method} reranked by {ranker}: DCG@10 {value:.3f}"))
-            rows.append((row.method, group))
-        graded_bars = charts.paired_bars(
-            rows, "DCG@10", "DCG@10 per method, without and with the reranker", "graded-bars"
-        )
-        by_place = charts.bars(
-            [
-                (
-                    str(i + 1),
-                    v or 0.0,
-                    f"place {i + 1}: mean grade {v:.2f}" if v is not None else f"place {i + 1}: no results",
-                )
-                for i, v in enumerate(graded.by_place)
-            ],
-            "mean grade",
-            "result place",
-            "mean grade by place",
-            "by-place",
-        )
-    timing = settings.timing
-    timing_note = (
-        f"a {timing.sample} of {timing.questions_timed} of {timing.questions} questions"
-        if timing.sample and timing.sample != "all"
-        else None
-    )
-    golden = report.golden
-    source = golden.source
+    graded_bars, by_place = _graded_charts(graded) if graded else (None, None)
     metric_names = list(dict.fromkeys((primary, *settings.metrics, *(("dcg@10", "mean_rel@10") if graded else ()))))
     return (
         _environment()
@@ -207,29 +223,29 @@ def render_page(
             css=Markup(_asset("page.css")),
             js=Markup(_asset("page.js")),
             report=report,
-            golden=golden,
-            golden_name=source.replace("\\", "/").rsplit("/", 1)[-1] or "(questions held in memory)",
+            golden=report.golden,
+            golden_name=report.golden.source.replace("\\", "/").rsplit("/", 1)[-1] or "(questions held in memory)",
             golden_url=golden_url,
             older=older,
             account=account,
-            picks=picks,
+            picks=_picks(report, by_key),
             primary=primary,
             primary_meaning=primary_meaning,
-            scatter=charts.quality_vs_time(points, report.frontier, primary_meaning["plain"]),
-            depths=depths,
+            scatter=_scatter(report, views, primary_meaning.plain),
+            depths=_depths(report, views),
             views=views,
             by_key=by_key,
             anchors={v.key: v.anchor for v in views},
-            charts={v.key: _setup_charts(v, primary_meaning["plain"]) for v in views},
+            charts={v.key: _setup_charts(v, primary_meaning.plain) for v in views},
             per_page=PER_PAGE,
             detectable=report.detectable_difference.value,
             graded=graded,
             graded_columns=GRADED_COLUMNS,
             graded_bars=graded_bars,
             by_place=by_place,
-            over_time=over_time,
+            over_time=_over_time(report, earlier, views, primary_meaning.plain),
             menu=menu,
-            timing_note=timing_note,
+            timing_note=_timing_note(report),
             glossary=[meaning(m) for m in metric_names],
         )
     )

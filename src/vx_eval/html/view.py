@@ -72,7 +72,17 @@ MEANINGS = {
 }
 
 
-def meaning(metric: str) -> dict[str, str]:
+@dataclass(frozen=True)
+class Meaning:
+    """A measure in words: its name on the page, what it is, and the names it goes by elsewhere."""
+
+    metric: str
+    plain: str
+    sentence: str
+    elsewhere: str
+
+
+def meaning(metric: str) -> Meaning:
     """The plain name, the sentence and the names elsewhere of a measure written as in the report."""
     parsed = metrics.parse(metric)
     base = parsed.definition.name
@@ -83,12 +93,12 @@ def meaning(metric: str) -> dict[str, str]:
             plain.replace(" in the top {k}", "").replace(" {k}", ""),
             sentence.replace("first {k}", "results"),
         )
-    return {
-        "metric": metric,
-        "plain": plain.format(k=k),
-        "sentence": sentence.format(k=k),
-        "elsewhere": elsewhere.replace("@k", f"@{k}" if k else ""),
-    }
+    return Meaning(
+        metric=metric,
+        plain=plain.format(k=k),
+        sentence=sentence.format(k=k),
+        elsewhere=elsewhere.replace("@k", f"@{k}" if k else ""),
+    )
 
 
 def fmt_ms(value: float | None) -> str:
@@ -236,7 +246,7 @@ def setup_views(report: Report, earlier: Sequence[Report] = ()) -> list[SetupVie
     found = found_metrics(settings)
     labels = {s.key: s.label for s in report.setups}
     runs = sorted([*earlier, report], key=lambda r: r.id)
-    views = []
+    views: list[SetupView] = []
     for s in sorted(report.setups, key=lambda s: s.rank or 10**6):
         mrr = _mrr(s)
         times, timed = _times(s)

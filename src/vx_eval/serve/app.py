@@ -110,7 +110,7 @@ def create_app(settings: ServeSettings, stores: Stores) -> FastAPI:
     @app.middleware("http")
     async def access(request: Request, call_next: Any) -> Any:
         response = await call_next(request)
-        who = request.scope.get("vx_principal")
+        who = getattr(request.state, "vx_principal", None)
         log.write(
             method=request.method,
             path=request.url.path,
@@ -133,7 +133,7 @@ def create_app(settings: ServeSettings, stores: Stores) -> FastAPI:
         who = principal(request)
         if who is None:
             return JSONResponse({"detail": "the API key is not valid"}, status_code=401)
-        request.scope["vx_principal"] = who
+        request.state.vx_principal = who
         if who.kind == "guest" and not settings.guests:
             return JSONResponse({"detail": "sign in first: this server admits no guests"}, status_code=401)
         if not who.may(action):
@@ -207,7 +207,7 @@ def create_app(settings: ServeSettings, stores: Stores) -> FastAPI:
             log.write(event="sign-in refused", name=username)
             return RedirectResponse(f"/login?failed=1&next={quote(target)}", status_code=303)
         request.session.clear()
-        request.session["person"] = who.name
+        request.session.update(person=who.name)
         log.write(event="signed in", name=who.name, role=who.role)
         return RedirectResponse(target, status_code=303)
 
