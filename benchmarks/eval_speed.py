@@ -129,7 +129,9 @@ def startup(repeat: int) -> None:
         rows["python -c pass"].append(timed([sys.executable, "-c", "pass"])[0])
         rows["vx-eval --help"].append(timed([vx, "--help"])[0])
     base, ours = statistics.median(rows["python -c pass"]), statistics.median(rows["vx-eval --help"])
-    print(f"start-up, median of {repeat}: python -c pass {base:.2f} s, vx-eval --help {ours:.2f} s ({ours / base:.1f}x)")
+    print(
+        f"start-up, median of {repeat}: python -c pass {base:.2f} s, vx-eval --help {ours:.2f} s ({ours / base:.1f}x)"
+    )
 
 
 def main() -> None:

@@ -37,7 +37,7 @@ class Gate:
         match = GATE.match(text)
         if not match:
             raise VxEvalError(
-                f"{quoted(text)} is not a gate; write e.g. \"ndcg@10 drops by more than 0.02\" "
+                f'{quoted(text)} is not a gate; write e.g. "ndcg@10 drops by more than 0.02" '
                 '(or "… 2 points", or "… 5%" of the first run\'s value)'
             )
         measure = metrics.parse(match.group("measure")).name

@@ -47,7 +47,9 @@ def enumerate_setups(
     if only:
         for pattern in only:
             if not any(fnmatch.fnmatchcase(s.key, pattern) for s in chosen):
-                raise VxEvalError(f"no setup matches {quoted(pattern)} (of those to run only); setups: {', '.join(setups)}")
+                raise VxEvalError(
+                    f"no setup matches {quoted(pattern)} (of those to run only); setups: {', '.join(setups)}"
+                )
         chosen = [s for s in chosen if any(fnmatch.fnmatchcase(s.key, p) for p in only)]
     if skip:
         methods = {s.method for s in chosen}
