@@ -43,12 +43,11 @@ def compare(
     from rich.markup import escape
 
     from vx_eval.core.compare import Gate, compare_reports, failed_gates, load_report
+    from vx_eval.core.errors import VxEvalError
     from vx_eval.core.metrics import parse
     from vx_eval.core.plugins import load_plugins
     from vx_eval.core.stores import Stores
     from vx_eval.display import show_comparison
-
-    from vx_eval.core.errors import VxEvalError
 
     try:
         parsed_gates = [Gate.parse(g) for g in gates]
