@@ -8,6 +8,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
 
 import yaml
 from pydantic import (
@@ -19,6 +20,7 @@ from pydantic import (
     ValidationInfo,
     model_validator,
 )
+from pydantic_core import PydanticCustomError
 
 from vx_eval.core.errors import ConfigError, did_you_mean, quoted, remember_secret
 from vx_eval.core.metrics import check_metrics
@@ -47,6 +49,24 @@ def _resolve_path(value: Path, info: ValidationInfo) -> Path:
     value = value.expanduser()
     return value if base is None or value.is_absolute() else (Path(base) / value).resolve()
 
+
+def _no_credentials(value: str) -> str:
+    """A service's address, refused when it carries a user or a password (``http://admin:pw@host``): the
+    address goes into reports and onto pages; credentials are named by reference in options of their own."""
+    parts = urlsplit(value)
+    if parts.username or parts.password:
+        raise PydanticCustomError(
+            CREDENTIALS_IN_URL,
+            "the address carries credentials; write it without them and name them by reference "
+            "(user: NAME, password: {env: VARIABLE}, or api_key: {env: VARIABLE})",
+        )
+    return value
+
+
+CREDENTIALS_IN_URL = "credentials_in_url"
+
+ServiceUrl = Annotated[str, Field(min_length=1), AfterValidator(_no_credentials)]
+"""The address of a service (a search engine, a chat endpoint): never with credentials in it."""
 
 Location = Annotated[str, Field(min_length=1), AfterValidator(_resolve_location)]
 """A path (resolved against the config's folder) or a URI such as ``s3://bucket/key``."""

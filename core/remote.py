@@ -44,6 +44,9 @@ class RemotePolicy:
     unreachable: Classifier = _never
     already_exists: Classifier = _never
     status: Callable[[BaseException], object] = field(default=lambda exc: getattr(exc, "status_code", None))
+    credentials: str = "the credentials"
+    """What was refused, in words: "the key named by api_key (env X)"."""
+    check: str = "check the key or password the target names"
     backoff: float = 0.5
     """Seconds before the first retry; doubled each time, at most `max_wait`."""
     max_wait: float = 8.0
@@ -51,27 +54,30 @@ class RemotePolicy:
     calls: int = 0
     """Calls made (tries included): a bound tests can read."""
 
-    def __call__(self, what: str, call: Callable[[], T]) -> T:
-        """`call()`, under the policy; `what` says in words what it does ("creating index x")."""
-        return self._run(what, call, create=False)
+    def __call__(self, what: str, call: Callable[[], T], *, expected: tuple[type[BaseException], ...] = ()) -> T:
+        """`call()`, under the policy; `what` says in words what it does ("creating index x"). Errors of the
+        `expected` classes (a 404 the caller handles) are raised as they are, never retried."""
+        return self._run(what, call, create=False, expected=expected)
 
     def create(self, what: str, call: Callable[[], T]) -> T | None:
         """A create that may be retried: "already exists" after a retried attempt is success (None)."""
-        return self._run(what, call, create=True)
+        return self._run(what, call, create=True, expected=())
 
-    def _run(self, what: str, call: Callable[[], T], *, create: bool) -> T:
+    def _run(self, what: str, call: Callable[[], T], *, create: bool, expected: tuple[type[BaseException], ...]) -> T:
         wait, retried = self.backoff, False
         for attempt in range(self.retries + 1):
             self.calls += 1
             try:
                 return call()
+            except expected:
+                raise
             except self.errors as exc:
                 if create and retried and self.already_exists(exc):
                     return None  # type: ignore[return-value]  # our own earlier try made it
                 if self.refused(exc):
                     raise EngineError(
-                        f"{self.target}: {self.where} refused the credentials ({self.status(exc)}) while {what}: "
-                        "check the key or password the target names"
+                        f"{self.target}: {self.where} refused {self.credentials} ({self.status(exc)}) while {what}: "
+                        f"{self.check}"
                     ) from None
                 last = attempt == self.retries
                 if not (self.transient(exc) or self.unreachable(exc)) or last:

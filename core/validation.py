@@ -129,7 +129,8 @@ def format_validation_error(
             out.append((line, f"{where}: {dotted(full)}: required but missing"))
         else:
             msg = err["msg"].removeprefix("Value error, ")
-            shown = "" if _secret_path(full) else f" (got {brief(err.get('input'))})"
+            hidden = _secret_path(full) or err["type"] == "credentials_in_url"
+            shown = "" if hidden else f" (got {brief(err.get('input'))})"
             out.append((line, f"{where}: {dotted(full)}: {msg}{shown}"))
     # one problem a line at most: a union tried member by member says the same thing twice
     return list(dict.fromkeys(out))

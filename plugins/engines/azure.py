@@ -25,7 +25,7 @@ from typing import Any, ClassVar
 from pydantic import Field
 
 from vx_eval import hookimpl
-from vx_eval.core.config import SecretRef
+from vx_eval.core.config import SecretRef, ServiceUrl
 from vx_eval.core.engine import (
     DENSE_PREFIX,
     FUSION,
@@ -43,7 +43,8 @@ from vx_eval.core.engine import (
     record_server_time,
 )
 from vx_eval.core.errors import EngineError
-from vx_eval.core.models import DENSE
+from vx_eval.core.models import DENSE, Models
+from vx_eval.core.remote import RemotePolicy
 from vx_eval.plugins.engines.remote import (
     Built,
     RemoteOptions,
@@ -65,7 +66,7 @@ FINGERPRINT = re.compile(r"vx-eval fingerprint ([0-9a-f]{64})")
 
 
 class AzureSearchOptions(RemoteOptions):
-    endpoint: str = Field(min_length=1)
+    endpoint: ServiceUrl
     """The service: ``https://<name>.search.windows.net``."""
     api_key: SecretRef
     """An admin key to build, a query key to search: ``{env: AZURE_SEARCH_KEY}``."""
@@ -95,23 +96,50 @@ def _clients(options: AzureSearchOptions, index: str) -> tuple[Any, Any]:
     from azure.search.documents.indexes import SearchIndexClient
 
     credential = AzureKeyCredential(options.api_key.value())
-    policy = {  # azure-core's retry policy: 408, 429, 500, 502-504 and timeouts, exponential backoff
-        "retry_total": options.retries,
-        "retry_backoff_factor": 0.5,
-        "retry_backoff_max": 8,
+    transport = {  # the policy retries (every call, searches and paging included); azure-core does not
+        "retry_total": 0,
         "connection_timeout": options.timeout,
         "read_timeout": options.timeout,
     }
     return (
-        SearchIndexClient(options.endpoint, credential, **policy),
-        SearchClient(options.endpoint, index, credential, **policy),
+        SearchIndexClient(options.endpoint, credential, **transport),
+        SearchClient(options.endpoint, index, credential, **transport),
     )
 
 
-def _refused(options: AzureSearchOptions) -> EngineError:
-    return EngineError(
-        f"Azure AI Search at {options.endpoint} refused the key named by api_key "
-        f"(env {options.api_key.env}): check it is an admin key to build, or a query key to search"
+def policy(options: AzureSearchOptions, target: str) -> RemotePolicy:
+    """azure-core's errors: 408, 429 and 502-504 or a timeout tried again, 401/403 refused at once (the key
+    named by api_key), a service that cannot be reached said in one line."""
+    from azure.core.exceptions import (
+        AzureError,
+        ClientAuthenticationError,
+        HttpResponseError,
+        ResourceExistsError,
+        ServiceRequestError,
+        ServiceResponseError,
+    )
+
+    def status(exc: BaseException) -> object:
+        return getattr(exc, "status_code", None)
+
+    return RemotePolicy(
+        target=target,
+        where=options.endpoint,
+        retries=options.retries,
+        errors=(AzureError,),
+        transient=lambda exc: (
+            isinstance(exc, ServiceResponseError)
+            or (isinstance(exc, HttpResponseError) and exc.status_code in (408, 429, 502, 503, 504))
+        ),
+        refused=lambda exc: (
+            isinstance(exc, ClientAuthenticationError)
+            or (isinstance(exc, HttpResponseError) and exc.status_code in (401, 403))
+        ),
+        unreachable=lambda exc: isinstance(exc, ServiceRequestError),
+        already_exists=lambda exc: isinstance(exc, ResourceExistsError),
+        status=status,
+        credentials=f"the key named by api_key (env {options.api_key.env})",
+        check="check it is an admin key to build, or a query key to search",
     )
 
 
@@ -122,37 +150,37 @@ class AzureSearchEngine(Engine):
     Options: ClassVar[type[EngineOptions]] = AzureSearchOptions
 
     def open(self, options: AzureSearchOptions, context: OpenContext) -> AzureSearchHandle:
-        from azure.core.exceptions import HttpResponseError, ResourceNotFoundError
+        from azure.core.exceptions import ResourceNotFoundError
 
         index = collection_name(options, context)
         indexes, search = _clients(options, index)
+        call = policy(options, context.target_name)
         try:
-            try:
-                definition = indexes.get_index(index)
-            except ResourceNotFoundError:
-                definition = None
-            corpus = context.corpus
-            if corpus is not None and options.build != "never":
-                wanted = fingerprint(corpus, options.indexing(), FORMAT)
-                found = FINGERPRINT.search(definition.description or "") if definition is not None else None
-                stored = found.group(1) if found else None
-                if options.build == "always" or stored != wanted:
-                    if stored is not None:
-                        context.progress.note(f"{context.target_name}: the corpus or a setting changed; building again")
-                    definition = _build(indexes, search, index, options, prepare(corpus, options, context), wanted)
-            elif definition is None:
-                raise EngineError(
-                    f"target {context.target_name}: Azure AI Search at {options.endpoint} has no index '{index}' and "
-                    "the config declares no corpus; add `corpus:` to the config to build it, or name an existing index"
-                )
-            if options.semantic and not (definition.semantic_search and definition.semantic_search.configurations):
-                definition.semantic_search = semantic_search(definition)
-                definition = indexes.create_or_update_index(definition)
-        except HttpResponseError as exc:
-            if exc.status_code in (401, 403):
-                raise _refused(options) from None
-            raise
-        return AzureSearchHandle(search, definition, options, context.models)
+            definition = call(
+                f"reading index {index}", lambda: indexes.get_index(index), expected=(ResourceNotFoundError,)
+            )
+        except ResourceNotFoundError:
+            definition = None
+        corpus = context.corpus
+        if corpus is not None and options.build != "never":
+            wanted = fingerprint(corpus, options.indexing(), FORMAT)
+            found = FINGERPRINT.search(definition.description or "") if definition is not None else None
+            stored = found.group(1) if found else None
+            if options.build == "always" or stored != wanted:
+                if stored is not None:
+                    context.progress.note(f"{context.target_name}: the corpus or a setting changed; building again")
+                definition = _build(indexes, search, call, index, options, prepare(corpus, options, context), wanted)
+        elif definition is None:
+            raise EngineError(
+                f"target {context.target_name}: Azure AI Search at {options.endpoint} has no index '{index}' and "
+                "the config declares no corpus; add `corpus:` to the config to build it, or name an existing index"
+            )
+        if options.semantic and not (definition.semantic_search and definition.semantic_search.configurations):
+            definition.semantic_search = semantic_search(definition)
+            definition = call(
+                f"adding a semantic configuration to {index}", lambda: indexes.create_or_update_index(definition)
+            )
+        return AzureSearchHandle(search, call, definition, options, context.loaded)
 
 
 def semantic_search(definition: Any) -> Any:
@@ -216,14 +244,17 @@ def index_definition(index: str, options: AzureSearchOptions, built: Built, desc
     return definition
 
 
-def _build(indexes: Any, search: Any, index: str, options: AzureSearchOptions, built: Built, wanted: str) -> Any:
+def _build(
+    indexes: Any, search: Any, call: RemotePolicy, index: str, options: AzureSearchOptions, built: Built, wanted: str
+) -> Any:
     """(Re)create the index without its fingerprint, upload every chunk, then write the fingerprint into
     the index description last: an index a crash left half-filled has none and is built again."""
     from azure.core.exceptions import ResourceNotFoundError
 
     with contextlib.suppress(ResourceNotFoundError):
-        indexes.delete_index(index)
-    indexes.create_index(index_definition(index, options, built, "vx-eval: building"))
+        call(f"deleting index {index}", lambda: indexes.delete_index(index), expected=(ResourceNotFoundError,))
+    building = index_definition(index, options, built, "vx-eval: building")
+    call.create(f"creating index {index}", lambda: indexes.create_index(building))
     context = built.context
     advance = context.progress.start(f"Writing {context.target_name} · {index}", len(built.chunks))
     for start in range(0, len(built.chunks), UPLOAD_BATCH):
@@ -242,22 +273,26 @@ def _build(indexes: Any, search: Any, index: str, options: AzureSearchOptions, b
                 fields = built.documents[chunk.doc_id]
                 row.update(title=fields["title"], text=fields["text"], metadata=json.dumps(fields["metadata"]))
             batch.append(row)
-        failed = [r for r in search.upload_documents(batch) if not r.succeeded]
+        # uploads are by key, so a retried batch writes the same documents again, never twice
+        done = call(f"uploading {len(batch)} chunks to {index}", lambda batch=batch: search.upload_documents(batch))
+        failed = [r for r in done if not r.succeeded]
         if failed:
             raise EngineError(
                 f"Azure AI Search refused {len(failed)} of {len(batch)} chunks; first: {failed[0].error_message}"
             )
         advance(len(batch))
-    return indexes.create_or_update_index(
-        index_definition(index, options, built, f"vx-eval fingerprint {wanted} format {FORMAT}")
-    )
+    finished = index_definition(index, options, built, f"vx-eval fingerprint {wanted} format {FORMAT}")
+    return call(f"writing the fingerprint of {index}", lambda: indexes.create_or_update_index(finished))
 
 
 class AzureSearchHandle:
     """An opened Azure AI Search index."""
 
-    def __init__(self, client: Any, definition: Any, options: AzureSearchOptions, models: Any) -> None:
+    def __init__(
+        self, client: Any, call: RemotePolicy, definition: Any, options: AzureSearchOptions, models: Models
+    ) -> None:
         self.client = client
+        self.call = call
         self.definition = definition
         self.options = options
         self.models = models
@@ -278,25 +313,16 @@ class AzureSearchHandle:
         self._ids: list[str] | None = None
         self._count: int | None = None
 
-    def _call(self, method: str, **kwargs: Any) -> Any:
-        from azure.core.exceptions import HttpResponseError
-
-        try:
-            return getattr(self.client, method)(**kwargs)
-        except HttpResponseError as exc:
-            if exc.status_code in (401, 403):
-                raise _refused(self.options) from None
-            raise
-
-    def _search(self, **kwargs: Any) -> list[dict[str, Any]]:
-        """One search request (results read in full), the service's elapsed-time recorded."""
+    def _search(self, what: str = "searching", **kwargs: Any) -> list[dict[str, Any]]:
+        """One search request, its results read in full inside the policy (a page that fails is retried
+        with the search), the service's elapsed-time recorded."""
 
         def took(response: Any) -> None:
             elapsed = response.http_response.headers.get("elapsed-time")
             if elapsed and str(elapsed).replace(".", "", 1).isdigit():
                 record_server_time(float(elapsed))
 
-        return list(self._call("search", raw_response_hook=took, **kwargs))
+        return self.call(what, lambda: list(self.client.search(raw_response_hook=took, **kwargs)))
 
     def capabilities(self) -> frozenset[str]:
         if not self.chunks():
@@ -312,7 +338,7 @@ class AzureSearchHandle:
 
     def chunks(self) -> int:
         if self._count is None:
-            self._count = int(self._call("get_document_count"))
+            self._count = int(self.call("counting the chunks", self.client.get_document_count))
         return self._count
 
     def describe(self) -> dict[str, Any]:
@@ -371,7 +397,9 @@ class AzureSearchHandle:
 
     def passages(self, hits: Sequence[Hit]) -> list[str]:
         ids = [h.chunk_id or "" for h in hits]
-        rows = self._search(search_text="*", filter=_any("chunk_id", ids), select=["chunk_id", "body"], top=len(ids))
+        rows = self._search(
+            "reading passages", search_text="*", filter=_any("chunk_id", ids), select=["chunk_id", "body"], top=len(ids)
+        )
         body = {r["chunk_id"]: r.get("body") or "" for r in rows}
         return [body.get(i, "") for i in ids]
 
@@ -379,7 +407,7 @@ class AzureSearchHandle:
 
     def document_ids(self) -> list[str]:
         if self._ids is None:
-            rows = self._call("search", search_text="*", filter="first eq true", select=["doc_id"])
+            rows = self._search("listing the documents", search_text="*", filter="first eq true", select=["doc_id"])
             self._ids = sorted({str(r["doc_id"]) for r in rows})
         return self._ids
 
@@ -391,6 +419,7 @@ class AzureSearchHandle:
         if not wanted:
             return []
         rows = self._search(
+            "reading documents",
             search_text="*",
             filter=f"first eq true and {_any('doc_id', wanted)}",
             select=["doc_id", "title", "text", "metadata"],

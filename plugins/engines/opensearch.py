@@ -13,6 +13,7 @@ from the shared cross-encoder setup. Every search records the cluster's own ``to
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Iterable, Sequence
 from typing import Any, ClassVar, Literal
@@ -20,7 +21,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field
 
 from vx_eval import hookimpl
-from vx_eval.core.config import SecretRef
+from vx_eval.core.config import SecretRef, ServiceUrl
 from vx_eval.core.engine import (
     DENSE_PREFIX,
     FUSION,
@@ -37,7 +38,8 @@ from vx_eval.core.engine import (
     record_server_time,
 )
 from vx_eval.core.errors import EngineError
-from vx_eval.core.models import DENSE
+from vx_eval.core.models import DENSE, Models
+from vx_eval.core.remote import RemotePolicy
 from vx_eval.plugins.engines.remote import (
     Built,
     RemoteOptions,
@@ -47,7 +49,6 @@ from vx_eval.plugins.engines.remote import (
     need,
     payload_hit,
     prepare,
-    retrying,
     stored_documents,
 )
 
@@ -57,7 +58,7 @@ BULK_BATCH = 200
 
 
 class OpenSearchOptions(RemoteOptions):
-    url: str = Field(min_length=1)
+    url: ServiceUrl
     """The cluster: ``https://localhost:9200``."""
     user: str | None = None
     password: SecretRef | None = None
@@ -78,12 +79,37 @@ class OpenSearchOptions(RemoteOptions):
         return {**super().indexing(), "vectors": {m: self.field(m) for m in self.dense_models}}
 
 
-def _transient(exc: BaseException) -> bool:
-    from opensearchpy.exceptions import ConnectionError, ConnectionTimeout, TransportError
+def policy(options: OpenSearchOptions, target: str) -> RemotePolicy:
+    """Every call this plugin makes: opensearch-py's own errors, a 429 or 502-504 or a timeout tried again,
+    401/403 refused at once, a connection that cannot be made said in one line."""
+    from opensearchpy.exceptions import (
+        AuthenticationException,
+        AuthorizationException,
+        ConnectionError,
+        ConnectionTimeout,
+        OpenSearchException,
+        RequestError,
+        TransportError,
+    )
 
-    if isinstance(exc, ConnectionTimeout | ConnectionError):
-        return True
-    return isinstance(exc, TransportError) and exc.status_code in (429, 502, 503, 504)
+    def status(exc: BaseException) -> object:
+        return exc.status_code if isinstance(exc, TransportError) else None
+
+    return RemotePolicy(
+        target=target,
+        where=options.url,
+        retries=options.retries,
+        errors=(OpenSearchException,),
+        transient=lambda exc: (
+            isinstance(exc, ConnectionTimeout)
+            or (isinstance(exc, TransportError) and exc.status_code in (429, 502, 503, 504))
+        ),
+        refused=lambda exc: isinstance(exc, AuthenticationException | AuthorizationException),
+        unreachable=lambda exc: isinstance(exc, ConnectionError) and not isinstance(exc, ConnectionTimeout),
+        already_exists=lambda exc: isinstance(exc, RequestError) and "already_exists" in str(exc.error),
+        status=status,
+        check="check user and password",
+    )
 
 
 class OpenSearchEngine(Engine):
@@ -94,29 +120,32 @@ class OpenSearchEngine(Engine):
 
     def open(self, options: OpenSearchOptions, context: OpenContext) -> OpenSearchHandle:
         client = make_client(options)
+        call = policy(options, context.target_name)
         index = collection_name(options, context)
         pipeline = options.pipeline or f"{index}-vx-hybrid"
-        exists = _call(client.indices.exists, options, index=index)
+        exists = call(f"looking up index {index}", lambda: client.indices.exists(index=index))
         corpus = context.corpus
         if corpus is not None and options.build != "never":
             wanted = fingerprint(corpus, {**options.indexing(), "fusion": options.fusion}, FORMAT)
             stored = None
             if exists:
-                mapping = _call(client.indices.get_mapping, options, index=index)
+                mapping = call(f"reading the mapping of {index}", lambda: client.indices.get_mapping(index=index))
                 stored = (mapping.get(index, {}).get("mappings", {}).get("_meta") or {}).get("fingerprint")
             if options.build == "always" or stored != wanted:
                 if stored is not None:
                     context.progress.note(f"{context.target_name}: the corpus or a setting changed; building again")
-                _build(client, index, pipeline, options, prepare(corpus, options, context), wanted)
+                _build(client, call, index, pipeline, options, prepare(corpus, options, context), wanted)
         elif not exists:
             raise EngineError(
                 f"target {context.target_name}: OpenSearch at {options.url} has no index '{index}' and the config "
                 "declares no corpus; add `corpus:` to the config to build it, or name an existing index"
             )
-        return OpenSearchHandle(client, index, pipeline, options, context.models)
+        return OpenSearchHandle(client, call, index, pipeline, options, context.loaded)
 
 
-def make_client(options: OpenSearchOptions) -> Any:
+def make_client(options: OpenSearchOptions, concurrency: int = 10) -> Any:
+    """The client, with a connection pool as large as the searches that may run at once (urllib3 keeps one
+    connection otherwise, and every caller past it opens a new one)."""
     opensearchpy = need("opensearchpy", "opensearch")
     auth = (options.user, options.password.value()) if options.user and options.password else None
     return opensearchpy.OpenSearch(
@@ -124,21 +153,9 @@ def make_client(options: OpenSearchOptions) -> Any:
         http_auth=auth,
         verify_certs=options.verify_certs,
         timeout=options.timeout,
-        max_retries=0,  # `_call` retries, with backoff
+        max_retries=0,  # the policy retries, with backoff
+        pool_maxsize=max(concurrency, 10),
     )
-
-
-def _call(method: Any, options: OpenSearchOptions, **kwargs: Any) -> Any:
-    """A client call, tried again after a 429, 502-504 or timeout (bounded, with backoff); a refused
-    credential becomes one clear error naming what to check."""
-    from opensearchpy.exceptions import AuthenticationException, AuthorizationException
-
-    try:
-        return retrying(lambda: method(**kwargs), attempts=options.retries, transient=_transient)
-    except (AuthenticationException, AuthorizationException) as exc:
-        raise EngineError(
-            f"OpenSearch at {options.url} refused the credentials ({exc.status_code}): check user and password"
-        ) from None
 
 
 def pipeline_body(options: OpenSearchOptions) -> dict[str, Any]:
@@ -178,15 +195,19 @@ def index_body(options: OpenSearchOptions, built: Built, wanted: str | None) -> 
     return {"settings": {"index": {"knn": True}}, "mappings": mappings}
 
 
-def _build(client: Any, index: str, pipeline: str, options: OpenSearchOptions, built: Built, wanted: str) -> None:
+def _build(
+    client: Any, call: RemotePolicy, index: str, pipeline: str, options: OpenSearchOptions, built: Built, wanted: str
+) -> None:
     """(Re)create the index without its fingerprint, bulk-load every chunk, make the hybrid pipeline, then
     write the fingerprint into the mapping's ``_meta`` last."""
     from opensearchpy import helpers
-    from opensearchpy.exceptions import RequestError
+    from opensearchpy.exceptions import NotFoundError, RequestError
 
-    if _call(client.indices.exists, options, index=index):
-        _call(client.indices.delete, options, index=index)
-    _call(client.indices.create, options, index=index, body=index_body(options, built, None))
+    if call(f"looking up index {index}", lambda: client.indices.exists(index=index)):
+        with contextlib.suppress(NotFoundError):  # gone already: our own earlier, retried delete
+            call(f"deleting index {index}", lambda: client.indices.delete(index=index), expected=(NotFoundError,))
+    body = index_body(options, built, None)
+    call.create(f"creating index {index}", lambda: client.indices.create(index=index, body=body))
     advance = built.context.progress.start(f"Writing {built.context.target_name} · {index}", len(built.chunks))
     for start in range(0, len(built.chunks), BULK_BATCH):
         actions = []
@@ -201,42 +222,61 @@ def _build(client: Any, index: str, pipeline: str, options: OpenSearchOptions, b
             if is_first_chunk(chunk):
                 source.update(built.documents[chunk.doc_id], first=True)
             actions.append({"_index": index, "_id": chunk.chunk_id, "_source": source})
-        helpers.bulk(client, actions, refresh=False)
+        # bulk writes by chunk id, so a retried batch writes the same documents again, never twice
+        call(
+            f"writing {len(actions)} chunks to {index}",
+            lambda actions=actions: helpers.bulk(client, actions, refresh=False),  # type: ignore[misc]
+        )
         advance(len(actions))
-    _call(client.indices.refresh, options, index=index)
+    call(f"refreshing index {index}", lambda: client.indices.refresh(index=index))
     try:
-        client.transport.perform_request("PUT", f"/_search/pipeline/{pipeline}", body=pipeline_body(options))
+        path, body = f"/_search/pipeline/{pipeline}", pipeline_body(options)
+        call(
+            f"creating search pipeline {pipeline}",
+            lambda: client.transport.perform_request("PUT", path, body=body),
+            expected=(RequestError,),
+        )
     except RequestError as exc:  # a cluster without the neural-search plugin (or a test server)
         built.context.progress.note(
             f"{built.context.target_name}: the cluster made no search pipeline ({exc.error}); hybrid search is "
             "fused by vx-eval instead"
         )
-    _call(client.indices.put_mapping, options, index=index, body={"_meta": {"fingerprint": wanted, "format": FORMAT}})
+    meta = {"_meta": {"fingerprint": wanted, "format": FORMAT}}
+    call(f"writing the fingerprint of {index}", lambda: client.indices.put_mapping(index=index, body=meta))
 
 
 class OpenSearchHandle:
     """An opened OpenSearch index."""
 
-    def __init__(self, client: Any, index: str, pipeline: str, options: OpenSearchOptions, models: Any) -> None:
+    def __init__(
+        self, client: Any, call: RemotePolicy, index: str, pipeline: str, options: OpenSearchOptions, models: Models
+    ) -> None:
         from opensearchpy.exceptions import NotFoundError, RequestError
 
         self.client = client
+        self.call = call
         self.index = index
         self.pipeline = pipeline
         self.options = options
         self.models = models
-        mapping = _call(client.indices.get_mapping, options, index=index).get(index, {}).get("mappings", {})
+        got = call(f"reading the mapping of {index}", lambda: client.indices.get_mapping(index=index))
+        mapping = got.get(index, {}).get("mappings", {})
         properties = mapping.get("properties", {})
         self.meta = mapping.get("_meta") or {}
         knn = {name for name, spec in properties.items() if spec.get("type") == "knn_vector"}
         by_field = {options.field(m): m for m in options.dense_models}
         self.dense = {by_field.get(f, f.removeprefix("vector_")): f for f in sorted(knn)}
         try:
-            client.transport.perform_request("GET", f"/_search/pipeline/{pipeline}")
+            path = f"/_search/pipeline/{pipeline}"
+            call(
+                f"looking up search pipeline {pipeline}",
+                lambda: client.transport.perform_request("GET", path),
+                expected=(NotFoundError, RequestError),
+            )
             self.has_pipeline = True
-        except (NotFoundError, RequestError):
+        except (NotFoundError, RequestError):  # none made, or a cluster without the neural-search plugin
             self.has_pipeline = False
-        self.chunks = int(_call(client.count, options, index=index)["count"])
+        self.chunks = int(call(f"counting the chunks of {index}", lambda: client.count(index=index))["count"])
         self._ids: list[str] | None = None
 
     def capabilities(self) -> frozenset[str]:
@@ -252,7 +292,7 @@ class OpenSearchHandle:
         return frozenset(caps)
 
     def describe(self) -> dict[str, Any]:
-        version = self.client.info().get("version", {})
+        version = self.call("asking the cluster its version", self.client.info).get("version", {})
         return {
             "collection": self.index,
             "documents": len(self.document_ids()),
@@ -305,14 +345,16 @@ class OpenSearchHandle:
         if query.capability == KEYWORD and not query.text.strip():
             return []
         body, params = self.body(query)
-        response = _call(self.client.search, self.options, index=self.index, body=body, params=params)
+        response = self.call("searching", lambda: self.client.search(index=self.index, body=body, params=params))
         if "took" in response:
             record_server_time(response["took"])
         return [payload_hit(h.get("_source") or {}, h.get("_score") or 0.0) for h in response["hits"]["hits"]]
 
     def passages(self, hits: Sequence[Hit]) -> list[str]:
         ids = [h.chunk_id or "" for h in hits]
-        response = _call(self.client.mget, self.options, index=self.index, body={"ids": ids}, _source=["body"])
+        response = self.call(
+            "reading passages", lambda: self.client.mget(index=self.index, body={"ids": ids}, _source=["body"])
+        )
         body = {d["_id"]: (d.get("_source") or {}).get("body", "") for d in response["docs"] if d.get("found")}
         return [body.get(i, "") for i in ids]
 
@@ -323,9 +365,13 @@ class OpenSearchHandle:
             from opensearchpy import helpers
 
             query = {"query": {"term": {"first": True}}, "_source": ["doc_id"]}
-            self._ids = sorted(
-                {str(h["_source"]["doc_id"]) for h in helpers.scan(self.client, query=query, index=self.index)}
-            )
+
+            def scan() -> list[str]:  # the whole scroll, so a retry starts it again
+                return sorted(
+                    {str(h["_source"]["doc_id"]) for h in helpers.scan(self.client, query=query, index=self.index)}
+                )
+
+            self._ids = self.call(f"listing the documents of {self.index}", scan)
         return self._ids
 
     def missing(self, doc_ids: Iterable[str]) -> set[str]:
@@ -336,7 +382,8 @@ class OpenSearchHandle:
         if not wanted:
             return []
         query = {"bool": {"filter": [{"terms": {"doc_id": wanted}}, {"term": {"first": True}}]}}
-        response = _call(self.client.search, self.options, index=self.index, body={"size": len(wanted), "query": query})
+        body = {"size": len(wanted), "query": query}
+        response = self.call("reading documents", lambda: self.client.search(index=self.index, body=body))
         found = {str(h["_source"]["doc_id"]): h["_source"] for h in response["hits"]["hits"]}
         return stored_documents(wanted, found)
 

@@ -26,7 +26,7 @@ from typing import Any, ClassVar
 from pydantic import Field, model_validator
 
 from vx_eval import hookimpl
-from vx_eval.core.config import ConfigPath, SecretRef
+from vx_eval.core.config import ConfigPath, SecretRef, ServiceUrl
 from vx_eval.core.engine import (
     DENSE_PREFIX,
     FUSION,
@@ -45,6 +45,7 @@ from vx_eval.core.engine import (
 )
 from vx_eval.core.errors import EngineError
 from vx_eval.core.models import DENSE, LATE
+from vx_eval.core.remote import RemotePolicy
 from vx_eval.plugins.engines.remote import (
     Built,
     RemoteOptions,
@@ -54,7 +55,6 @@ from vx_eval.plugins.engines.remote import (
     need,
     payload_hit,
     prepare,
-    retrying,
     stored_documents,
     words_path,
 )
@@ -74,7 +74,7 @@ class QdrantOptions(RemoteOptions):
     """``:memory:`` for an in-process collection that lasts the run."""
     path: ConfigPath | None = None
     """A folder for Qdrant's local mode (kept between runs)."""
-    url: str | None = None
+    url: ServiceUrl | None = None
     """A Qdrant server: ``http://localhost:6333``."""
     api_key: SecretRef | None = None
     vectors: dict[str, str] = Field(default_factory=dict)
@@ -154,17 +154,31 @@ def point_id(chunk_id: str) -> str:
 # ---------------------------------------------------------------------------------------------- engine
 
 
-def _transient(exc: BaseException) -> bool:
-    """429 and 502-504, and timeouts or refused connections (qdrant-client wraps httpx's in `.source`)."""
-    status = getattr(exc, "status_code", None)
-    if status in (429, 502, 503, 504):
-        return True
-    cause = getattr(exc, "source", None) or exc
-    return type(cause).__name__ in {"ReadTimeout", "ConnectTimeout", "WriteTimeout", "PoolTimeout", "ConnectError"}
+_TIMEOUTS = {"ReadTimeout", "ConnectTimeout", "WriteTimeout", "PoolTimeout", "RemoteProtocolError", "ReadError"}
 
 
-def _auth_failure(exc: BaseException) -> bool:
-    return getattr(exc, "status_code", None) in (401, 403)
+def _cause(exc: BaseException) -> str:
+    """The transport's own error under qdrant-client's (it wraps httpx's in `.source`)."""
+    return type(getattr(exc, "source", None) or exc.__cause__ or exc).__name__
+
+
+def policy(options: QdrantOptions, target: str, where: str) -> RemotePolicy:
+    """qdrant-client's errors (a server's; local mode raises none of them): 429 and 502-504, timeouts and
+    dropped connections tried again, 401/403 refused at once, a server that cannot be reached said once."""
+    from qdrant_client.http.exceptions import ApiException, ResponseHandlingException
+
+    return RemotePolicy(
+        target=target,
+        where=where,
+        retries=options.retries,
+        errors=(ApiException, ResponseHandlingException),
+        transient=lambda exc: getattr(exc, "status_code", None) in (429, 502, 503, 504) or _cause(exc) in _TIMEOUTS,
+        refused=lambda exc: getattr(exc, "status_code", None) in (401, 403),
+        unreachable=lambda exc: _cause(exc) == "ConnectError",
+        already_exists=lambda exc: getattr(exc, "status_code", None) == 409,
+        credentials="the request",
+        check="check the api_key the target names",
+    )
 
 
 class QdrantEngine(Engine):
@@ -187,7 +201,7 @@ class QdrantEngine(Engine):
         else:
             client = client_module.QdrantClient(location=":memory:")
         name = collection_name(options, context)
-        call = _Caller(client, options, where)
+        call = _Caller(client, policy(options, context.target_name, where))
         exists = call("collection_exists", name)
         words = words_path(options.words, context)
         corpus = context.corpus
@@ -209,27 +223,17 @@ class QdrantEngine(Engine):
 
 
 class _Caller:
-    """Client calls with bounded retries on transient failures, and an authentication failure said once."""
+    """Client calls by name, every one under the remote policy."""
 
-    def __init__(self, client: Any, options: QdrantOptions, where: str) -> None:
+    def __init__(self, client: Any, policy: RemotePolicy) -> None:
         self.client = client
-        self.options = options
-        self.where = where
+        self.policy = policy
 
     def __call__(self, method: str, *args: Any, **kwargs: Any) -> Any:
-        try:
-            return retrying(
-                lambda: getattr(self.client, method)(*args, **kwargs),
-                attempts=self.options.retries,
-                transient=_transient,
-            )
-        except Exception as exc:
-            if _auth_failure(exc):
-                raise EngineError(
-                    f"Qdrant at {self.where} refused the request ({getattr(exc, 'status_code', '')}): "
-                    "check the api_key the target names"
-                ) from None
-            raise
+        return self.policy(method.replace("_", " "), lambda: getattr(self.client, method)(*args, **kwargs))
+
+    def create(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        return self.policy.create(method.replace("_", " "), lambda: getattr(self.client, method)(*args, **kwargs))
 
 
 def _build(call: _Caller, name: str, options: QdrantOptions, built: Built, wanted: str, words) -> None:
@@ -251,7 +255,9 @@ def _build(call: _Caller, name: str, options: QdrantOptions, built: Built, wante
     sparse = {SPARSE: models.SparseVectorParams(modifier=models.Modifier.IDF)} if options.sparse else None
     if call("collection_exists", name):
         call("delete_collection", name)
-    call("create_collection", name, vectors_config=vectors, sparse_vectors_config=sparse, metadata={"format": FORMAT})
+    call.create(
+        "create_collection", name, vectors_config=vectors, sparse_vectors_config=sparse, metadata={"format": FORMAT}
+    )
     if options.url:  # local mode has no payload indexes (and says so in a warning)
         call("create_payload_index", name, field_name="doc_id", field_schema=models.PayloadSchemaType.KEYWORD)
     weights = bm25_documents([c.body for c in built.chunks]) if options.sparse else None
@@ -292,7 +298,7 @@ class QdrantHandle:
         self.models = models
         self.where = where
         info = call("get_collection", name)
-        self.points = info.points_count or 0
+        self.points = info.points_count or 0  # (describe counts documents with scroll, under the policy too)
         params = info.config.params
         named: dict[str, Any] = params.vectors if isinstance(params.vectors, dict) else {}
         self.late = {n for n, p in named.items() if p.multivector_config is not None}

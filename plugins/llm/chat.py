@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from vx_eval.core.config import SecretRef
+from vx_eval.core.config import SecretRef, ServiceUrl
 from vx_eval.core.errors import ConfigError, EngineError
 from vx_eval.core.keyed import KeyedCache
 
@@ -33,7 +33,7 @@ class ChatOptions(BaseModel):
     ``https://<resource>.openai.azure.com/openai/v1``), ``model`` its model or deployment name."""
 
     model_config = ConfigDict(extra="forbid")
-    url: str = Field(min_length=1)
+    url: ServiceUrl
     model: str = Field(min_length=1)
     api_key: SecretRef | None = None
     timeout: float = Field(60.0, gt=0)
