@@ -20,6 +20,7 @@ import contextlib
 import json
 import re
 from collections.abc import Iterable, Sequence
+from functools import partial
 from typing import Any, ClassVar
 
 from pydantic import Field
@@ -274,7 +275,7 @@ def _build(
                 row.update(title=fields["title"], text=fields["text"], metadata=json.dumps(fields["metadata"]))
             batch.append(row)
         # uploads are by key, so a retried batch writes the same documents again, never twice
-        done = call(f"uploading {len(batch)} chunks to {index}", lambda batch=batch: search.upload_documents(batch))
+        done = call(f"uploading {len(batch)} chunks to {index}", partial(search.upload_documents, batch))
         failed = [r for r in done if not r.succeeded]
         if failed:
             raise EngineError(

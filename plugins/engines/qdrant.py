@@ -222,6 +222,21 @@ class QdrantEngine(Engine):
         return QdrantHandle(call, name, options, context.models, held, where)
 
 
+DOING = {
+    "collection_exists": "looking up collection {}",
+    "get_collection": "reading collection {}",
+    "delete_collection": "deleting collection {}",
+    "create_collection": "creating collection {}",
+    "create_payload_index": "indexing the doc_id field of {}",
+    "upsert": "writing chunks to {}",
+    "update_collection": "writing the fingerprint of {}",
+    "query_points": "searching",
+    "retrieve": "reading passages from {}",
+    "scroll": "listing documents of {}",
+}
+"""What each client call is doing, for the error when it fails; the collection name fills the braces."""
+
+
 class _Caller:
     """Client calls by name, every one under the remote policy."""
 
@@ -229,11 +244,14 @@ class _Caller:
         self.client = client
         self.policy = policy
 
+    def _what(self, method: str, args: tuple[Any, ...]) -> str:
+        return DOING.get(method, method.replace("_", " ")).format(args[0] if args else "")
+
     def __call__(self, method: str, *args: Any, **kwargs: Any) -> Any:
-        return self.policy(method.replace("_", " "), lambda: getattr(self.client, method)(*args, **kwargs))
+        return self.policy(self._what(method, args), lambda: getattr(self.client, method)(*args, **kwargs))
 
     def create(self, method: str, *args: Any, **kwargs: Any) -> Any:
-        return self.policy.create(method.replace("_", " "), lambda: getattr(self.client, method)(*args, **kwargs))
+        return self.policy.create(self._what(method, args), lambda: getattr(self.client, method)(*args, **kwargs))
 
 
 def _build(call: _Caller, name: str, options: QdrantOptions, built: Built, wanted: str, words) -> None:

@@ -7,6 +7,7 @@ command's module (and what it needs) only when that command runs, so ``vx-eval -
 from __future__ import annotations
 
 import importlib
+import logging
 import sys
 from typing import Any
 
@@ -80,6 +81,9 @@ def main(argv: list[str] | None = None) -> None:
     from vx_eval.core.errors import VxEvalError, install_redacting_excepthook
 
     install_redacting_excepthook()
+    # Client libraries log every retried request (opensearch-py at WARNING, with the address); vx-eval
+    # reports what failed itself, so their records go nowhere instead of Python's last-resort stderr.
+    logging.getLogger().addHandler(logging.NullHandler())
     try:
         cli.main(args=argv, prog_name="vx-eval", standalone_mode=False)
     except click.exceptions.Exit as exc:

@@ -46,6 +46,14 @@ class Route:
     calls: int = 0
     headers: dict[str, str] = field(default_factory=dict)
     delays: list[float] = field(default_factory=list)
+    body: re.Pattern[bytes] | None = None
+
+    def matches(self, method: str, path: str, body: bytes) -> bool:
+        return (
+            self.method == method
+            and self.pattern.fullmatch(path) is not None
+            and (self.body is None or self.body.search(body) is not None)
+        )
 
     def next(self) -> tuple[int, Any, float]:
         turn = min(self.calls, len(self.responses) - 1)
@@ -79,7 +87,7 @@ class Replay:
                         body,
                     )
                 )
-                status, payload, headers = replay._respond(self.command, parts.path)
+                status, payload, headers = replay._respond(self.command, parts.path, body)
                 data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json; charset=utf-8")
@@ -107,18 +115,27 @@ class Replay:
         status: int = 200,
         headers: dict[str, str] | None = None,
         delays: list[float] | None = None,
+        body_matches: str | None = None,
     ) -> Route:
         """Answer `method` on paths matching `pattern` (a regex, matched in full) with `responses` in turn;
         a response given as ``(status, body)`` sets its own status; `delays` (seconds, in turn, the last
-        repeated) hold answers back, to test timeouts. Later routes win over earlier ones."""
+        repeated) hold answers back, to test timeouts; `body_matches` (a regex searched in the request body)
+        narrows the route to some requests. Later routes win over earlier ones."""
         answers = [r if isinstance(r, tuple) else (status, r) for r in responses] or [(status, {})]
-        route = Route(method.upper(), re.compile(pattern), answers, headers=headers or {}, delays=list(delays or []))
+        route = Route(
+            method.upper(),
+            re.compile(pattern),
+            answers,
+            headers=headers or {},
+            delays=list(delays or []),
+            body=re.compile(body_matches.encode()) if body_matches is not None else None,
+        )
         self.routes.insert(0, route)
         return route
 
-    def _respond(self, method: str, path: str) -> tuple[int, Any, dict[str, str]]:
+    def _respond(self, method: str, path: str, body: bytes) -> tuple[int, Any, dict[str, str]]:
         for route in self.routes:
-            if route.method == method and route.pattern.fullmatch(path):
+            if route.matches(method, path, body):
                 status, body, delay = route.next()
                 if delay:
                     time.sleep(delay)
