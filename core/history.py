@@ -9,6 +9,7 @@ out of a local store.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -49,17 +50,31 @@ def run_ids(stores: Stores, save_to: str) -> list[str]:
     return sorted((loc.rstrip("/").rsplit("/", 1)[-1].rsplit("\\", 1)[-1] for loc in listed), reverse=True)
 
 
-def latest_finished(stores: Stores, save_to: str) -> str:
-    """The id of the newest run whose report is saved."""
+def newest_report(stores: Stores, save_to: str, read: Callable[[str], Report] | None = None) -> Report:
+    """The newest finished run's report; one that cannot be read is passed over (`runs list` says why),
+    so one bad file never hides the rest. `read` reads a report by id (a cache's, say)."""
+    read = read or (lambda run_id: read_report(stores, save_to, run_id))
+    unreadable = 0
     for run_id in run_ids(stores, save_to):
         if stores.exists(join(runs_folder(save_to), run_id, REPORT_NAME)):
-            return run_id
+            try:
+                return read(run_id)
+            except StoreNotFound:
+                continue  # removed since it was listed
+            except StoreError:  # unreadable (ReportError) or a link out of the store (StoreDenied)
+                unreadable += 1
+    if unreadable:
+        raise StoreNotFound(
+            f"no finished run at {save_to} can be read ({unreadable} cannot; `vx-eval runs list` says why)"
+        )
     raise StoreNotFound(f"no finished runs are saved at {save_to}; run `vx-eval run CONFIG` first")
 
 
 def read_report(stores: Stores, save_to: str, run_id: str) -> Report:
-    """The report of `run_id` (or of the newest finished run for ``latest``)."""
-    run_id = latest_finished(stores, save_to) if run_id == "latest" else check_run_id(run_id)
+    """The report of `run_id` (or of the newest finished run that can be read, for ``latest``)."""
+    if run_id == "latest":
+        return newest_report(stores, save_to)
+    run_id = check_run_id(run_id)
     location = join(runs_folder(save_to), run_id, REPORT_NAME)
     try:
         raw = stores.read_below(save_to, location)
@@ -183,8 +198,8 @@ __all__ = [
     "golden_bytes",
     "golden_locations",
     "has_golden",
-    "latest_finished",
     "list_runs",
+    "newest_report",
     "read_report",
     "run_ids",
     "same_questions",

@@ -172,6 +172,8 @@ def run_experiment(experiment: Experiment, plugins: Any, options: RunOptions | N
     config = experiment.config
     ev = config.evaluation
     stores = Stores(plugins, options=experiment.stores)
+    if options.save:
+        stores.sweep(options.save_to or config.save_to)  # what a killed run left half-written
     started = dt.datetime.now(dt.UTC)
     golden, labelled = _questions(experiment, stores)
     if ev.judge:

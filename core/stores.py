@@ -134,6 +134,12 @@ class Stores:
             raise StoreDenied(f"{location} leads out of {root} (a link); it is not read")
         return self.read(location)
 
+    def sweep(self, root: str) -> list[str]:
+        """Remove what killed writers left below `root`, where its store keeps temporary files (a local
+        folder; object stores write whole objects and leave none)."""
+        sweep = getattr(self.store_for(root), "sweep", None)
+        return sweep(root) if sweep is not None else []
+
     def list_below(self, root: str, prefix: str) -> list[str]:
         """`list`, without the entries that lead out of `root`."""
         store = self.store_for(prefix)

@@ -131,7 +131,13 @@ def _expanded(root: yaml.Node) -> int:
 
 def parse_yaml(text: str) -> Parsed:
     """The one document in `text`; `YamlInputError` with the line for anything that cannot be read."""
-    loader = _Loader(text)
+    try:
+        loader = _Loader(text)  # its reader refuses control characters at once
+    except yaml.reader.ReaderError as exc:
+        line = text[: exc.position].count("\n") + 1
+        column = exc.position - (text.rfind("\n", 0, exc.position) + 1) + 1
+        code = exc.character if isinstance(exc.character, int) else ord(exc.character or "\0")
+        raise YamlInputError(f"a control character (U+{code:04X}) YAML does not allow", line, column) from None
     try:
         root = loader.get_single_node()
         if root is None:

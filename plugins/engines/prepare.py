@@ -7,6 +7,7 @@ compared engine against engine, and vectors made for one target are read from th
 
 from __future__ import annotations
 
+import glob
 import os
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -20,6 +21,7 @@ from pydantic import Field, model_validator
 
 from vx_eval.core.config import ConfigPath
 from vx_eval.core.engine import Corpus, Document, EngineOptions, OpenContext
+from vx_eval.core.leftovers import owned_by_this_process, sweep
 from vx_eval.core.models import DENSE, LATE
 from vx_eval.plugins.engines.cache import EmbeddingCache, content_key, dequantize, quantize
 from vx_eval.plugins.engines.text import chunk_words
@@ -47,12 +49,18 @@ class IndexOptions(EngineOptions):
         return self
 
 
+def sweep_building(path: Path) -> list[Path]:
+    """Remove what killed builds of `path` left beside it (not a build still going)."""
+    return sweep(path.parent, f".{glob.escape(path.name)}.*.building")
+
+
 @contextmanager
 def building(path: Path) -> Iterator[sqlite3.Connection]:
     """A new SQLite file written beside `path` and renamed into place when the block ends without an
     error; on any error (or interrupt) the partial file is removed and `path` is left as it was."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.building")
+    sweep_building(path)
+    tmp = owned_by_this_process(path, "building")
     tmp.unlink(missing_ok=True)
     db = sqlite3.connect(tmp)
     try:

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict
 from vx_eval import hookimpl
 from vx_eval.core.config import is_uri
 from vx_eval.core.errors import StoreError
+from vx_eval.core.leftovers import sweep
 from vx_eval.core.stores import StoreDenied, StoreNotFound
 
 
@@ -60,7 +61,7 @@ class LocalStore:
         path = self._path(location)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp", dir=path.parent)
         except PermissionError:
             raise StoreDenied(f"no permission to write in {path.parent}") from None
         except OSError as exc:
@@ -81,6 +82,10 @@ class LocalStore:
             return self._path(location).exists()
         except OSError:  # a name too long to exist
             return False
+
+    def sweep(self, root: str) -> list[str]:
+        """Remove the temporary files killed writers left below `root` (never a live writer's)."""
+        return [str(p) for p in sweep(self._path(root), ".*.tmp", recursive=True)]
 
     def inside(self, root: str, location: str) -> bool:
         """Whether `location`, every link followed, is still below `root` (itself followed)."""

@@ -18,16 +18,6 @@ from vx_eval.serve.auth import Users
 ADMIN_KEY = "the-servers-own-admin-key"
 
 
-@pytest.fixture(scope="module")
-def people(tmp_path_factory) -> tuple[Path, dict[str, str]]:
-    folder = tmp_path_factory.mktemp("people")
-    users = Users(folder / "users.json")
-    users.add_person("ada", "ada-password", "admin")
-    users.add_person("rita", "rita-password", "reader")
-    keys = {"ada": users.add_key("ada"), "rita": users.add_key("rita")}
-    return folder / "users.json", keys
-
-
 def client(evaluations, people, tmp_path: Path, **settings) -> TestClient:
     users, _ = people
     serve = ServeSettings(

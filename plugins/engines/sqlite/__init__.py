@@ -23,7 +23,7 @@ from vx_eval import hookimpl
 from vx_eval.core.config import ConfigPath
 from vx_eval.core.engine import Corpus, Engine, EngineOptions, OpenContext, slug
 from vx_eval.core.errors import EngineError
-from vx_eval.plugins.engines.prepare import IndexOptions, default_cache
+from vx_eval.plugins.engines.prepare import IndexOptions, default_cache, sweep_building
 from vx_eval.plugins.engines.sqlite.build import FORMAT, build_index
 from vx_eval.plugins.engines.sqlite.handle import SqliteHandle
 
@@ -77,6 +77,7 @@ class SqliteEngine(Engine):
 
     def open(self, options: SqliteOptions, context: OpenContext) -> SqliteHandle:
         path = options.path or context.config_dir / ".vx" / f"{slug(context.target_name)}.db"
+        sweep_building(path)  # a build killed earlier leaves its partial file; a fresh index needs no build
         cache = options.cache or default_cache(context)
         corpus = context.corpus
         if corpus is None or options.build == "never":

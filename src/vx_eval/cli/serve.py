@@ -119,3 +119,15 @@ def users_key(name: str, role: str | None, users_path: str | None) -> None:
     from vx_eval.serve.auth import Users
 
     click.echo(Users(users_file(users_path)).add_key(name, role))
+
+
+@users.command("signout")
+@click.argument("name")
+@users_option
+def users_signout(name: str, users_path: str | None) -> None:
+    """End every session NAME has, on every device (a new password does this too)."""
+    from vx_eval.serve.auth import Users
+
+    path = users_file(users_path)
+    Users(path).sign_out_everywhere(name)
+    err_console().print(f"every session of {name} has ended ({path})", highlight=False)

@@ -9,25 +9,28 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import math
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 from fastapi import FastAPI, Form, Query, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from pydantic import ValidationError
 from starlette.middleware.sessions import SessionMiddleware
 
 from vx_eval.core.errors import StoreError
-from vx_eval.core.history import golden_bytes, has_golden, latest_finished, list_runs, read_report
+from vx_eval.core.history import golden_bytes, has_golden, list_runs, newest_report, read_report
 from vx_eval.core.report import check_run_id
 from vx_eval.core.schema import Report
 from vx_eval.core.stores import StoreNotFound, Stores
 from vx_eval.html import page_for
 from vx_eval.html.render import Menu, MenuEntry
-from vx_eval.serve.auth import GUEST, Principal, Users, session_secret
+from vx_eval.serve.auth import GUEST, SESSION_HOURS, Busy, Principal, Session, Throttle, Users, session_secret
+from vx_eval.serve.public import public_report, public_text
 
 MENU_SIZE = 12
 CACHED_REPORTS = 8
@@ -69,11 +72,11 @@ class Reports:
         self._cache: OrderedDict[str, Report] = OrderedDict()
         self._lock = threading.Lock()
 
-    def resolve(self, run_id: str) -> str:
-        return latest_finished(self.stores, self.save_to) if run_id == "latest" else check_run_id(run_id)
-
     def get(self, run_id: str) -> Report:
-        run_id = self.resolve(run_id)
+        """A run's report by id, or the newest that can be read for ``latest``."""
+        if run_id == "latest":
+            return newest_report(self.stores, self.save_to, read=self.get)
+        run_id = check_run_id(run_id)
         with self._lock:
             if run_id in self._cache:
                 self._cache.move_to_end(run_id)
@@ -89,29 +92,181 @@ class Reports:
         return has_golden(self.stores, self.save_to, report)
 
 
-def create_app(settings: ServeSettings, stores: Stores) -> FastAPI:
-    """The ASGI application (FastAPI) over the runs at `settings.store`."""
-    users = Users(settings.users)
-    log = AccessLog(settings.access_log)
-    reports = Reports(stores, settings.store)
-    app = FastAPI(title="vx-eval", docs_url=None, redoc_url=None)
+class Service:
+    """What the routes share: the settings, the people, the access log, the reports, the throttle."""
 
-    def principal(request: Request) -> Principal | None:
+    def __init__(self, settings: ServeSettings, stores: Stores, throttle: Throttle | None = None) -> None:
+        self.settings, self.stores = settings, stores
+        self.users = Users(settings.users)
+        self.log = AccessLog(settings.access_log)
+        self.reports = Reports(stores, settings.store)
+        self.throttle = throttle or Throttle()
+
+    def principal(self, request: Request) -> Principal | None:
         """The caller, or None when the credentials given are wrong (never silently a guest)."""
         header = request.headers.get("authorization", "")
         token = header[7:].strip() if header.lower().startswith("bearer ") else request.headers.get("x-api-key")
         if token:
-            return users.key(token, settings.admin_key)
-        name = request.session.get("person")
-        if name:
-            return users.person(name) or GUEST
-        return GUEST
+            return self.users.key(token, self.settings.admin_key)
+        if not request.session:
+            return GUEST
+        try:
+            session = Session.model_validate(request.session)
+        except ValidationError:  # a cookie from an older server, signed with this key
+            request.session.clear()
+            return GUEST
+        who = self.users.person(session)
+        if who is None:  # signed out elsewhere, a new password, expired, or no longer in the file
+            request.session.clear()
+            return GUEST
+        return who
+
+    def caller(self, request: Request, action: str) -> Principal | Response:
+        who = self.principal(request)
+        if who is None:
+            return JSONResponse({"detail": "the API key is not valid"}, status_code=401)
+        request.state.vx_principal = who
+        if who.kind == "guest" and not self.settings.guests:
+            return JSONResponse({"detail": "sign in first: this server admits no guests"}, status_code=401)
+        if not who.may(action):
+            return JSONResponse({"detail": f"{who.describe()} may not do {action}"}, status_code=403)
+        return who
+
+    def shown(self, who: Principal, report: Report) -> Report:
+        """The report as `who` may see it: an admin whole, anyone else without host details."""
+        return report if who.admin else public_report(report)
+
+    def menu(self, offset: int) -> Menu:
+        entries, total = list_runs(self.stores, self.settings.store, limit=MENU_SIZE, offset=offset)
+        shown = [
+            MenuEntry(e.id, f"/runs/{quote(e.id)}?runs={offset}", e.created_at, e.collections, e.status)
+            for e in entries
+        ]
+        return Menu(
+            entries=shown,
+            total=total,
+            first=offset + 1 if shown else 0,
+            last=offset + len(shown),
+            newer=f"?runs={max(0, offset - MENU_SIZE)}" if offset > 0 else None,
+            older=f"?runs={offset + MENU_SIZE}" if offset + MENU_SIZE < total else None,
+        )
+
+    def page(self, request: Request, run_id: str, offset: int) -> Response:
+        who = self.caller(request, "evaluation.read")
+        if not isinstance(who, Principal):
+            if who.status_code == 401:
+                return RedirectResponse(f"/login?next={quote(request.url.path)}", status_code=303)
+            return who
+        try:
+            report = self.reports.get(run_id)
+            newest = self.reports.get("latest").id
+        except StoreError as exc:
+            status = 404 if isinstance(exc, StoreNotFound) else 500
+            text = _escape(public_text(str(exc)))
+            return HTMLResponse(f"<!doctype html><title>vx-eval</title><p>{text}</p>", status_code=status)
+        golden_url = (
+            f"/api/v1/evaluations/{quote(report.id)}/golden"
+            if who.may("golden.download") and self.reports.has_golden(report)
+            else None
+        )
+        html = page_for(
+            self.shown(who, report),
+            self.stores,
+            self.settings.store,
+            menu=self.menu(offset),
+            older="/" if report.id != newest else None,
+            golden_url=golden_url,
+            account={"name": who.name if who.kind == "person" else None},
+        )
+        return HTMLResponse(html)
+
+    def foreign(self, request: Request) -> Response | None:
+        """A 403 for a form posted from another site (its Origin, else its Referer, names another host)."""
+        sent = request.headers.get("origin") or request.headers.get("referer")
+        if not sent:
+            return None  # not a browser, or a browser that sends neither for same-site posts
+        parts = urlsplit(sent)
+        ours = urlsplit(str(request.base_url))
+        if (parts.scheme, parts.netloc) == (ours.scheme, ours.netloc):
+            return None
+        self.log.write(event="cross-site post refused", path=request.url.path, origin=public_text(sent))
+        return JSONResponse({"detail": "this form may only be posted from this server's own pages"}, status_code=403)
+
+    def sign_in(self, request: Request, username: str, password: str, target: str) -> Response:
+        refused = self.foreign(request)
+        if refused is not None:
+            return refused
+        address = request.client.host if request.client else "unknown"
+        wait = self.throttle.wait(username, address)
+        if wait > 0:
+            self.log.write(event="sign-in throttled", name=username, address=address)
+            return _login_page(target, f"Too many tries. Wait {math.ceil(wait)} s and try again.", 429, wait)
+        try:
+            session = self.users.sign_in(username, password)
+        except Busy as exc:
+            return _login_page(target, f"The server is busy ({exc}).", 503, 5)
+        if session is None:
+            self.throttle.failed(username, address)
+            self.log.write(event="sign-in refused", name=username, address=address)
+            return RedirectResponse(f"/login?failed=1&next={quote(target)}", status_code=303)
+        self.throttle.succeeded(username, address)
+        request.session.clear()
+        request.session.update(session.model_dump())
+        self.log.write(event="signed in", name=username)
+        return RedirectResponse(target, status_code=303)
+
+    def sign_out(self, request: Request) -> Response:
+        refused = self.foreign(request)
+        if refused is not None:
+            return refused
+        who = self.principal(request)
+        if who is not None and who.kind == "person" and who.name:
+            self.users.sign_out_everywhere(who.name)  # the cookie, copied or not, is no good any more
+            self.log.write(event="signed out", name=who.name)
+        request.session.clear()
+        return RedirectResponse("/", status_code=303)
+
+    def golden(self, request: Request, run_id: str) -> Response:
+        who = self.caller(request, "golden.download")
+        if not isinstance(who, Principal):
+            refused = self.principal(request)
+            self.log.write(
+                event="golden download refused",
+                run=run_id,
+                caller=refused.kind if refused else "bad key",
+                name=refused.name if refused else None,
+            )
+            return who
+        try:
+            report = self.reports.get(run_id)
+            data = golden_bytes(self.stores, self.settings.store, report)
+        except StoreNotFound as exc:
+            return _detail(exc, 404)
+        except StoreError as exc:
+            return _detail(exc, 500)
+        sha = report.golden.sha256 or ""
+        self.log.write(event="golden download", run=report.id, person=who.name, sha256=sha, bytes=len(data))
+        return Response(
+            data,
+            media_type="application/x-ndjson",
+            headers={
+                "Content-Disposition": f'attachment; filename="golden-{sha[:12]}.jsonl"',
+                "Cache-Control": "no-store",
+            },
+        )
+
+
+def create_app(settings: ServeSettings, stores: Stores, throttle: Throttle | None = None) -> FastAPI:
+    """The ASGI application (FastAPI) over the runs at `settings.store`."""
+    service = Service(settings, stores, throttle)
+    app = FastAPI(title="vx-eval", docs_url=None, redoc_url=None)
+    app.state.service = service
 
     @app.middleware("http")
     async def access(request: Request, call_next: Any) -> Any:
         response = await call_next(request)
         who = getattr(request.state, "vx_principal", None)
-        log.write(
+        service.log.write(
             method=request.method,
             path=request.url.path,
             status=response.status_code,
@@ -126,146 +281,61 @@ def create_app(settings: ServeSettings, stores: Stores) -> FastAPI:
         session_cookie="vx_eval_session",
         same_site="strict",
         https_only=settings.secure_cookies,
-        max_age=12 * 3600,
+        max_age=SESSION_HOURS * 3600,
     )
-
-    def caller(request: Request, action: str) -> Principal | Response:
-        who = principal(request)
-        if who is None:
-            return JSONResponse({"detail": "the API key is not valid"}, status_code=401)
-        request.state.vx_principal = who
-        if who.kind == "guest" and not settings.guests:
-            return JSONResponse({"detail": "sign in first: this server admits no guests"}, status_code=401)
-        if not who.may(action):
-            return JSONResponse({"detail": f"{who.describe()} may not do {action}"}, status_code=403)
-        return who
-
-    def not_found(exc: Exception) -> Response:
-        return JSONResponse({"detail": str(exc)}, status_code=404)
-
-    def _menu(offset: int) -> Menu:
-        entries, total = list_runs(stores, settings.store, limit=MENU_SIZE, offset=offset)
-        shown = [
-            MenuEntry(e.id, f"/runs/{quote(e.id)}?runs={offset}", e.created_at, e.collections, e.status)
-            for e in entries
-        ]
-        return Menu(
-            entries=shown,
-            total=total,
-            first=offset + 1 if shown else 0,
-            last=offset + len(shown),
-            newer=f"?runs={max(0, offset - MENU_SIZE)}" if offset > 0 else None,
-            older=f"?runs={offset + MENU_SIZE}" if offset + MENU_SIZE < total else None,
-        )
-
-    def page(request: Request, run_id: str, offset: int) -> Response:
-        who = caller(request, "evaluation.read")
-        if not isinstance(who, Principal):
-            if who.status_code == 401:
-                return RedirectResponse(f"/login?next={quote(request.url.path)}", status_code=303)
-            return who
-        try:
-            report = reports.get(run_id)
-            newest = reports.resolve("latest")
-        except StoreNotFound as exc:
-            return HTMLResponse(f"<!doctype html><title>vx-eval</title><p>{_escape(str(exc))}</p>", status_code=404)
-        golden_url = (
-            f"/api/v1/evaluations/{quote(report.id)}/golden"
-            if who.may("golden.download") and reports.has_golden(report)
-            else None
-        )
-        html = page_for(
-            report,
-            stores,
-            settings.store,
-            menu=_menu(offset),
-            older="/" if report.id != newest else None,
-            golden_url=golden_url,
-            account={"name": who.name if who.kind == "person" else None},
-        )
-        return HTMLResponse(html)
 
     @app.get("/", response_class=HTMLResponse)
     def newest_page(request: Request, runs: int = Query(0, ge=0)) -> Response:
-        return page(request, "latest", runs)
+        return service.page(request, "latest", runs)
 
     @app.get("/runs/{run_id}", response_class=HTMLResponse)
     def run_page(request: Request, run_id: str, runs: int = Query(0, ge=0)) -> Response:
-        return page(request, run_id, runs)
+        return service.page(request, run_id, runs)
 
     @app.get("/login", response_class=HTMLResponse)
     def login_form(next: str = "/", failed: int = 0) -> Response:
-        return HTMLResponse(_login_html(next, bool(failed)))
+        return _login_page(next, "That name and password do not match." if failed else None)
 
     @app.post("/login")
     def login(
         request: Request, username: str = Form(...), password: str = Form(...), next: str = Form("/")
     ) -> Response:
-        who = users.sign_in(username, password)
         target = next if next.startswith("/") and not next.startswith("//") else "/"
-        if who is None:
-            log.write(event="sign-in refused", name=username)
-            return RedirectResponse(f"/login?failed=1&next={quote(target)}", status_code=303)
-        request.session.clear()
-        request.session.update(person=who.name)
-        log.write(event="signed in", name=who.name, role=who.role)
-        return RedirectResponse(target, status_code=303)
+        return service.sign_in(request, username, password, target)
 
     @app.post("/logout")
     def logout(request: Request) -> Response:
-        request.session.clear()
-        return RedirectResponse("/", status_code=303)
+        return service.sign_out(request)
 
     @app.get("/api/v1/evaluations")
     def evaluations(request: Request, limit: int = Query(20, ge=1, le=200), offset: int = Query(0, ge=0)) -> Response:
-        who = caller(request, "evaluation.read")
+        who = service.caller(request, "evaluation.read")
         if not isinstance(who, Principal):
             return who
         entries, total = list_runs(stores, settings.store, limit=limit, offset=offset)
-        shown = [{k: v for k, v in e.as_dict().items() if k != "location"} for e in entries]
+        shown = [
+            {**{k: v for k, v in e.as_dict().items() if k != "location"}, "reason": public_text(e.reason or "") or None}
+            for e in entries
+        ]
         return JSONResponse({"runs": shown, "total": total, "limit": limit, "offset": offset})
 
     @app.get("/api/v1/evaluations/{run_id}")
     def evaluation(request: Request, run_id: str) -> Response:
-        who = caller(request, "evaluation.read")
+        who = service.caller(request, "evaluation.read")
         if not isinstance(who, Principal):
             return who
         try:
-            report = reports.get(run_id)
+            report = service.reports.get(run_id)
         except StoreNotFound as exc:
-            return not_found(exc)
-        except StoreError as exc:
-            return JSONResponse({"detail": str(exc)}, status_code=500)
-        may = who.may("golden.download") and reports.has_golden(report)
-        return JSONResponse({**report.model_dump(mode="json"), "golden_download": may})
+            return _detail(exc, 404)
+        except StoreError as exc:  # unreadable, or a link out of the store
+            return _detail(exc, 500)
+        may = who.may("golden.download") and service.reports.has_golden(report)
+        return JSONResponse({**service.shown(who, report).model_dump(mode="json"), "golden_download": may})
 
     @app.get("/api/v1/evaluations/{run_id}/golden")
     def golden(request: Request, run_id: str) -> Response:
-        who = caller(request, "golden.download")
-        if not isinstance(who, Principal):
-            refused = principal(request)
-            log.write(
-                event="golden download refused",
-                run=run_id,
-                caller=refused.kind if refused else "bad key",
-                name=refused.name if refused else None,
-            )
-            return who
-        try:
-            report = reports.get(run_id)
-            data = golden_bytes(stores, settings.store, report)
-        except StoreNotFound as exc:
-            return not_found(exc)
-        sha = report.golden.sha256 or ""
-        log.write(event="golden download", run=report.id, person=who.name, sha256=sha, bytes=len(data))
-        return Response(
-            data,
-            media_type="application/x-ndjson",
-            headers={
-                "Content-Disposition": f'attachment; filename="golden-{sha[:12]}.jsonl"',
-                "Cache-Control": "no-store",
-            },
-        )
+        return service.golden(request, run_id)
 
     @app.get("/healthz")
     def health() -> dict[str, str]:
@@ -274,15 +344,20 @@ def create_app(settings: ServeSettings, stores: Stores) -> FastAPI:
     return app
 
 
+def _detail(exc: Exception, status: int) -> Response:
+    """An error as JSON, with no place on the server's disk in it."""
+    return JSONResponse({"detail": public_text(str(exc))}, status_code=status)
+
+
 def _escape(text: str) -> str:
     from markupsafe import escape
 
     return str(escape(text))
 
 
-def _login_html(next_page: str, failed: bool) -> str:
-    note = '<p class="notice" id="login-failed">That name and password do not match.</p>' if failed else ""
-    return (
+def _login_page(next_page: str, notice: str | None = None, status: int = 200, retry_after: float = 0) -> Response:
+    note = f'<p class="notice" id="login-failed">{_escape(notice)}</p>' if notice else ""
+    html = (
         "<!doctype html><html lang=en><head><meta charset=utf-8><title>Sign in — vx-eval</title>"
         "<style>body{font:15px system-ui,sans-serif;max-width:360px;margin:80px auto}"
         "label{display:block;margin:10px 0 4px}input{width:100%;padding:6px}button{margin-top:14px;padding:6px 14px}"
@@ -293,3 +368,5 @@ def _login_html(next_page: str, failed: bool) -> str:
         "<label for=password>Password</label><input id=password name=password type=password "
         "autocomplete=current-password required><button type=submit id=sign-in>Sign in</button></form></body></html>"
     )
+    headers = {"Retry-After": str(math.ceil(retry_after))} if retry_after else None
+    return HTMLResponse(html, status_code=status, headers=headers)

@@ -1,23 +1,35 @@
 """Who is asking: people (argon2-hashed passwords, signed session cookies), API keys, guests; and what each may do.
 
-The users file (JSON, written by `vx-eval users`) holds people with a role and a password hash, and API keys
-as SHA-256 hashes of random tokens (a key is shown once, when it is made). Roles grant actions; the golden
-file goes further: only an admin signed in as a person may download it, never a key, not even the server's
-own admin key, so every download names a person in the access log.
+The users file (JSON, written by `vx-eval users`) holds people with a role, a password hash and a session
+epoch, and API keys as SHA-256 hashes of random tokens (a key is shown once, when it is made). Roles grant
+actions; the golden file goes further: only an admin signed in as a person may download it, never a key,
+not even the server's own admin key, so every download names a person in the access log.
+
+A session names the person, the epoch it was made in and when: signing out, a new password or
+`vx-eval users signout` moves the person's epoch on, which ends every session made before, and a session
+ends `SESSION_HOURS` after it was made however busy it is. Password checks are throttled per person, per
+address and per both, with lockouts that double and stop at a ceiling (an attacker can slow a person's
+sign-in from elsewhere, never shut it for good), and at most `CHECKS_AT_ONCE` run at a time (argon2 holds
+64 MiB per check).
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
-import json
 import os
 import secrets
-from dataclasses import dataclass
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from vx_eval.core.errors import ConfigError
+from vx_eval.core.jsonio import JsonInputError, read_json
 
 ROLES: dict[str, frozenset[str]] = {
     "guest": frozenset({"evaluation.read"}),
@@ -25,6 +37,13 @@ ROLES: dict[str, frozenset[str]] = {
     "admin": frozenset({"evaluation.read", "golden.download"}),
 }
 KEY_PREFIX = "vxk_"
+SESSION_HOURS = 12
+CHECKS_AT_ONCE = 2
+"""Password checks (argon2: 64 MiB and ~50 ms each) that may run at once; the rest wait their turn."""
+CHECK_WAIT_S = 10.0
+"""How long a sign-in waits for a turn before the server says it is busy."""
+
+Role = Literal["reader", "admin"]
 
 
 def _hasher() -> Any:
@@ -49,6 +68,10 @@ class Principal:
             return False
         return action in ROLES.get(self.role, frozenset())
 
+    @property
+    def admin(self) -> bool:
+        return self.role == "admin"
+
     def describe(self) -> str:
         return {"person": f"{self.name} (signed in)", "key": f"API key of {self.name}", "guest": "a guest"}[self.kind]
 
@@ -56,76 +79,154 @@ class Principal:
 GUEST = Principal("guest", None, "guest")
 
 
+class _Entry(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Person(_Entry):
+    role: Role
+    password: str
+    """The argon2 hash."""
+    epoch: int = 0
+    """Sessions made in an earlier epoch are over (signed out, password changed)."""
+
+
+class Key(_Entry):
+    name: str
+    role: Role
+    sha256: str
+
+
+class UsersFile(_Entry):
+    people: dict[str, Person] = Field(default_factory=dict)
+    keys: dict[str, Key] = Field(default_factory=dict)
+
+
+class Session(BaseModel):
+    """What the signed session cookie holds."""
+
+    person: str
+    epoch: int
+    made: float
+    """Unix time of the sign-in."""
+
+
 def _key_hash(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
+
+
+def _check_role(role: str) -> Role:
+    if role not in ("reader", "admin"):
+        raise ConfigError(f"no role '{role}'; roles: reader, admin")
+    return role  # type: ignore[return-value]
 
 
 class Users:
     """The users file: read at every check (so `vx-eval users` changes apply at once), written atomically."""
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, checks_at_once: int = CHECKS_AT_ONCE) -> None:
         self.path = Path(path)
+        self._checks = threading.BoundedSemaphore(checks_at_once)
+        self._write = threading.Lock()
 
-    def _load(self) -> dict[str, Any]:
-        if not self.path.exists():
-            return {"people": {}, "keys": {}}
+    def load(self) -> UsersFile:
         try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
-            raise ConfigError(f"{self.path} is not a users file ({exc.msg} at line {exc.lineno})") from None
-        data.setdefault("people", {})
-        data.setdefault("keys", {})
-        return data
+            raw = self.path.read_bytes()
+        except FileNotFoundError:
+            return UsersFile()
+        except OSError as exc:
+            raise ConfigError(f"cannot read the users file {self.path}: {exc.strerror or exc}") from None
+        try:
+            return UsersFile.model_validate(read_json(raw))
+        except JsonInputError as exc:
+            raise ConfigError(f"{self.path} is not a users file ({exc.message})") from None
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            at = ".".join(str(p) for p in first["loc"])
+            raise ConfigError(f"{self.path} is not a users file ({at}: {first['msg']})") from None
 
-    def _save(self, data: dict[str, Any]) -> None:
+    def _save(self, data: UsersFile) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_name(f".{self.path.name}.{secrets.token_hex(4)}.tmp")
-        tmp.write_text(json.dumps(data, indent=1, sort_keys=True), encoding="utf-8")
-        os.chmod(tmp, 0o600)
+        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(data.model_dump_json(indent=1))
         os.replace(tmp, self.path)
 
+    def _change(self, change: Callable[[UsersFile], None]) -> None:
+        with self._write:
+            data = self.load()
+            change(data)
+            self._save(data)
+
     def add_person(self, name: str, password: str, role: str) -> None:
-        """Add or update a person; the password is kept only as an argon2 hash."""
-        if role not in ROLES or role == "guest":
-            raise ConfigError(f"no role '{role}'; roles: {', '.join(r for r in ROLES if r != 'guest')}")
+        """Add a person, or change their role and password (which ends their sessions); the password is kept
+        only as an argon2 hash."""
+        checked = _check_role(role)
         if len(password) < 8:
             raise ConfigError("a password needs at least 8 characters")
-        data = self._load()
-        data["people"][name] = {"role": role, "password": _hasher().hash(password)}
-        self._save(data)
+        hashed = _hasher().hash(password)
+
+        def change(data: UsersFile) -> None:
+            before = data.people.get(name)
+            epoch = before.epoch + 1 if before is not None else 0
+            data.people[name] = Person(role=checked, password=hashed, epoch=epoch)
+
+        self._change(change)
+
+    def sign_out_everywhere(self, name: str) -> None:
+        """End every session `name` has (signing out does this; so does a new password)."""
+
+        def change(data: UsersFile) -> None:
+            person = data.people.get(name)
+            if person is None:
+                raise ConfigError(f"no person '{name}' in {self.path}")
+            data.people[name] = person.model_copy(update={"epoch": person.epoch + 1})
+
+        self._change(change)
 
     def add_key(self, name: str, role: str | None = None) -> str:
         """A new API key for `name` (a person already in the file), with their role unless told; shown once."""
-        data = self._load()
-        person = data["people"].get(name)
-        if person is None:
-            raise ConfigError(f"no person '{name}' in {self.path}; add them first: vx-eval users add {name}")
-        role = role or person["role"]
-        if role not in ROLES or role == "guest":
-            raise ConfigError(f"no role '{role}'; roles: {', '.join(r for r in ROLES if r != 'guest')}")
         key_id = secrets.token_hex(4)
         token = f"{KEY_PREFIX}{key_id}_{secrets.token_urlsafe(24)}"
-        data["keys"][key_id] = {"name": name, "role": role, "sha256": _key_hash(token)}
-        self._save(data)
+
+        def change(data: UsersFile) -> None:
+            person = data.people.get(name)
+            if person is None:
+                raise ConfigError(f"no person '{name}' in {self.path}; add them first: vx-eval users add {name}")
+            data.keys[key_id] = Key(name=name, role=_check_role(role or person.role), sha256=_key_hash(token))
+
+        self._change(change)
         return token
 
-    def sign_in(self, name: str, password: str) -> Principal | None:
-        """The person, when the password matches its hash; None otherwise (same answer for an unknown name)."""
-        person = self._load()["people"].get(name)
+    def sign_in(self, name: str, password: str) -> Session | None:
+        """A new session when the password matches the person's hash; None otherwise (the same answer,
+        after the same work, for an unknown name). Raises `Busy` when no check could start in time."""
+        person = self.load().people.get(name)
         hasher = _hasher()
-        if person is None:
-            hasher.hash(password)  # as slow as a real check, so timing does not tell who exists
-            return None
+        if not self._checks.acquire(timeout=CHECK_WAIT_S):
+            raise Busy("too many sign-ins at once; try again in a few seconds")
         try:
-            hasher.verify(person["password"], password)
-        except Exception:  # argon2 raises VerifyMismatchError / InvalidHashError
-            return None
-        return Principal("person", name, person["role"])
+            if person is None:
+                hasher.hash(password)  # as slow as a real check, so timing does not tell who exists
+                return None
+            try:
+                hasher.verify(person.password, password)
+            except Exception:  # argon2 raises VerifyMismatchError / InvalidHashError
+                return None
+        finally:
+            self._checks.release()
+        return Session(person=name, epoch=person.epoch, made=time.time())
 
-    def person(self, name: str) -> Principal | None:
-        """A person still in the file (a session of someone removed since is no longer valid)."""
-        person = self._load()["people"].get(name)
-        return Principal("person", name, person["role"]) if person else None
+    def person(self, session: Session, now: float | None = None) -> Principal | None:
+        """The person a session is for, while it lasts: not after `SESSION_HOURS`, not once their epoch
+        moved on, not once they left the file."""
+        if (time.time() if now is None else now) - session.made > SESSION_HOURS * 3600:
+            return None
+        person = self.load().people.get(session.person)
+        if person is None or person.epoch != session.epoch:
+            return None
+        return Principal("person", session.person, person.role)
 
     def key(self, token: str, admin_key: str | None = None) -> Principal | None:
         """The principal of an API key; the server's own admin key is an admin key, never a person."""
@@ -134,10 +235,100 @@ class Users:
         if not token.startswith(KEY_PREFIX):
             return None
         key_id = token[len(KEY_PREFIX) :].split("_", 1)[0]
-        entry = self._load()["keys"].get(key_id)
-        if entry is None or not hmac.compare_digest(entry["sha256"], _key_hash(token)):
+        entry = self.load().keys.get(key_id)
+        if entry is None or not hmac.compare_digest(entry.sha256, _key_hash(token)):
             return None
-        return Principal("key", entry["name"], entry["role"])
+        return Principal("key", entry.name, entry.role)
+
+
+class Busy(Exception):
+    """No password check could start in time."""
+
+
+@dataclass
+class _Bucket:
+    failures: int = 0
+    last: float = 0.0
+    locked_until: float = 0.0
+
+
+@dataclass(frozen=True)
+class Limit:
+    """After `free` failures in a row, each further one locks for `first` seconds, doubling up to `ceiling`;
+    failures are forgotten `forget` seconds after the last."""
+
+    free: int
+    first: float
+    ceiling: float
+    forget: float = 900.0
+
+    def lock(self, failures: int) -> float:
+        over = failures - self.free
+        return 0.0 if over < 0 else min(self.ceiling, self.first * 2 ** min(over, 30))
+
+
+PER_PAIR = Limit(free=5, first=30.0, ceiling=900.0)
+"""One address trying one person's password."""
+PER_ADDRESS = Limit(free=20, first=30.0, ceiling=900.0)
+"""One address trying any names."""
+PER_PERSON = Limit(free=50, first=10.0, ceiling=60.0)
+"""Many addresses trying one person: new addresses slowed to a try a minute at worst; an address the person
+signed in from before is not held back at all, so an attack from elsewhere never locks them out."""
+TRUSTED_FOR = 30 * 86400.0
+
+
+@dataclass
+class Throttle:
+    """Failed sign-ins counted per (person, address), per address and per person (see the module)."""
+
+    clock: Callable[[], float] = time.monotonic
+    tracked: int = 10_000
+    """Buckets (and trusted pairs) kept at most, the oldest dropped: memory stays bounded under a flood."""
+    _buckets: dict[tuple[str, str], _Bucket] = field(default_factory=dict)
+    _trusted: dict[str, float] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def _keys(self, name: str, address: str) -> list[tuple[tuple[str, str], Limit]]:
+        pair = ("pair", f"{name}\0{address}")
+        return [(pair, PER_PAIR), (("address", address), PER_ADDRESS), (("person", name), PER_PERSON)]
+
+    def wait(self, name: str, address: str) -> float:
+        """Seconds before this address may try this person's password again (0: now). An address the
+        person signed in from before is not held back by failures from elsewhere."""
+        now = self.clock()
+        with self._lock:
+            trusted = now - self._trusted.get(f"{name}\0{address}", -TRUSTED_FOR) < TRUSTED_FOR
+            waits = [
+                bucket.locked_until - now
+                for key, _ in self._keys(name, address)
+                if (bucket := self._buckets.get(key)) and not (trusted and key[0] == "person")
+            ]
+        return max([0.0, *waits])
+
+    def failed(self, name: str, address: str) -> None:
+        now = self.clock()
+        with self._lock:
+            for key, limit in self._keys(name, address):
+                bucket = self._buckets.pop(key, None) or _Bucket()
+                if now - bucket.last > limit.forget:
+                    bucket = _Bucket()
+                bucket.failures += 1
+                bucket.last = now
+                bucket.locked_until = now + limit.lock(bucket.failures)
+                self._buckets[key] = bucket  # newest last
+            while len(self._buckets) > self.tracked:
+                self._buckets.pop(next(iter(self._buckets)))
+
+    def succeeded(self, name: str, address: str) -> None:
+        with self._lock:
+            for key, _ in self._keys(name, address):
+                if key[0] != "person":  # one success somewhere does not forgive an attack from elsewhere
+                    self._buckets.pop(key, None)
+            pair = f"{name}\0{address}"
+            self._trusted.pop(pair, None)
+            self._trusted[pair] = self.clock()
+            while len(self._trusted) > self.tracked:
+                self._trusted.pop(next(iter(self._trusted)))
 
 
 def session_secret(users_path: Path) -> str:

@@ -3,8 +3,9 @@
 `FaultProxy` forwards HTTP to a real (or recording) server and, for a share of the requests chosen with a
 seed, answers 429 or 503, waits past the client's timeout, or drops the connection without an answer. At
 most `burst` requests in a row are faulted, so a client that retries as often survives every fault; a
-`doomed` predicate makes some requests fail every time (a question the service cannot answer), to see them
-recorded as failed rather than crash the run. It counts what it did, so a test can bound the retries::
+`doomed` predicate makes some requests fail every time (a question the service cannot answer) with
+`doomed_answer` (status, body), to see them recorded as failed rather than crash the run. It counts what
+it did, so a test can bound the retries::
 
     with FaultProxy(upstream, rate=0.2, delay=1.5) as proxy:
         ...  # point the plugin at proxy.url, with a timeout under 1.5 s
@@ -40,10 +41,11 @@ class FaultProxy:
         delay: float = 1.5,
         burst: int = 3,
         doomed: Callable[[str, str, bytes], bool] | None = None,
+        doomed_answer: tuple[int, bytes] = (503, b'{"error": "injected fault"}'),
     ) -> None:
         self.upstream = urlsplit(upstream)
         self.rate, self.kinds, self.delay, self.burst = rate, kinds, delay, burst
-        self.doomed = doomed
+        self.doomed, self.doomed_answer = doomed, doomed_answer
         self.random = random.Random(seed)
         self.lock = threading.Lock()
         self.requests = 0
@@ -64,9 +66,11 @@ class FaultProxy:
                     self.close_connection = True
                     self.connection.close()
                     return
-                if fault in ("429", "503", "doomed"):
-                    status = 503 if fault == "doomed" else int(fault)
-                    self._answer(status, b'{"error": "injected fault"}', {"Content-Type": "application/json"})
+                if fault == "doomed":
+                    self._answer(*proxy.doomed_answer, {"Content-Type": "application/json"})
+                    return
+                if fault in ("429", "503"):
+                    self._answer(int(fault), b'{"error": "injected fault"}', {"Content-Type": "application/json"})
                     return
                 if fault == "delay":
                     time.sleep(proxy.delay)

@@ -1,0 +1,81 @@
+"""What the server shows callers who are not admins: a report and error messages without host details.
+
+A report records where the run's machine kept things (the config's and the golden file's paths, a local
+index's path, the platform). Guests and readers see file names instead of absolute paths, service
+addresses without anything after the host, and no platform; scores, ids and picks are untouched.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+from urllib.parse import urlsplit
+
+from vx_eval.core.schema import Report
+
+_POSIX = re.compile(r"(?<![\w.:/~-])(?:~/|/)(?:[^\s/'\"`()<>,;]+/)+([^\s/'\"`()<>,;]*)")
+_WINDOWS = re.compile(r"\b[A-Za-z]:\\(?:[^\s\\'\"`()<>,;]+\\)*([^\s\\'\"`()<>,;]*)")
+_URL = re.compile(r"\b[a-z][a-z0-9+.-]*://[^\s'\"`<>]+", re.IGNORECASE)
+
+
+def public_text(text: str) -> str:
+    """`text` with every absolute path reduced to its last part and every address to its scheme and host."""
+    text = _URL.sub(lambda m: _host_only(m.group(0)), text)
+    text = _WINDOWS.sub(lambda m: m.group(1) or "…", text)
+    return _POSIX.sub(lambda m: m.group(1) or "…", text)
+
+
+def _host_only(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.scheme == "file":
+        return public_text(parts.path)
+    host = parts.hostname or ""
+    return f"{parts.scheme}://{host}" + (f":{parts.port}" if _port(parts) else "")
+
+
+def _port(parts: Any) -> int | None:
+    try:
+        return parts.port
+    except ValueError:  # not a number: leave it out
+        return None
+
+
+def _walk(value: Any) -> Any:
+    if isinstance(value, str):
+        return public_text(value)
+    if isinstance(value, list):
+        return [_walk(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _walk(v) for k, v in value.items()}
+    return value
+
+
+def public_report(report: Report) -> Report:
+    """The report as a caller who is not an admin sees it (see the module). Only the free-text fields
+    that may hold a place are rewritten: ids (which may look like paths) never are."""
+    data = report.model_dump(mode="python")
+    data["config"]["path"] = _last_part(data["config"]["path"])
+    data["golden"]["source"] = _last_part(data["golden"]["source"]) or ""
+    for target in data["targets"].values():
+        for key in ("location", "describe_error", "details", "settings"):
+            target[key] = _walk(target[key])
+    data["missing_notes"] = _walk(data["missing_notes"])
+    for key in ("search", "models"):
+        data["settings"][key] = _walk(data["settings"][key])
+    for setup in data["setups"]:
+        setup["error"] = _walk(setup["error"])
+        for key in ("errors", "notes"):
+            setup["per_question"][key] = _walk(setup["per_question"][key])
+    if data["judge"] is not None:
+        data["judge"]["details"] = _walk(data["judge"]["details"])
+    data["provenance"]["platform"] = ""
+    data["provenance"]["models"] = _walk(data["provenance"]["models"])
+    return Report.model_validate(data)
+
+
+def _last_part(path: str | None) -> str | None:
+    if not path:
+        return path
+    if _URL.match(path) and not path.startswith("file:"):
+        return _host_only(path) + "/…/" + path.rstrip("/").rsplit("/", 1)[-1]
+    return path.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1]
