@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import re
 import reprlib
 from collections.abc import Iterable
 
@@ -43,8 +44,16 @@ def quoted(text: object, limit: int = 60) -> str:
     value = str(text)
     if len(value) > limit:
         value = f"{value[: limit - 12]}…{value[-8:]}"
-        return f"{value!r} ({len(str(text)):,} characters)"
-    return repr(value)
+        return f"{_bytes_shown(repr(value))} ({len(str(text)):,} characters)"
+    return _bytes_shown(repr(value))
+
+
+_ESCAPED_BYTE = re.compile(r"\\udc([89a-f][0-9a-f])")
+
+
+def _bytes_shown(text: str) -> str:
+    """A byte that is not UTF-8 (read with surrogateescape, repr'd as ``\\udcff``) written as ``\\xff``."""
+    return _ESCAPED_BYTE.sub(lambda m: "\\x" + m.group(1), text)
 
 
 _BRIEF = reprlib.Repr()

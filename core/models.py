@@ -6,11 +6,12 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Protocol
+from typing import Annotated, Any, ClassVar, Protocol
 
 import numpy as np
+from pydantic import AfterValidator, ValidationInfo
 
-from vx_eval.core.errors import EngineError, did_you_mean
+from vx_eval.core.errors import EngineError, did_you_mean, quoted
 from vx_eval.core.keyed import KeyedCache, pair_key
 
 DENSE, RERANKER, LATE = "dense", "reranker", "late"
@@ -18,6 +19,47 @@ DENSE, RERANKER, LATE = "dense", "reranker", "late"
 
 class ModelError(EngineError):
     """A model is unknown, or its package is not installed, or it cannot load offline."""
+
+
+def _fallback(registry: Any, kind: str) -> list[Any]:
+    return [cls for cls in registry if getattr(cls, "accepts_any_name", False) and cls.kind == kind]
+
+
+def unknown_model(registry: Any, name: str, kind: str) -> str | None:
+    """Why `name` names no `kind` model the registry can give (None when it can), without loading it."""
+    if name in registry:
+        cls = registry.get(name)
+        return None if cls.kind == kind else f"model '{name}' is a {cls.kind} model; a {kind} model is needed here"
+    if kind == DENSE and "/" in name and _fallback(registry, kind):
+        return None  # a sentence-transformers id, loaded by the plugin that accepts any
+    known = [cls.name for cls in registry if cls.kind == kind and not getattr(cls, "accepts_any_name", False)]
+    installed = ", ".join(known) or "none"
+    hint = (
+        "; a sentence-transformers model id such as sentence-transformers/all-MiniLM-L6-v2 also works where it "
+        "can be downloaded"
+        if kind == DENSE
+        else ""
+    )
+    return f"no {kind} model named {quoted(name)}{did_you_mean(name, known)} (installed: {installed}{hint})"
+
+
+def model_name(kind: str) -> Any:
+    """A config field naming a `kind` model: checked against the installed models when the config is read
+    (the checker passes them as the validation context), so a typo stops the run before any indexing."""
+
+    def check(value: str, info: ValidationInfo) -> str:
+        registry = (info.context or {}).get("models")
+        problem = unknown_model(registry, value, kind) if registry is not None else None
+        if problem:
+            raise ValueError(problem)
+        return value
+
+    return Annotated[str, AfterValidator(check)]
+
+
+DenseModel = model_name(DENSE)
+RerankerModel = model_name(RERANKER)
+LateModel = model_name(LATE)
 
 
 class DenseEncoder(Protocol):
@@ -104,20 +146,10 @@ class Models:
         if name in self.registry:
             plugin = self.registry.get(name)()
         else:
-            fallback = [cls for cls in self.registry if getattr(cls, "accepts_any_name", False) and cls.kind == kind]
-            if kind != DENSE or "/" not in name or not fallback:
-                known = [
-                    cls.name
-                    for cls in self.registry
-                    if cls.kind == kind and not getattr(cls, "accepts_any_name", False)
-                ]
-                installed = ", ".join(known) or "none"
-                raise ModelError(
-                    f"no {kind} model named '{name}'{did_you_mean(name, known)} (installed: {installed}; "
-                    "a sentence-transformers model id such as sentence-transformers/all-MiniLM-L6-v2 also works "
-                    "where it can be downloaded)"
-                )
-            plugin = fallback[0](name)
+            problem = unknown_model(self.registry, name, kind)
+            if problem:
+                raise ModelError(problem)
+            plugin = _fallback(self.registry, kind)[0](name)
         if plugin.kind != kind:
             raise ModelError(f"model '{name}' is a {plugin.kind} model; a {kind} model is needed here")
         return plugin

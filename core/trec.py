@@ -97,8 +97,17 @@ def _row_questions(columns: Columns, index: dict[str, int]) -> np.ndarray:
     return np.repeat(per_stretch, np.diff(np.concatenate([starts, [columns.rows]])))
 
 
+HEADER_IDS = {"query-id", "query_id", "qid", "query", "topic"}
+HEADER_VALUES = {"score", "relevance", "rel", "grade", "label", "judgement", "judgment"}
+
+
+def _is_header(qid: str, value: str) -> bool:
+    """Whether a first line names the columns (BEIR's ``query-id corpus-id score``) rather than judging."""
+    return qid.lower() in HEADER_IDS or value.lower() in HEADER_VALUES
+
+
 def _judgements(columns: Columns, source: str) -> Judgements:
-    if columns.rows and not columns.text(VALUE, [0])[0].lstrip("+-").replace(".", "", 1).isdigit():
+    if columns.rows and _is_header(columns.text(QID, [0])[0], columns.text(VALUE, [0])[0]):
         columns = columns.select(np.arange(1, columns.rows))  # BEIR's header line: query-id corpus-id score
     if not columns.rows:
         raise GoldenError(f"{source} holds no judgements")

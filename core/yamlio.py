@@ -119,7 +119,8 @@ def _expanded(root: yaml.Node) -> int:
         open_nodes.discard(key)
         if total > MAX_EXPANDED:
             raise YamlInputError(
-                f"the aliases (*name) here expand to more than {MAX_EXPANDED:,} values; write the config out",
+                f"aliases (*name) repeat values here until they expand to more than {MAX_EXPANDED:,}; write the "
+                "config out",
                 node.start_mark.line + 1,
                 node.start_mark.column + 1,
             )

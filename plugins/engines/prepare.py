@@ -22,7 +22,7 @@ from pydantic import Field, model_validator
 from vx_eval.core.config import ConfigPath
 from vx_eval.core.engine import Corpus, Document, EngineOptions, OpenContext
 from vx_eval.core.leftovers import owned_by_this_process, sweep
-from vx_eval.core.models import DENSE, LATE
+from vx_eval.core.models import DENSE, LATE, DenseModel
 from vx_eval.plugins.engines.cache import EmbeddingCache, content_key, dequantize, quantize
 from vx_eval.plugins.engines.text import chunk_words
 
@@ -32,7 +32,7 @@ EMBED_SLICE = 256  # texts handed to a model at a time (the progress bar moves p
 class IndexOptions(EngineOptions):
     """Options of every engine that builds from the corpus: models, chunking, the embedding cache."""
 
-    dense_models: list[str] = Field(default_factory=lambda: ["minilm"])
+    dense_models: list[DenseModel] = Field(default_factory=lambda: ["minilm"])
     """Models to embed with when building; when opening an existing index, the vectors it must hold."""
     chunk_words: int = Field(300, ge=0, le=100_000)
     """Words per chunk (0: one chunk per document or page)."""

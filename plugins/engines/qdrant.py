@@ -44,7 +44,7 @@ from vx_eval.core.engine import (
     Query,
 )
 from vx_eval.core.errors import EngineError
-from vx_eval.core.models import DENSE, LATE
+from vx_eval.core.models import DENSE, LATE, LateModel
 from vx_eval.core.remote import RemotePolicy
 from vx_eval.plugins.engines.remote import (
     Built,
@@ -81,7 +81,7 @@ class QdrantOptions(RemoteOptions):
     """Model -> vector name, where the collection names its vectors otherwise (default: the model's name)."""
     sparse: bool = True
     """Build a ``bm25`` sparse vector (BM25 ranked by Qdrant, fused with dense vectors by Qdrant)."""
-    late_model: str | None = None
+    late_model: LateModel | None = None
     """A late-interaction model (``colbert-small``) stored as a MaxSim multivector; used from mode ultimate."""
     exact: bool = False
     """Exact search instead of HNSW (a server only; local mode is always exact)."""

@@ -19,6 +19,7 @@ from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_expo
 
 from vx_eval.core.engine import Corpus, Document, Hit, OpenContext, slug
 from vx_eval.core.errors import EngineError
+from vx_eval.core.models import RerankerModel
 from vx_eval.plugins.engines.prepare import Built, Chunk, IndexOptions, prepare
 
 __all__ = ["Built", "prepare"]  # where remote engines have always found them
@@ -34,7 +35,7 @@ class RemoteOptions(IndexOptions):
     """The index or collection; default: the target's name as a slug (``Qdrant local`` -> ``qdrant-local``)."""
     mode: Literal["dense", "hybrid", "ultimate"] = "hybrid"
     """dense: keyword + dense; hybrid: + fused and reranked setups; ultimate: + ColBERT-style where held."""
-    reranker: str | None = "ms-marco-minilm"
+    reranker: RerankerModel | None = "ms-marco-minilm"
     build: Literal["auto", "always", "never"] = "auto"
     """auto: build from the config's corpus when it or a setting changed; always; never: search as it is."""
     timeout: float = Field(30.0, gt=0)

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from vx_eval import hookimpl
 from vx_eval.core.judging import Verdict
-from vx_eval.core.models import RERANKER
+from vx_eval.core.models import RERANKER, RerankerModel
 
 DEFAULT_CUT_POINTS = (-1.0, 5.7, 7.2)
 
@@ -28,7 +28,7 @@ class CrossEncoderJudge:
 
     class Options(BaseModel):
         model_config = ConfigDict(extra="forbid")
-        model: str = "ms-marco-minilm"
+        model: RerankerModel = "ms-marco-minilm"
         cut_points: list[float] = Field(default_factory=lambda: list(DEFAULT_CUT_POINTS))
 
         @field_validator("cut_points")

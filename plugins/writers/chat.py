@@ -9,6 +9,7 @@ from typing import ClassVar, Literal
 from pydantic import BaseModel, ConfigDict
 
 from vx_eval import hookimpl
+from vx_eval.core.models import RerankerModel
 from vx_eval.core.template import Unit, WriteOutcome, WriterDescription, WriteRequest
 from vx_eval.plugins.llm.chat import CachedChat, ChatOptions, EndpointChat, answer_cache
 from vx_eval.plugins.writers.drafting import model_critic, reranker_critic, write_with
@@ -27,7 +28,7 @@ class ChatQuestionWriter:
         critic: ChatOptions | Literal["cross-encoder"] | None = None
         """Another chat model as the critic, ``cross-encoder`` (the offline reranker scores answered), or
         none: the writing model judges its own drafts."""
-        critic_model: str = "ms-marco-minilm"
+        critic_model: RerankerModel = "ms-marco-minilm"
 
     def __init__(self, options: Options) -> None:
         self.options = options

@@ -10,6 +10,7 @@ from typing import ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from vx_eval import hookimpl
+from vx_eval.core.models import RerankerModel
 from vx_eval.core.template import Unit, WriteOutcome, WriterDescription, WriteRequest
 from vx_eval.plugins.llm.chat import CachedChat, answer_cache
 from vx_eval.plugins.writers.drafting import model_critic, reranker_critic, write_with
@@ -28,7 +29,7 @@ class LocalQuestionWriter:
         critic: Literal["cross-encoder", "self"] = "cross-encoder"
         """cross-encoder: the offline reranker scores whether the passage answers the draft (measured: SmolLM2
         judging its own drafts refused good ones and passed bad ones alike); self: SmolLM2 scores all three."""
-        critic_model: str = "ms-marco-minilm"
+        critic_model: RerankerModel = "ms-marco-minilm"
 
     def __init__(self, options: Options) -> None:
         self.options = options

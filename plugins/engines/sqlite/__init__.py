@@ -23,6 +23,7 @@ from vx_eval import hookimpl
 from vx_eval.core.config import ConfigPath
 from vx_eval.core.engine import Corpus, Engine, EngineOptions, OpenContext, slug
 from vx_eval.core.errors import EngineError
+from vx_eval.core.models import LateModel, RerankerModel
 from vx_eval.plugins.engines.prepare import IndexOptions, default_cache, sweep_building
 from vx_eval.plugins.engines.sqlite.build import FORMAT, build_index
 from vx_eval.plugins.engines.sqlite.handle import SqliteHandle
@@ -36,8 +37,8 @@ class SqliteOptions(IndexOptions):
     collection: str | None = None
     mode: Literal["dense", "hybrid", "ultimate", "graph"] = "dense"
     """dense: keyword + dense; hybrid: + fused and reranked; ultimate: + ColBERT-style; graph: + the entity graph."""
-    reranker: str | None = "ms-marco-minilm"
-    late_model: str | None = "colbert-small"
+    reranker: RerankerModel | None = "ms-marco-minilm"
+    late_model: LateModel | None = "colbert-small"
     tokenizer: str = Field("porter unicode61 remove_diacritics 2", pattern=r"^[a-z0-9_ ]+$")
     stopwords: bool = True
     build: Literal["auto", "always", "never"] = "auto"

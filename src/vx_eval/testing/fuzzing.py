@@ -293,11 +293,72 @@ def read_run_bytes(raw: bytes) -> None:
     evaluate_run(judgements, run, ["ndcg_cut.10", "P.5", "map", "recip_rank"])
 
 
+_FILES = {"golden.jsonl": GOLDEN, "docs.jsonl": CORPUS, "config.yaml": CONFIG, "qrels.txt": QRELS, "run.txt": RUN}
+_ARG = st.one_of(
+    st.sampled_from([*_FILES, "missing.jsonl", ".", "latest", "--json", "--limit", "0", "-1", "--no-save", "--"]),
+    st.sampled_from(["-m", "--mix", "--only", "--skip", "--resume", "--out", "--config", "--writer", "-n"]),
+    WORDS.filter(lambda w: "\x00" not in w),
+)
+_COMMANDS = [
+    ["golden", "check"],
+    ["eval"],
+    ["run"],
+    ["runs", "list"],
+    ["runs", "show"],
+    ["compare"],
+    ["golden", "write"],
+    ["judge", "check"],
+    ["plugins"],
+]
+
+
+@dataclass(frozen=True)
+class Invocation:
+    """A command line and the files it may name, written into a fresh folder before it runs."""
+
+    argv: list[str]
+    files: dict[str, bytes]
+
+    def __len__(self) -> int:
+        return sum(map(len, self.argv)) + sum(map(len, self.files.values()))
+
+
+CLI = st.builds(
+    lambda command, args, files: Invocation([*command, *args], files),
+    st.sampled_from(_COMMANDS),
+    st.lists(_ARG, max_size=6),
+    st.fixed_dictionaries({}, optional={name: strategy for name, strategy in _FILES.items()}),
+)
+
+
+def run_cli(invocation: Invocation) -> None:
+    """`vx-eval ARGV` in a fresh folder holding the files; exit 0 or 2 is handled, a bug raises."""
+    import contextlib
+    import io
+    import os
+
+    from vx_eval.cli import main
+
+    with tempfile.TemporaryDirectory() as folder:
+        for name, raw in invocation.files.items():
+            (Path(folder) / name).write_bytes(raw)
+        here = os.getcwd()
+        os.chdir(folder)
+        try:
+            with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()) as err:
+                main(invocation.argv)
+        except SystemExit as exc:
+            if exc.code not in (0, 2, None):
+                raise AssertionError(f"exit {exc.code}: {err.getvalue()[-300:]}") from None
+        finally:
+            os.chdir(here)
+
+
 @dataclass(frozen=True)
 class Reader:
     name: str
-    inputs: st.SearchStrategy[bytes]
-    read: Callable[[bytes], None]
+    inputs: st.SearchStrategy[Any]
+    read: Callable[[Any], None]
 
 
 READERS = [
@@ -306,10 +367,11 @@ READERS = [
     Reader("config", CONFIG, read_config_bytes),
     Reader("qrels", QRELS, read_qrels_bytes),
     Reader("run", RUN, read_run_bytes),
+    Reader("cli", CLI, run_cli),
 ]
 
 
-def handled(read: Callable[[bytes], None], raw: bytes) -> BaseException | None:
+def handled(read: Callable[[Any], None], raw: Any) -> BaseException | None:
     """None when `read` took `raw` or refused it clearly (a `VxEvalError`); the exception otherwise."""
     try:
         read(raw)
