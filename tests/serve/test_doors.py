@@ -111,12 +111,12 @@ def test_an_attack_from_many_addresses_never_locks_a_person_out_of_an_address_th
     throttle.succeeded("ada", "10.0.0.1")  # ada signed in from here last week
     for i in range(500):
         throttle.failed("ada", f"192.0.2.{i % 250}")
-    assert throttle.wait("ada", "10.0.0.1") == 0  # her own address: not held back
-    held = throttle.wait("ada", "10.9.9.9")  # a new address: slowed, for at most a minute
+    assert throttle.begin("ada", "10.0.0.1") == 0  # her own address: not held back
+    held = throttle.begin("ada", "10.9.9.9")  # a new address: slowed, for at most a minute
     assert 0 < held <= auth.PER_PERSON.ceiling
-    assert throttle.wait("bob", "10.9.9.9") == 0  # nobody else is touched
+    assert throttle.begin("bob", "10.9.9.9") == 0  # nobody else is touched
     clock.now += auth.PER_PERSON.ceiling + 1
-    assert throttle.wait("ada", "10.9.9.9") == 0
+    assert throttle.begin("ada", "10.9.9.9") == 0
 
 
 def test_the_throttle_keeps_a_bounded_number_of_buckets():
@@ -258,3 +258,12 @@ def test_a_guest_sees_no_place_on_the_disk_and_no_platform_an_admin_sees_all(eva
     admin = serve(evaluations, users)
     sign_in(admin, "ada", "ada-password")
     assert admin.get("/api/v1/evaluations/latest").json()["provenance"]["platform"]
+
+
+def test_a_flood_at_once_cannot_race_past_the_free_tries():
+    throttle = Throttle(clock=Clock())
+    admitted = [throttle.begin("ada", "203.0.113.9") == 0 for _ in range(50)]  # none has finished yet
+    assert sum(admitted) == PER_PAIR.free
+    for _ in range(PER_PAIR.free):
+        throttle.failed("ada", "203.0.113.9")
+    assert throttle.begin("ada", "203.0.113.9") > 0  # and then the lock holds

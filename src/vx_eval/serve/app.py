@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlsplit
 
+import anyio
+import anyio.to_thread
 from fastapi import FastAPI, Form, Query, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from pydantic import ValidationError
@@ -29,6 +31,7 @@ from vx_eval.core.schema import Report
 from vx_eval.core.stores import StoreNotFound, Stores
 from vx_eval.html import page_for
 from vx_eval.html.render import Menu, MenuEntry
+from vx_eval.serve import auth
 from vx_eval.serve.auth import GUEST, SESSION_HOURS, Busy, Principal, Session, Throttle, Users, session_secret
 from vx_eval.serve.public import public_report, public_text
 
@@ -101,6 +104,7 @@ class Service:
         self.log = AccessLog(settings.access_log)
         self.reports = Reports(stores, settings.store)
         self.throttle = throttle or Throttle()
+        self.checks = anyio.CapacityLimiter(auth.CHECKS_AT_ONCE)
 
     def principal(self, request: Request) -> Principal | None:
         """The caller, or None when the credentials given are wrong (never silently a guest)."""
@@ -192,19 +196,25 @@ class Service:
         self.log.write(event="cross-site post refused", path=request.url.path, origin=public_text(sent))
         return JSONResponse({"detail": "this form may only be posted from this server's own pages"}, status_code=403)
 
-    def sign_in(self, request: Request, username: str, password: str, target: str) -> Response:
+    async def sign_in(self, request: Request, username: str, password: str, target: str) -> Response:
+        """A password check runs on one of `CHECKS_AT_ONCE` threads of its own; sign-ins waiting for one
+        hold no thread, so a flood of them never starves the other routes."""
         refused = self.foreign(request)
         if refused is not None:
             return refused
         address = request.client.host if request.client else "unknown"
-        wait = self.throttle.wait(username, address)
+        wait = self.throttle.begin(username, address)
         if wait > 0:
             self.log.write(event="sign-in throttled", name=username, address=address)
             return _login_page(target, f"Too many tries. Wait {math.ceil(wait)} s and try again.", 429, wait)
         try:
-            session = self.users.sign_in(username, password)
-        except Busy as exc:
-            return _login_page(target, f"The server is busy ({exc}).", 503, 5)
+            with anyio.fail_after(auth.CHECK_WAIT_S):
+                session = await anyio.to_thread.run_sync(self.users.sign_in, username, password, limiter=self.checks)
+        except (TimeoutError, Busy):
+            self.throttle.abandoned(username, address)
+            return _login_page(
+                target, "The server is busy checking other sign-ins; try again in a few seconds.", 503, 5
+            )
         if session is None:
             self.throttle.failed(username, address)
             self.log.write(event="sign-in refused", name=username, address=address)
@@ -297,11 +307,11 @@ def create_app(settings: ServeSettings, stores: Stores, throttle: Throttle | Non
         return _login_page(next, "That name and password do not match." if failed else None)
 
     @app.post("/login")
-    def login(
+    async def login(
         request: Request, username: str = Form(...), password: str = Form(...), next: str = Form("/")
     ) -> Response:
         target = next if next.startswith("/") and not next.startswith("//") else "/"
-        return service.sign_in(request, username, password, target)
+        return await service.sign_in(request, username, password, target)
 
     @app.post("/logout")
     def logout(request: Request) -> Response:
@@ -338,7 +348,7 @@ def create_app(settings: ServeSettings, stores: Stores, throttle: Throttle | Non
         return service.golden(request, run_id)
 
     @app.get("/healthz")
-    def health() -> dict[str, str]:
+    async def health() -> dict[str, str]:
         return {"status": "ok"}
 
     return app

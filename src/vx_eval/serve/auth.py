@@ -250,6 +250,8 @@ class _Bucket:
     failures: int = 0
     last: float = 0.0
     locked_until: float = 0.0
+    pending: int = 0
+    """Checks admitted and not finished: past the free tries, one at a time (a flood cannot race past)."""
 
 
 @dataclass(frozen=True)
@@ -292,43 +294,72 @@ class Throttle:
         pair = ("pair", f"{name}\0{address}")
         return [(pair, PER_PAIR), (("address", address), PER_ADDRESS), (("person", name), PER_PERSON)]
 
-    def wait(self, name: str, address: str) -> float:
-        """Seconds before this address may try this person's password again (0: now). An address the
-        person signed in from before is not held back by failures from elsewhere."""
+    def _trusted_now(self, name: str, address: str, now: float) -> bool:
+        return now - self._trusted.get(f"{name}\0{address}", -TRUSTED_FOR) < TRUSTED_FOR
+
+    def begin(self, name: str, address: str) -> float:
+        """Admit one check of this person's password from this address (0), or say how many seconds to
+        wait. An address the person signed in from before is not held back by failures from elsewhere.
+        Every admitted check ends with `failed`, `succeeded` or `abandoned`."""
         now = self.clock()
         with self._lock:
-            trusted = now - self._trusted.get(f"{name}\0{address}", -TRUSTED_FOR) < TRUSTED_FOR
-            waits = [
-                bucket.locked_until - now
-                for key, _ in self._keys(name, address)
-                if (bucket := self._buckets.get(key)) and not (trusted and key[0] == "person")
-            ]
-        return max([0.0, *waits])
+            trusted = self._trusted_now(name, address, now)
+            keys = [(k, limit) for k, limit in self._keys(name, address) if not (trusted and k[0] == "person")]
+            wait = 0.0
+            for key, limit in keys:
+                bucket = self._buckets.get(key)
+                if bucket is None or now - bucket.last > limit.forget:
+                    continue
+                wait = max(wait, bucket.locked_until - now)
+                if bucket.pending and bucket.failures + bucket.pending >= limit.free:
+                    wait = max(wait, 1.0)  # past the free tries: wait for the check in flight
+            if wait > 0:
+                return wait
+            for key, _ in keys:
+                self._bucket(key, now).pending += 1
+            return 0.0
+
+    def _bucket(self, key: tuple[str, str], now: float) -> _Bucket:
+        bucket = self._buckets.pop(key, None) or _Bucket(last=now)
+        self._buckets[key] = bucket  # newest last
+        while len(self._buckets) > self.tracked:
+            self._buckets.pop(next(iter(self._buckets)))
+        return bucket
+
+    def _end(self, name: str, address: str) -> list[tuple[tuple[str, str], Limit, _Bucket]]:
+        now = self.clock()
+        ended = []
+        for key, limit in self._keys(name, address):
+            bucket = self._bucket(key, now)
+            bucket.pending = max(0, bucket.pending - 1)
+            ended.append((key, limit, bucket))
+        return ended
 
     def failed(self, name: str, address: str) -> None:
         now = self.clock()
         with self._lock:
-            for key, limit in self._keys(name, address):
-                bucket = self._buckets.pop(key, None) or _Bucket()
+            for _, limit, bucket in self._end(name, address):
                 if now - bucket.last > limit.forget:
-                    bucket = _Bucket()
+                    bucket.failures = 0
                 bucket.failures += 1
                 bucket.last = now
                 bucket.locked_until = now + limit.lock(bucket.failures)
-                self._buckets[key] = bucket  # newest last
-            while len(self._buckets) > self.tracked:
-                self._buckets.pop(next(iter(self._buckets)))
 
     def succeeded(self, name: str, address: str) -> None:
         with self._lock:
-            for key, _ in self._keys(name, address):
+            for key, _, bucket in self._end(name, address):
                 if key[0] != "person":  # one success somewhere does not forgive an attack from elsewhere
-                    self._buckets.pop(key, None)
+                    bucket.failures, bucket.locked_until = 0, 0.0
             pair = f"{name}\0{address}"
             self._trusted.pop(pair, None)
             self._trusted[pair] = self.clock()
             while len(self._trusted) > self.tracked:
                 self._trusted.pop(next(iter(self._trusted)))
+
+    def abandoned(self, name: str, address: str) -> None:
+        """An admitted check that never ran (the server was busy): neither a failure nor a success."""
+        with self._lock:
+            self._end(name, address)
 
 
 def session_secret(users_path: Path) -> str:
