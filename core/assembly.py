@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -67,6 +68,22 @@ def run_settings(
     )
 
 
+GRADED_AT_LEAST = 5
+GRADED_SHARE = 0.2
+
+
+def graded_count(questions: Sequence[Question]) -> int:
+    """Questions that give some unit a grade above 1 (binary labels say nothing graded)."""
+    return sum(1 for q in questions if max(q.relevance().values(), default=0) > 1)
+
+
+def enough_graded(questions: Sequence[Question]) -> bool:
+    """Whether people graded enough questions for the graded view to say something: at least five, and at
+    least a fifth of them (one graded question among 26 says nothing of a setup)."""
+    count = graded_count(questions)
+    return count >= max(GRADED_AT_LEAST, math.ceil(GRADED_SHARE * len(questions)))
+
+
 def graded_questions(setups: Sequence[SetupResult], ids: Sequence[str]) -> GradedDashboard | None:
     """Databricks' dashboard over the run: the best DCG@10 and the setup that reached it, the strongest and
     weakest questions (by that setup's DCG@10) and the failed ones (its first result graded 0 or ungraded)."""
@@ -99,7 +116,7 @@ def golden_info(golden: GoldenSet, labelled: int) -> GoldenInfo:
         unlabelled=golden.unlabelled,
         drafts=golden.drafts,
         max_grade=golden.max_grade,
-        graded=sum(1 for q in golden.questions if max(q.relevance().values(), default=0) > 1),
+        graded=graded_count(golden.questions),
     )
 
 
@@ -140,6 +157,7 @@ def assemble(experiment: Experiment, outcome: Outcome) -> Report:
         settings=outcome.settings,
         setups=ranking.setups,
         picks=ranking.picks,
+        picking=ranking.picking,
         frontier=ranking.frontier,
         detectable_difference=ranking.detectable,
         judge=outcome.judge,

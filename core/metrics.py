@@ -377,9 +377,13 @@ def ndcg(batch: Batch, k: Any) -> np.ndarray:
 
 @register("mean_rel", cutoff="optional", aliases=("mean_relevance",))
 def mean_relevance(batch: Batch, k: Any) -> np.ndarray:
-    """Mean grade of the top k units returned (unjudged counts 0; 0 when nothing came back)."""
+    """Mean grade over the k places of the top k (an empty place and an unjudged unit count 0), as
+    ir_measures and ranx compute it; without a cut-off, over the units returned (0 when none came back)."""
     mask = _mask(batch, k) & (np.arange(batch.grade.shape[1])[None, :] < batch.length[:, None])
-    return _safe_div(np.where(mask, batch.grade, 0).sum(axis=1), mask.sum(axis=1))
+    total = np.where(mask, batch.grade, 0).sum(axis=1)
+    if k is None:
+        return _safe_div(total, mask.sum(axis=1))
+    return total / np.broadcast_to(np.asarray(k, dtype=float), total.shape)
 
 
 @register("judged", cutoff="required")

@@ -6,42 +6,205 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+import numpy as np
+
 EPS = 1e-9  # "within 4 points" is inclusive; floats must not turn 96 - 92 into 4.0000001
+TIE_BREAKERS = ("found@1", "mrr")
+"""The measures that decide, in turn, when the primary cannot tell the setups apart."""
+MIN_PAIRED = 5
+"""Questions timed for both setups below which times are compared by their medians alone."""
 
 
 @dataclass(frozen=True)
 class Scored:
-    """What picking needs of one setup."""
+    """What picking needs of one setup: its quality measures, its search times, whether it may be picked."""
 
     key: str
     primary: float
     at1: float
     median_ms: float
     failed: bool = False
+    mrr: float = 0.0
+    times_ms: tuple[float | None, ...] = ()
+    """Each question's search time (None where it was not timed), in the same question order for every setup."""
+
+    def value(self, measure: str, primary: str) -> float:
+        return {primary: self.primary, "found@1": self.at1, "mrr": self.mrr}.get(measure, self.primary)
+
+
+@dataclass(frozen=True)
+class TimeComparison:
+    """How much faster `a` is than `b`: the ratio of their median times, with a paired bootstrap interval."""
+
+    a: str
+    b: str
+    ratio: float
+    ci: tuple[float, float]
+    questions: int
+
+    @property
+    def surely_faster(self) -> bool:
+        return self.ci[1] < 1.0
+
+    @property
+    def surely_slower(self) -> bool:
+        return self.ci[0] > 1.0
+
+
+def compare_times(a: Scored, b: Scored, *, samples: int = 1000, seed: int = 0) -> TimeComparison:
+    """`a`'s median time over `b`'s on the questions both timed, resampling those questions together (the
+    searches were interleaved, so a slow moment of the machine falls on both). With fewer than `MIN_PAIRED`
+    such questions the interval is the ratio itself."""
+    both = [(x, y) for x, y in zip(a.times_ms, b.times_ms, strict=False) if x is not None and y is not None]
+    if len(both) < MIN_PAIRED or samples <= 0:
+        ratio = a.median_ms / b.median_ms if b.median_ms > 0 else 1.0
+        return TimeComparison(a.key, b.key, ratio, (ratio, ratio), len(both))
+    pairs = np.array(both, dtype=float)
+    ratio = float(np.median(pairs[:, 0]) / max(np.median(pairs[:, 1]), 1e-12))
+    rng = np.random.default_rng(seed)
+    picked = rng.integers(0, len(pairs), size=(samples, len(pairs)))
+    ratios = np.median(pairs[picked, 0], axis=1) / np.maximum(np.median(pairs[picked, 1], axis=1), 1e-12)
+    lo, hi = np.quantile(ratios, [0.025, 0.975])
+    return TimeComparison(a.key, b.key, ratio, (float(lo), float(hi)), len(pairs))
+
+
+def saturated(values: Sequence[float]) -> bool:
+    """Whether a measure cannot tell the leading setups apart: at least two setups, and at least half of
+    them, share its best value (found@10 at 100% for 10 of 12 setups, say)."""
+    if len(values) < 2:
+        return False
+    top = max(values)
+    at_top = sum(1 for v in values if top - v <= EPS)
+    return at_top >= max(2, (len(values) + 1) // 2)
+
+
+@dataclass(frozen=True)
+class Reason:
+    """Why a setup was picked, in words, and the time comparison behind it (if any)."""
+
+    text: str
+    measure: str
+    versus: TimeComparison | None = None
+    tied_on_time: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Choice:
+    """The three picks, each with its reason, and the measure that decided (the primary unless it saturated)."""
+
+    picks: dict[str, str | None]
+    reasons: dict[str, Reason]
+    measure: str
+    note: str | None = None
+    """Said when the primary saturated: which measure decided instead, and why."""
 
 
 def ranked(rows: Sequence[Scored]) -> list[Scored]:
-    """Best first: higher primary measure, then more right at 1, then faster; failed setups last."""
-    return sorted(rows, key=lambda r: (r.failed, -r.primary, -r.at1, r.median_ms, r.key))
+    """Best first: higher primary measure, then more right at 1, then higher MRR, then faster; failed last."""
+    return sorted(rows, key=lambda r: (r.failed, -r.primary, -r.at1, -r.mrr, r.median_ms, r.key))
 
 
-def picks(rows: Sequence[Scored], *, balance: float, time: float, scale: float = 100.0) -> dict[str, str | None]:
+def deciding_measure(rows: Sequence[Scored], primary: str) -> tuple[str, str | None]:
+    """The primary, or the first tie-breaker that separates the setups when the primary saturates; with a
+    note saying so."""
+    values = [r.primary for r in rows]
+    if not saturated(values):
+        return primary, None
+    top = max(values)
+    at_top = sum(1 for v in values if top - v <= EPS)
+    shown = f"{top:.0%}" if 0 <= top <= 1 else f"{top:.3f}"
+    for measure in TIE_BREAKERS:
+        if measure != primary and not saturated([r.value(measure, primary) for r in rows]):
+            return measure, (
+                f"{primary} is {shown} for {at_top} of {len(values)} setups: it cannot tell the leaders apart, so "
+                f"the picks are decided by {measure} (then {primary})"
+            )
+    return primary, f"{primary}, found@1 and MRR cannot tell these setups apart; the picks go by time, then name"
+
+
+class Picker:
+    """Chooses among setups with time differences inside the noise treated as ties (see `compare_times`)."""
+
+    def __init__(self, rows: Sequence[Scored], primary: str, *, samples: int = 1000, seed: int = 0) -> None:
+        self.rows = [r for r in rows if not r.failed]
+        self.primary, self.samples, self.seed = primary, samples, seed
+        self.measure, self.note = deciding_measure(self.rows, primary)
+
+    def quality(self, r: Scored) -> tuple[float, float, float, float]:
+        return (r.value(self.measure, self.primary), r.primary, r.at1, r.mrr)
+
+    def compare(self, a: Scored, b: Scored) -> TimeComparison:
+        return compare_times(a, b, samples=self.samples, seed=self.seed)
+
+    def fastest(self, group: Sequence[Scored]) -> tuple[Scored, TimeComparison | None, tuple[str, ...]]:
+        """The best of the setups no other in `group` is surely faster than: time ties go to quality, then
+        to the key. Also the comparison with the best-quality setup it was preferred to, and its time ties."""
+        quickest = min(group, key=lambda r: (r.median_ms, r.key))
+        tied = [r for r in group if r is quickest or not self.compare(r, quickest).surely_slower]
+        chosen = max(tied, key=lambda r: (*self.quality(r), _reverse_key(r.key)))
+        better = [r for r in group if self.quality(r) > self.quality(chosen)]
+        versus = self.compare(chosen, max(better, key=self.quality)) if better else None
+        return chosen, versus, tuple(r.key for r in tied if r is not chosen)
+
+    def within(self, points: float, scale: float = 100.0) -> list[Scored]:
+        top = max(r.value(self.measure, self.primary) for r in self.rows)
+        return [r for r in self.rows if (top - r.value(self.measure, self.primary)) * scale <= points + EPS]
+
+    def choose(self, balance: float, time: float) -> Choice:
+        if not self.rows:
+            return Choice(dict.fromkeys(("finds_the_most", "best_for_balance", "best_for_time")), {}, self.measure)
+        top_quality = max(self.quality(r) for r in self.rows)
+        leaders = [r for r in self.rows if self.quality(r) == top_quality]
+        most, _, most_ties = self.fastest(leaders)
+        reasons = {"finds_the_most": Reason(self._most_text(most, leaders), self.measure, None, most_ties)}
+        picked: dict[str, str | None] = {"finds_the_most": most.key}
+        for name, points in (("best_for_balance", balance), ("best_for_time", time)):
+            chosen, versus, ties = self.fastest(self.within(points))
+            picked[name] = chosen.key
+            reasons[name] = Reason(self._fast_text(chosen, points, versus, ties), self.measure, versus, ties)
+        return Choice(picked, reasons, self.measure, self.note)
+
+    def _most_text(self, most: Scored, leaders: Sequence[Scored]) -> str:
+        text = f"the highest {self.measure} ({most.value(self.measure, self.primary):.3f})"
+        if len(leaders) > 1:
+            text += f", level with {len(leaders) - 1} other{'s' if len(leaders) > 2 else ''} on every measure; "
+            text += "the fastest of them (times within the noise tie, then the name decides)"
+        return text
+
+    def _fast_text(self, chosen: Scored, points: float, versus: TimeComparison | None, ties: tuple[str, ...]) -> str:
+        value = chosen.value(self.measure, self.primary)
+        top = max(r.value(self.measure, self.primary) for r in self.rows)
+        text = f"the fastest within {points:g} points of the best {self.measure} ({value:.3f} against {top:.3f}; "
+        text += f"median {chosen.median_ms:.1f} ms)"
+        if versus is not None:
+            lo, hi = versus.ci
+            how = "surely" if versus.surely_faster else "not surely"
+            text += (
+                f"; {1 / versus.ratio:.1f}× as fast as {versus.b} ({how} faster: time ratio {versus.ratio:.2f}, "
+                f"95% {lo:.2f}–{hi:.2f}, {versus.questions} questions)"
+            )
+        if ties:
+            text += f"; as fast as {', '.join(ties[:3])}{' …' if len(ties) > 3 else ''} within the noise, and better"
+        return text
+
+
+def _reverse_key(key: str) -> tuple[int, ...]:
+    """Makes max() prefer the smaller key on a full tie (deterministic)."""
+    return tuple(-ord(c) for c in key)
+
+
+def picks(
+    rows: Sequence[Scored],
+    *,
+    balance: float,
+    time: float,
+    primary: str = "found@10",
+    samples: int = 1000,
+    seed: int = 0,
+) -> dict[str, str | None]:
     """The three picks (by name: ``finds_the_most``, ``best_for_balance``, ``best_for_time``). `balance` and
-    `time` are points on a 0-100 scale (the primary measure x `scale`)."""
-    eligible = [r for r in rows if not r.failed]
-    if not eligible:
-        return {"finds_the_most": None, "best_for_balance": None, "best_for_time": None}
-    best = ranked(eligible)[0]
-
-    def fastest_within(points: float) -> str:
-        near = [r for r in eligible if (best.primary - r.primary) * scale <= points + EPS]
-        return min(near, key=lambda r: (r.median_ms, -r.primary, -r.at1, r.key)).key
-
-    return {
-        "finds_the_most": best.key,
-        "best_for_balance": fastest_within(balance),
-        "best_for_time": fastest_within(time),
-    }
+    `time` are points on a 0-100 scale of the deciding measure (`Picker`)."""
+    return Picker(rows, primary, samples=samples, seed=seed).choose(balance, time).picks
 
 
 def frontier(rows: Sequence[Scored]) -> list[str]:

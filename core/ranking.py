@@ -9,7 +9,17 @@ from dataclasses import dataclass
 import numpy as np
 
 from vx_eval.core import picks, stats
-from vx_eval.core.schema import Detectable, Neighbour, Picks, Settings, SetupResult, VsBest
+from vx_eval.core.schema import (
+    Detectable,
+    Neighbour,
+    Picking,
+    PickReason,
+    Picks,
+    Settings,
+    SetupResult,
+    TimeVersus,
+    VsBest,
+)
 
 DETECTABLE = (
     "the smallest mean difference in the primary measure a paired test on these questions would detect "
@@ -24,6 +34,7 @@ class Ranking:
     picks: Picks
     frontier: list[str]
     detectable: Detectable
+    picking: Picking
 
 
 def _scored(setup: SetupResult, primary: str) -> picks.Scored:
@@ -34,14 +45,30 @@ def _scored(setup: SetupResult, primary: str) -> picks.Scored:
         at1=setup.summary.get("found@1") or 0.0,
         median_ms=median if median is not None else float("inf"),
         failed=not setup.pickable,
+        mrr=setup.summary.get("mrr") or 0.0,
+        times_ms=tuple(setup.per_question.times_ms),
     )
+
+
+def _picks(choice: picks.Choice) -> tuple[Picks, Picking]:
+    def versus(v: picks.TimeComparison | None) -> TimeVersus | None:
+        if v is None:
+            return None
+        return TimeVersus(other=v.b, ratio=v.ratio, ci=v.ci, questions=v.questions, surely_faster=v.surely_faster)
+
+    reasons = {
+        name: PickReason(text=r.text, measure=r.measure, versus=versus(r.versus), tied_on_time=list(r.tied_on_time))
+        for name, r in choice.reasons.items()
+    }
+    return Picks(**choice.picks), Picking(measure=choice.measure, note=choice.note, reasons=reasons)
 
 
 def rank(setups: Sequence[SetupResult], settings: Settings) -> Ranking:
     """Order, pick and compare: the run's `Ranking`."""
     scored = [_scored(s, settings.primary) for s in setups]
     order = {s.key: i for i, s in enumerate(picks.ranked(scored), start=1)}
-    chosen = Picks(**picks.picks(scored, balance=settings.balance_points, time=settings.time_points))
+    picker = picks.Picker(scored, settings.primary, samples=settings.bootstrap, seed=settings.seed)
+    chosen, picking = _picks(picker.choose(settings.balance_points, settings.time_points))
     near = picks.neighbours(setups)
     ranked = sorted(
         (
@@ -53,7 +80,7 @@ def rank(setups: Sequence[SetupResult], settings: Settings) -> Ranking:
         key=lambda s: s.rank,
     )
     tested, detectable = compare_with_best(ranked, chosen.finds_the_most, settings)
-    return Ranking(tested, chosen, picks.frontier(scored), detectable)
+    return Ranking(tested, chosen, picks.frontier(scored), detectable, picking)
 
 
 def compare_with_best(

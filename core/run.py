@@ -197,7 +197,7 @@ def run_experiment(experiment: Experiment, plugins: Any, options: RunOptions | N
         ev.time if options.time is None else options.time,
         timed,
         len(golden.questions),
-        graded=golden.max_grade > 1 or judged is not None,
+        graded=judged is not None or assembly.enough_graded(golden.questions),
     )
     results = [scoring.score_setup(r, questions, measures, settings) for r in runs]
     outcome = assembly.Outcome(

@@ -168,6 +168,8 @@ class Graded(Frozen):
     mean_rel: float | None = None
     p_strict: float | None = None
     mrr_strict: float | None = None
+    strict_questions: int | None = None
+    """Questions with a unit graded `strict_grade` or more: the strict measures are means over these only."""
     ci: dict[str, Interval] = Field(default_factory=dict)
     """Keyed by the field names: ``dcg``, ``mean_rel``, ``p_strict``, ``mrr_strict``."""
     mean_grade_by_place: list[float | None] = Field(default_factory=list)
@@ -229,6 +231,25 @@ class SetupResult(Frozen):
         return self.summary.get(metric)
 
 
+class TimeVersus(Frozen):
+    """A pick's median time over the better setup it was preferred to, with a paired bootstrap interval."""
+
+    other: str
+    ratio: float
+    ci: tuple[float, float]
+    questions: int
+    surely_faster: bool
+
+
+class PickReason(Frozen):
+    text: str
+    """Why, in words: the measure, the points, how much and how surely faster."""
+    measure: str
+    versus: TimeVersus | None = None
+    tied_on_time: list[str] = Field(default_factory=list)
+    """Setups as fast within the noise (the pick is better than each)."""
+
+
 class Picks(Frozen):
     finds_the_most: str | None = None
     best_for_balance: str | None = None
@@ -236,6 +257,16 @@ class Picks(Frozen):
 
     def items(self) -> list[tuple[str, str | None]]:
         return [(name, getattr(self, name)) for name in PICK_NAMES]
+
+
+class Picking(Frozen):
+    """How the picks were made: the measure that decided and each pick's reason."""
+
+    measure: str
+    """The primary, or a tie-breaker when the primary saturated."""
+    note: str | None = None
+    """Said when the primary saturated."""
+    reasons: dict[str, PickReason] = Field(default_factory=dict)
 
 
 PICK_NAMES = ("finds_the_most", "best_for_balance", "best_for_time")
@@ -328,6 +359,7 @@ class Report(Frozen):
     settings: Settings = Field(default_factory=Settings)
     setups: list[SetupResult] = Field(default_factory=list)
     picks: Picks = Field(default_factory=Picks)
+    picking: Picking | None = None
     frontier: list[str] = Field(default_factory=list)
     detectable_difference: Detectable = Field(default_factory=Detectable)
     judge: JudgeInfo | None = None

@@ -3,6 +3,7 @@ question, the means with bootstrap intervals, times, counts, and (for graded run
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 
 import numpy as np
@@ -192,11 +193,12 @@ def graded_summary(
     strict = metrics.Batch.of(
         [judge(results, q, STRICT_GRADE) for q, results in zip(questions, run.results, strict=True)], settings.depth
     )
+    can_score = strict.n_rel > 0  # a question with nothing graded 2 or more cannot score the strict measures
     columns = {
         "dcg": metrics.parse(f"dcg@{k}").compute(batch),
         "mean_rel": metrics.parse(f"mean_rel@{k}").compute(batch),
-        "p_strict": metrics.parse(f"p@{k}").compute(strict),
-        "mrr_strict": metrics.parse("mrr").compute(strict),
+        "p_strict": np.where(can_score, metrics.parse(f"p@{k}").compute(strict), np.nan),
+        "mrr_strict": np.where(can_score, metrics.parse("mrr").compute(strict), np.nan),
     }
     values = np.column_stack([c[evaluated] for c in columns.values()]) if evaluated else np.zeros((0, len(columns)))
     ci = stats.bootstrap_ci(values, samples=settings.bootstrap, seed=settings.seed)
@@ -204,12 +206,15 @@ def graded_summary(
     filled = np.arange(rows.shape[1])[None, :] < batch.length[evaluated, None] if evaluated else np.zeros((0, k), bool)
     by_place = [float(rows[filled[:, r], r].mean()) if filled[:, r].any() else None for r in range(rows.shape[1])]
     by_place += [None] * (k - len(by_place))
-    means = values.mean(axis=0) if len(values) else [None] * len(columns)
+    with np.errstate(invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a column no question could score: NaN, shown as none
+        means = np.nanmean(values, axis=0) if len(values) else [None] * len(columns)
     kept = set(evaluated)
     return Graded(
         depth=k,
         strict_grade=STRICT_GRADE,
-        **{name: (float(m) if m is not None else None) for name, m in zip(columns, means, strict=True)},
+        **{name: (float(m) if m is not None and m == m else None) for name, m in zip(columns, means, strict=True)},
+        strict_questions=int(can_score[evaluated].sum()) if evaluated else 0,
         ci={name: (float(ci[j][0]), float(ci[j][1])) for j, name in enumerate(columns)},
         mean_grade_by_place=by_place,
         dcg_per_question=[float(v) if i in kept else None for i, v in enumerate(columns["dcg"])],

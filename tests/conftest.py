@@ -241,7 +241,7 @@ class Evaluations:
 def evaluations(tmp_path_factory, plugins, shared_cache) -> Evaluations:
     """Fourteen runs of the shipped quickstart's questions, saved in one folder: twelve keyword-only runs,
     then two runs of every method (graph mode, MiniLM + BGE, the cross-encoder over the top 5, four questions
-    timed), the second after a document was added to the corpus (so the index changed between them). The golden file is graded (0-3) and one
+    timed), the second after a document was added to the corpus (so the index changed between them). Eight questions are graded (0-3) and one
     added question expects a document the corpus lacks (a missing-document note)."""
     from vx_eval.core.config import load_config
     from vx_eval.core.run import RunOptions, run_experiment
@@ -250,6 +250,8 @@ def evaluations(tmp_path_factory, plugins, shared_cache) -> Evaluations:
     shipped = REPO / "configs" / "quickstart"
     docs = [json.loads(line) for line in (shipped / "docs.jsonl").read_text(encoding="utf-8").splitlines()]
     golden = [json.loads(line) for line in (shipped / "golden.jsonl").read_text(encoding="utf-8").splitlines()]
+    for row in golden[1:8]:  # enough graded questions for the graded view (the first is graded already)
+        row["grades"] = {doc: 3 - min(i, 2) for i, doc in enumerate(row["expected"])}
     write_jsonl(root / "docs.jsonl", docs)
     write_jsonl(
         root / "golden.jsonl",

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from vx_eval.core.compare import Comparison
     from vx_eval.core.history import RunEntry
     from vx_eval.core.judgecheck import JudgeCheck
-    from vx_eval.core.schema import JudgeInfo, Report
+    from vx_eval.core.schema import JudgeInfo, Report, SetupResult
 
 PICK_TEXT = {
     "finds_the_most": "Finds the most",
@@ -82,44 +82,59 @@ def _interval(metric: str, ci: tuple[float, float] | None) -> str:
     return f" [dim][{lo * 100:.0f}–{hi * 100:.0f}][/]" if is_share(metric) else f" [dim][{lo:.3f}–{hi:.3f}][/]"
 
 
-def run_table(report: Report) -> Table:
+def measures_shown(report: Report) -> list[str]:
+    """Every measure the config asks for, the primary first (the table's and the page's columns)."""
     settings = report.settings
-    primary = settings.primary
-    lead = ("found@1", "found@10", "mrr")
-    extra = [m for m in settings.metrics if m not in lead and not m.startswith("found@")]
-    columns = [m for m in lead if m in settings.metrics] + extra
-    many_targets = len(report.targets) > 1
-    skipped = any(s.counts.skipped for s in report.setups)
+    return list(dict.fromkeys([settings.primary, *settings.metrics]))
+
+
+def _marks(report: Report) -> dict[str, str]:
     marks: dict[str, str] = {}
     for pick, key in report.picks.items():
         if key:
             marks[key] = marks.get(key, "") + PICK_MARK[pick]
-    table = Table(
-        title=f"{report.name}: {report.golden.labelled} questions, {len(report.setups)} setups",
-        title_justify="left",
-        caption=f"\\[lo–hi]: 95% interval of {primary};  ≈ a paired test cannot tell it from the leader",
-        caption_justify="left",
-    )
-    table.add_column("#", justify="right")
-    table.add_column("setup")
+    return marks
+
+
+def _rank(report: Report, setup: SetupResult) -> str:
+    best = setup.key == report.picks.finds_the_most
+    return f"≈{setup.rank}" if setup.tied_with_best and not best else str(setup.rank)
+
+
+def _title(report: Report) -> str:
+    return f"{report.name}: {report.golden.labelled} questions, {len(report.setups)} setups"
+
+
+def _caption(report: Report) -> str:
+    return f"[lo–hi] 95% interval of {report.settings.primary}; ≈ a paired test cannot tell it from the leader"
+
+
+def run_table(report: Report) -> Table:
+    """One row a setup: its name over its key (whole, to copy into --only), every measure asked for with the
+    primary's interval, the search times."""
+    primary = report.settings.primary
+    columns = measures_shown(report)
+    many_targets = len(report.targets) > 1
+    skipped = any(s.counts.skipped for s in report.setups)
+    marks = _marks(report)
+    table = Table(title=_title(report), title_justify="left", caption=escape(_caption(report)), caption_justify="left")
+    table.add_column("#", justify="right", no_wrap=True)
+    table.add_column("setup", no_wrap=True)
     if many_targets:
-        table.add_column("target")
+        table.add_column("target", no_wrap=True)
     for name in columns:
-        table.add_column(name, justify="right")
+        table.add_column(name, justify="right", no_wrap=True)
     if skipped:
         table.add_column("skipped", justify="right")
-    table.add_column("median ms", justify="right")
-    table.add_column("p95 ms", justify="right")
+    table.add_column("median ms", justify="right", no_wrap=True)
+    table.add_column("p95 ms", justify="right", no_wrap=True)
     server = any(s.server_ms for s in report.setups)  # a service that says its own time
     if server:
-        table.add_column("server ms", justify="right")
+        table.add_column("server ms", justify="right", no_wrap=True)
     for setup in report.setups:
-        label = f"{escape(setup.label)} [dim]{escape(setup.key)}[/]"
-        if setup.key in marks:
-            label = f"{marks[setup.key]} {label}"
-        best = setup.key == report.picks.finds_the_most
-        rank = f"≈{setup.rank}" if setup.tied_with_best and not best else str(setup.rank)
-        row = [rank, label] + ([escape(setup.target)] if many_targets else [])
+        label = f"{marks[setup.key]} " if setup.key in marks else ""
+        label += f"{escape(setup.label)}\n[dim]{escape(setup.key)}[/]"
+        row = [_rank(report, setup), label] + ([escape(setup.target)] if many_targets else [])
         if not setup.scored:
             row += ("failed", *("" for _ in range(len(columns) + skipped + 1 + server)))
         else:
@@ -135,36 +150,95 @@ def run_table(report: Report) -> Table:
     return table
 
 
+def stacked_lines(report: Report, width: int) -> list[str]:
+    """The table for a narrow terminal: per setup, its rank, marks and name on one line, its key on the next
+    when both do not fit, then its measures and times wrapped under it; no name is ever broken."""
+    primary = report.settings.primary
+    marks = _marks(report)
+    lines = [f"[bold]{escape(_title(report))}[/]"]
+    for setup in report.setups:
+        head = f"{_rank(report, setup):>3} {marks.get(setup.key, '')}{' ' if setup.key in marks else ''}"
+        name = setup.label if len(head) + len(setup.label) <= width else setup.label[: width - len(head) - 1] + "…"
+        if len(head) + len(name) + 3 + len(setup.key) <= width:
+            lines.append(f"{head}[bold]{escape(name)}[/]   [dim]{escape(setup.key)}[/]")
+        else:
+            lines += [f"{head}[bold]{escape(name)}[/]", f"    [dim]{escape(setup.key)}[/]"]
+        if not setup.scored:
+            lines.append(f"    [red]failed[/]{': ' + escape(setup.error) if setup.error else ''}")
+            continue
+        cells = []
+        for m in measures_shown(report):
+            cell = f"{m} {fmt(m, setup.summary.get(m))}"
+            cells.append(cell + _interval(m, setup.ci.get(m)) if m == primary else cell)
+        cells.append(f"median {fmt_ms(setup.times_ms.median)} ms, p95 {fmt_ms(setup.times_ms.p95)}")
+        if setup.server_ms:
+            cells.append(f"server ms {fmt_ms(setup.server_ms.median)}")
+        if setup.counts.skipped:
+            cells.append(f"{setup.counts.skipped} skipped")
+        lines += _wrapped(cells, width, indent=4)
+    lines.append(f"[dim]{escape(_caption(report))}[/]")
+    return lines
+
+
+def _wrapped(cells: list[str], width: int, indent: int) -> list[str]:
+    """Cells joined by ' · ', wrapped between cells at `width` (markup not counted)."""
+    from rich.text import Text
+
+    lines, current, used = [], "", indent
+    for cell in cells:
+        size = Text.from_markup(cell).cell_len
+        if current and used + 3 + size > width:
+            lines.append(" " * indent + current)
+            current, used = "", indent
+        current += (" · " if current else "") + cell
+        used += (3 if used > indent else 0) + size
+    if current:
+        lines.append(" " * indent + current)
+    return lines
+
+
+def print_table(console: Console, report: Report, *, wide: bool = False) -> None:
+    """The table if it fits the terminal (or `wide`: at its full width, whatever the terminal), else the
+    stacked lines."""
+    table = run_table(report)
+    needed = console.measure(table, options=console.options.update(max_width=100_000)).maximum
+    if wide and needed > console.width:
+        console.width = needed  # rich clamps a print's width to the console's; what follows is wide too
+    if needed <= console.width:
+        console.print(table)
+        return
+    for line in stacked_lines(report, console.width):
+        console.print(line, highlight=False, crop=False, overflow="ignore")
+
+
 def pick_lines(report: Report) -> list[str]:
-    settings = report.settings
-    primary = settings.primary
-    best = report.best
-    if best is None:
+    """Each pick and why: the measure that decided, the points, how much and how surely it is faster."""
+    if report.best is None:
         return list(("[red]No setup can be picked: every setup failed.[/]",))
-    lines = []
+    picking = report.picking
+    lines = [f"[yellow]note:[/] {escape(picking.note)}"] if picking and picking.note else []
     for pick, key in report.picks.items():
         if key is None:
             continue
         setup = report.setup(key)
         name = f"{PICK_MARK[pick]} [bold]{PICK_TEXT[pick]}[/]: {escape(setup.label)} [dim]({escape(key)})[/] — "
-        value = fmt(primary, setup.summary.get(primary))
-        median = setup.times_ms.median
-        if pick == "finds_the_most":
-            why = (
-                f"{primary} {value}, found@1 {fmt('found@1', setup.summary.get('found@1'))}, median {fmt_ms(median)} ms"
-            )
-        elif key == best.key:
-            points = settings.balance_points if pick == "best_for_balance" else settings.time_points
-            why = f"the same setup: nothing within {points:g} points of it is faster"
-        else:
-            points = settings.balance_points if pick == "best_for_balance" else settings.time_points
-            speedup = (best.times_ms.median or 0) / median if median else float("nan")
-            why = (
-                f"{primary} {value}, within {points:g} points of the most "
-                f"({fmt(primary, best.summary.get(primary))}), {speedup:.1f}× faster ({fmt_ms(median)} ms)"
-            )
-        lines.append(name + why)
+        reason = picking.reasons.get(pick) if picking else None
+        lines.append(name + escape(reason.text if reason else _older_reason(report, pick, key)))
     return lines
+
+
+def _older_reason(report: Report, pick: str, key: str) -> str:
+    """What a report saved before picks carried their reasons can say."""
+    settings, best, setup = report.settings, report.best, report.setup(key)
+    primary = settings.primary
+    value, median = fmt(primary, setup.summary.get(primary)), setup.times_ms.median
+    if pick == "finds_the_most" or best is None:
+        return f"{primary} {value}, found@1 {fmt('found@1', setup.summary.get('found@1'))}, median {fmt_ms(median)} ms"
+    points = settings.balance_points if pick == "best_for_balance" else settings.time_points
+    if key == best.key:
+        return f"the same setup: nothing within {points:g} points of it is faster"
+    speedup = (best.times_ms.median or 0) / median if median else float("nan")
+    return f"{primary} {value}, within {points:g} points of the most, {speedup:.1f}× faster ({fmt_ms(median)} ms)"
 
 
 def neighbour_lines(report: Report) -> list[str]:
@@ -210,8 +284,8 @@ def throughput_table(report: Report) -> Table | None:
     return table
 
 
-def show_run(console: Console, report: Report, location: str | None) -> None:
-    console.print(run_table(report))
+def show_run(console: Console, report: Report, location: str | None, *, wide: bool = False) -> None:
+    print_table(console, report, wide=wide)
     measured = throughput_table(report)
     if measured is not None:
         console.print(measured)
@@ -252,12 +326,20 @@ def judge_line(judge: JudgeInfo) -> str:
 
 
 def graded_lines(report: Report) -> list[str]:
-    """Databricks' dashboard in words: who grades, the best DCG@10, strongest, weakest and failed questions."""
-    dashboard = report.graded_questions
+    """Databricks' dashboard in words: who grades and how much, the best DCG@10, the strongest, weakest and
+    failed questions; or, when too few questions are graded for it, one line saying so."""
+    dashboard, golden, judge = report.graded_questions, report.golden, report.judge
     if dashboard is None:
+        if golden.max_grade > 1 and golden.graded:
+            return [
+                "",
+                f"Graded: {golden.graded} of {golden.labelled} questions carry grades above 1, too few for the "
+                "graded view (it needs 5 and a fifth of them); nDCG uses the grades there are.",
+            ]
         return []
-    lines = list(("", "Graded relevance (0–3):"))
-    judge = report.judge
+    by = f"{judge.judge} judge" if judge else "people"
+    scale = 3 if judge else golden.max_grade
+    lines = list(("", f"Graded relevance (0–{scale}), grades from {by}:"))
     if judge:
         came = judge.grades_from
         lines.append(
@@ -265,26 +347,33 @@ def graded_lines(report: Report) -> list[str]:
             f"{judge.judge} judge ({escape(judge_line(judge))}); {judge.asked:,} pairs asked, "
             f"{judge.from_cache:,} from its cache, {judge.unparsable:,} answers unreadable (not taken as grades)"
         )
+    else:
+        lines.append(f"  graded: {golden.graded} of {golden.labelled} questions carry grades above 1")
     best = dashboard.best
     graded = report.setup(best.key).graded
     if graded is not None:
         lo, hi = graded.ci.get("dcg", (float("nan"), float("nan")))
         strict = graded.strict_grade
+        over = f" over the {graded.strict_questions} questions with one" if graded.strict_questions is not None else ""
         lines.append(
             f"  best DCG@10 {best.dcg:.3f} [{lo:.3f}, {hi:.3f}] by {escape(best.label)} ({escape(best.key)}); "
-            f"mean relevance@10 {graded.mean_rel or 0:.2f}; p@10 (grade ≥ {strict}) {graded.p_strict or 0:.3f}; "
-            f"mrr (grade ≥ {strict}) {graded.mrr_strict or 0:.3f}"
+            f"mean relevance@10 {_maybe(graded.mean_rel, 2)}; with grade ≥ {strict} as relevant{over}: "
+            f"p@10 {_maybe(graded.p_strict, 3)}, mrr {_maybe(graded.mrr_strict, 3)}"
         )
     if dashboard.strongest:
-        lines.append("  strongest: " + ", ".join(f"{escape(q.id)} ({q.dcg:.2f})" for q in dashboard.strongest))
+        lines.append("  strongest (DCG@10): " + ", ".join(f"{escape(q.id)} {q.dcg:.2f}" for q in dashboard.strongest))
     if dashboard.weakest:
-        lines.append("  weakest: " + ", ".join(f"{escape(q.id)} ({q.dcg:.2f})" for q in dashboard.weakest))
+        lines.append("  weakest (DCG@10): " + ", ".join(f"{escape(q.id)} {q.dcg:.2f}" for q in dashboard.weakest))
     failed = dashboard.failed
     lines.append(
         f"  failed (first result graded 0 or ungraded): {len(failed)}"
         + (": " + ", ".join(escape(f) for f in failed[:10]) + (" …" if len(failed) > 10 else "") if failed else "")
     )
     return lines
+
+
+def _maybe(value: float | None, places: int) -> str:
+    return "none" if value is None else f"{value:.{places}f}"
 
 
 def show_comparison(console: Console, comparison: Comparison, only: set[str]) -> None:

@@ -125,8 +125,8 @@ def test_the_command_line_shows_the_graded_dashboard_and_judge_check_measures(ju
     assert code == 0, err
     html = page.read_text()
     assert 'id="judge-line"' in html and "from the cross-encoder judge" in html and 'id="graded-measures"' in html
-    assert "Graded relevance (0–3):" in out and "from the cross-encoder judge" in out
-    assert "best DCG@10" in out and "strongest:" in out and "failed (first result graded 0 or ungraded)" in out
+    assert "Graded relevance (0–3), grades from" in out and "from the cross-encoder judge" in out
+    assert "best DCG@10" in out and "strongest (DCG@10):" in out and "failed (first result graded 0 or ungraded)" in out
     code, out, err = call(capsys, "judge", "check", str(judged_project), "--judge", "cross-encoder", "--json")
     assert code == 0, err
     result = json.loads(out)

@@ -179,7 +179,10 @@ def test_cutoffs_at_multiples_of_the_relevant_count():
 def test_mean_relevance_judged_and_the_relevance_distribution():
     j = J(["a", "x", "b"], {"a": 3, "b": 1, "c": 2})
     assert parse("mean_rel@2")(j) == 1.5  # (3 + 0) / 2
-    assert parse("mean_rel@10")(j) == pytest.approx(4 / 3)  # only three came back
+    assert parse("mean_rel@10")(j) == pytest.approx(4 / 10)  # ten places; the seven empty ones count 0
+    assert parse("mean_rel")(j) == pytest.approx(4 / 3)  # no cut-off: over what came back
+    short, full = J(["a"], {"a": 2}), J(["a", *"bcdefghij"], {"a": 2})  # the same grade at every place
+    assert parse("mean_rel@10")(short) == parse("mean_rel@10")(full) == pytest.approx(0.2)
     assert parse("judged@10")(j) == pytest.approx(2 / 3)
     assert parse("judged@10")(J([], {"a": 1})) == 0.0
     shares = metrics.relevance_distribution(metrics.Batch.of([j, J(["c"], {"c": 2})]), 10)

@@ -69,3 +69,68 @@ def test_neighbours_are_one_change_away():
     ]
     assert near["h2"] == [("h", "one model fewer: without bge")]
     assert near["kw"] == []
+
+
+def timed(key, primary, at1, center, spread=0.15, seed=0, n=26, mrr=0.0):
+    """A setup whose 26 searches took about `center` ms, with the noise of a shared machine."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    times = tuple(float(center * np.exp(rng.normal(0, spread))) for _ in range(n))
+    return Scored(key, primary, at1, float(np.median(times)), mrr=mrr, times_ms=times)
+
+
+def test_a_time_difference_inside_the_noise_is_a_tie_and_goes_to_the_better_setup():
+    from vx_eval.core.picks import Picker
+
+    # hybrid is better at 1 and takes as long as dense, give or take the machine's noise: whichever median
+    # comes out lower in a run, the pick is the better setup
+    for seed in range(8):
+        rows = [
+            timed("hybrid", 1.0, 0.9, 10.7, seed=seed),
+            timed("dense", 1.0, 0.8, 10.1, seed=seed + 100),
+            timed("slow-best", 1.0, 0.95, 200.0, seed=seed + 200),
+        ]
+        choice = Picker(rows, "found@10", seed=1).choose(balance=4, time=8)
+        assert choice.picks["best_for_balance"] == "slow-best"  # found@1 decides: hybrid is 5 points behind
+        assert Picker(rows, "found@10").choose(balance=5, time=8).picks["best_for_balance"] == "hybrid"
+        assert Picker(rows, "found@10").choose(balance=15, time=15).picks["best_for_time"] == "hybrid"
+
+
+def test_a_real_difference_in_speed_still_picks_the_faster():
+    from vx_eval.core.picks import Picker, compare_times
+
+    fast, slow = timed("keyword", 1.0, 0.8, 0.5, seed=1), timed("reranked", 1.0, 0.9, 50.0, seed=2)
+    comparison = compare_times(fast, slow)
+    assert comparison.surely_faster and comparison.ci[1] < 0.05
+    choice = Picker([fast, slow], "found@10").choose(balance=15, time=15)
+    assert choice.picks["best_for_time"] == "keyword"
+    reason = choice.reasons["best_for_time"].text
+    assert "as fast as reranked (surely faster: time ratio 0.01" in reason and "26 questions" in reason
+
+
+def test_noise_is_not_surely_faster_either_way():
+    from vx_eval.core.picks import compare_times
+
+    a, b = timed("a", 1, 1, 10.1, seed=3), timed("b", 1, 1, 10.7, seed=4)
+    one, other = compare_times(a, b), compare_times(b, a)
+    assert not one.surely_faster and not one.surely_slower and not other.surely_faster
+    assert one.ci[0] < 1 < one.ci[1]
+
+
+def test_a_saturated_primary_hands_the_picks_to_found_at_1_and_says_so():
+    from vx_eval.core.picks import Picker, saturated
+
+    rows = [S(f"s{i}", 1.0, at1=0.65 + 0.03 * i, ms=5.0 + i) for i in range(10)]  # the better, the slower
+    rows += [S("keyword", 0.85, at1=0.65, ms=0.4), S("graph", 0.88, at1=0.8, ms=100)]
+    assert saturated([r.primary for r in rows]) and not saturated([r.at1 for r in rows])
+    choice = Picker(rows, "found@10").choose(balance=4, time=8)
+    assert choice.measure == "found@1"
+    assert choice.note == (
+        "found@10 is 100% for 10 of 12 setups: it cannot tell the leaders apart, so the picks are decided by "
+        "found@1 (then found@10)"
+    )
+    assert choice.picks["finds_the_most"] == "s9"  # found@1 0.92
+    assert choice.picks["best_for_balance"] == "s8"  # found@1 0.89: within 4 points, and faster
+    assert choice.picks["best_for_time"] == "s7"  # 0.86: within 8 points; found@10 alone would pick s0 (0.65)
+    assert not saturated([1.0, 0.9, 0.8]) and saturated([0.5, 0.5]) and saturated([1, 1, 1, 0.2])

@@ -163,7 +163,7 @@ def test_a_scifact_sized_run_makes_a_page_under_two_megabytes(evaluations):
             for name, values in list(pq.items()):
                 if isinstance(values, list):
                     pq[name] = (values * 60)[:300]
-            pq["results"] = [[[f"doc{j}", 1.0 - j / 100] for j in range(100)] for _ in range(300)]
+            pq["results"] = [[[f"scifact-doc-{j:05d}", 1.0 - j / 100] for j in range(100)] for _ in range(300)]
             setups.append(setup)
     big["setups"] = setups
     assert len(json.dumps(big)) > 10_000_000

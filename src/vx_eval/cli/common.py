@@ -81,6 +81,9 @@ def write_page(stores: Stores, html_file: str, report: Any, save_to: str | None)
 
 
 where_argument = click.argument("where", metavar="LOCATION", required=False)
+wide_option = click.option(
+    "--wide", is_flag=True, help="The table at its full width whatever the terminal's (for wide screens and files)."
+)
 config_option = click.option(
     "--config", type=click.Path(dir_okay=False, path_type=Path), help="Read the runs at this config's save_to."
 )

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from vx_eval.cli.common import config_argument, err_console, location, out_console, write_page
+from vx_eval.cli.common import config_argument, err_console, location, out_console, wide_option, write_page
 
 
 @click.command()
@@ -25,6 +25,7 @@ from vx_eval.cli.common import config_argument, err_console, location, out_conso
 )
 @click.option("--address", help="With --executor dask: the scheduler, tcp://host:8786 (default: a LocalCluster).")
 @click.option("--html", "html_file", help="Also write the run's page, one self-contained HTML file, here.")
+@wide_option
 def run(
     config: Path,
     save_to: str | None,
@@ -38,6 +39,7 @@ def run(
     executor: str | None,
     address: str | None,
     html_file: str | None,
+    wide: bool,
 ) -> None:
     """Index what CONFIG declares, search every setup, print the ranking and the picks, save the report."""
     from vx_eval.core.config import load_config
@@ -65,7 +67,7 @@ def run(
     if as_json:
         click.echo(result.report.to_json())
     else:
-        show_run(out_console(), result.report, result.location)
+        show_run(out_console(), result.report, result.location, wide=wide)
     if html_file:
         where = location(save_to) or experiment.config.save_to
         write_page(

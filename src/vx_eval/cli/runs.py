@@ -7,7 +7,16 @@ from pathlib import Path
 
 import click
 
-from vx_eval.cli.common import config_option, err_console, new_file, out_console, runs_place, where_argument, write_page
+from vx_eval.cli.common import (
+    config_option,
+    err_console,
+    new_file,
+    out_console,
+    runs_place,
+    where_argument,
+    wide_option,
+    write_page,
+)
 
 
 @click.group()
@@ -39,7 +48,8 @@ def runs_list(where: str | None, config: Path | None, limit: int, offset: int, a
 @where_argument
 @config_option
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
-def runs_show(run_id: str, where: str | None, config: Path | None, as_json: bool) -> None:
+@wide_option
+def runs_show(run_id: str, where: str | None, config: Path | None, as_json: bool, wide: bool) -> None:
     """One run's ranking and picks (RUN is a run id, or `latest`)."""
     from vx_eval.core.history import read_report
     from vx_eval.display import show_run
@@ -49,7 +59,7 @@ def runs_show(run_id: str, where: str | None, config: Path | None, as_json: bool
     if as_json:
         click.echo(report.to_json())
     else:
-        show_run(out_console(), report, None)
+        show_run(out_console(), report, None, wide=wide)
 
 
 @runs.command("golden")

@@ -1,0 +1,54 @@
+"""The ranked table as a search engineer reads it: every measure the config asks for, the primary first; at a
+terminal's 80 columns no setup name broken, keys whole to copy into --only; at full width with --wide."""
+
+from __future__ import annotations
+
+import re
+
+from rich.console import Console
+
+from vx_eval.display import measures_shown, show_run
+
+from .test_cli import call
+
+
+def shown(report, width: int, wide: bool = False) -> list[str]:
+    console = Console(width=width, record=True, color_system=None, force_terminal=False)
+    show_run(console, report, None, wide=wide)
+    return console.export_text().splitlines()
+
+
+def test_every_asked_measure_is_a_column_the_primary_first(evaluations):
+    report = evaluations.newest
+    asked = report.settings.metrics
+    assert measures_shown(report)[0] == report.settings.primary
+    header = next(line for line in shown(report, 400) if "setup" in line and "median ms" in line)
+    names = re.findall(r"\b(?:found@\d+|recall@\d+|ndcg@\d+|mrr|p@\d+)\b", header)
+    assert names[: len(set(asked))] == list(dict.fromkeys([report.settings.primary, *asked]))
+
+
+def test_at_80_columns_no_name_is_broken_and_every_key_is_whole_on_its_line(evaluations):
+    report = evaluations.newest
+    lines = shown(report, 80)
+    assert all(len(line) <= 80 for line in lines[: lines.index("") if "" in lines else len(lines)])
+    for setup in report.setups:
+        assert any(setup.label in line for line in lines), setup.label  # one line, not wrapped
+        assert any(re.search(rf"(^|\s){re.escape(setup.key)}($|\s)", line) for line in lines), setup.key
+
+
+def test_wide_prints_the_table_whole_whatever_the_terminal(evaluations):
+    report = evaluations.newest
+    lines = shown(report, 80, wide=True)
+    header = next(line for line in lines if "median ms" in line)
+    assert len(header) > 80 and "setup" in header
+    for setup in report.setups:
+        assert any(setup.key in line for line in lines)
+
+
+def test_primary_found_at_3_gets_its_column_and_its_interval(project, capsys):
+    config = project.write_config(evaluation={"metrics": ["found@1", "mrr"], "primary": "found@3", "depth": 20})
+    code, out, err = call(capsys, "run", str(config), "--no-save", "--wide")
+    assert code == 0, err
+    header = next(line for line in out.splitlines() if "median ms" in line)
+    assert header.index("found@3") < header.index("found@1") < header.index("mrr")
+    assert "95% interval of found@3" in out
