@@ -267,3 +267,78 @@ def evaluate_run(
     values = np.column_stack([m.compute(batch) for m in measures])
     warnings = judgements.warnings + run.warnings
     return Evaluation([m.name for m in measures], judgements.question_ids, values, warnings)
+
+
+# ------------------------------------------------------------------------------- trec_eval's own output
+
+TREC_COUNTS = ("runid", "num_q", "num_ret", "num_rel", "num_rel_ret")
+"""trec_eval's counting lines, which `-m` may name alongside measures."""
+_TREC_NAME = {"found": "success", "recall": "recall", "p": "P", "map": "map_cut", "ndcg": "ndcg_cut"}
+_TREC_WHOLE = {"mrr": "recip_rank", "map": "map", "ndcg": "ndcg", "rprec": "Rprec"}
+
+
+def trec_name(measure: metrics.Measure) -> str | None:
+    """trec_eval's name of a measure (``P_5``, ``ndcg_cut_10``, ``recip_rank``), None where it has none."""
+    name = measure.definition.name
+    if measure.per_relevant:
+        return None
+    if measure.k is None:
+        return _TREC_WHOLE.get(name)
+    prefix = _TREC_NAME.get(name)
+    return f"{prefix}_{measure.k}" if prefix else None
+
+
+def trec_eval_output(
+    judgements: Judgements,
+    run: Run,
+    names: Sequence[str] = DEFAULT_MEASURES,
+    *,
+    threshold: int = 1,
+    per_query: bool = False,
+    runid: str = "run",
+) -> str:
+    """What ``trec_eval -c [-q] -m …`` prints for the same files and measures: its names, its layout
+    (``%-22s\\t%s\\t%.4f``, counts as whole numbers), per question then ``all`` with ``per_query``."""
+    wanted = metrics.expand_trec(names)
+    counts = [n for n in wanted if n.lower() in TREC_COUNTS]
+    measures = [metrics.parse(n) for n in wanted if n.lower() not in TREC_COUNTS]
+    missing = [m.name for m in measures if trec_name(m) is None]
+    if missing:
+        raise VxEvalError(
+            f"{', '.join(missing)} has no trec_eval name; leave out --trec-format, or ask for measures trec_eval "
+            "has (success, recip_rank, P, recall, map, map_cut, ndcg, ndcg_cut, Rprec)"
+        )
+    batch = run_batch(judgements, run, threshold)
+    values = np.column_stack([m.compute(batch) for m in measures]) if measures else np.zeros((len(batch.n_rel), 0))
+    per = {
+        "num_ret": batch.length.astype(np.int64),
+        "num_rel": batch.n_rel.astype(np.int64),
+        "num_rel_ret": batch.hit.sum(axis=1).astype(np.int64),
+    }
+    lines: list[str] = []
+    if per_query:
+        for i, qid in enumerate(judgements.question_ids):
+            lines += [f"{c:<22}\t{qid}\t{per[c][i]}" for c in counts if c in per]
+            lines += [f"{trec_name(m):<22}\t{qid}\t{values[i, j]:.4f}" for j, m in enumerate(measures)]
+    totals: dict[str, object] = {
+        "runid": runid,
+        "num_q": len(judgements.question_ids),
+        **{c: int(v.sum()) for c, v in per.items()},
+        # trec_eval's summary num_rel counts every grade above 0, whatever -l says (its per-question
+        # lines follow -l): the same here, so the lines match
+        "num_rel": int((judgements.grades > 0).sum()),
+    }
+    lines += [f"{c:<22}\tall\t{totals[c.lower()]}" for c in counts]
+    means = np.nanmean(values, axis=0) if len(values) else np.zeros(len(measures))
+    lines += [f"{trec_name(m):<22}\tall\t{means[j]:.4f}" for j, m in enumerate(measures)]
+    return "\n".join(lines) + "\n"
+
+
+def run_tag(path: Path) -> str:
+    """A run file's name as trec_eval's ``runid`` line gives it: the sixth field of its first line."""
+    with path.open("rb") as handle:
+        for raw in handle:
+            fields = raw.split()
+            if fields and not fields[0].startswith(b"#"):
+                return fields[5].decode("utf-8", "replace") if len(fields) >= 6 else "run"
+    return "run"

@@ -35,12 +35,27 @@ import click
 )
 @click.option("-q", "--per-query", is_flag=True, help="Also print every question's values.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON: measure -> mean (with -q, per question too).")
+@click.option(
+    "--trec-format",
+    is_flag=True,
+    help="Print exactly what `trec_eval -c` prints (its names, P_5, ndcg_cut_10; its layout), for scripts "
+    "written for it; -m may name runid, num_q, num_ret, num_rel and num_rel_ret too.",
+)
 def eval_command(
-    qrels: Path, run_file: Path, measures: tuple[str, ...], threshold: int, per_query: bool, as_json: bool
+    qrels: Path,
+    run_file: Path,
+    measures: tuple[str, ...],
+    threshold: int,
+    per_query: bool,
+    as_json: bool,
+    trec_format: bool,
 ) -> None:
     """Score a TREC RUN file against QRELS (TREC qrels or a golden file), as `trec_eval -c` does."""
     from vx_eval.core.trec import DEFAULT_MEASURES, evaluate_run, read_judgements, read_run
 
+    if trec_format:
+        _trec_format(qrels, run_file, measures or DEFAULT_MEASURES, threshold, per_query)
+        return
     evaluation = evaluate_run(
         read_judgements(qrels), read_run(run_file), measures or DEFAULT_MEASURES, threshold=threshold
     )
@@ -65,3 +80,14 @@ def eval_command(
     out.write(f"{'num_q':<16}\tall\t{len(evaluation.question_ids)}\n")
     for name, value in means.items():
         out.write(f"{name:<16}\tall\t{value:.4f}\n")
+
+
+def _trec_format(qrels: Path, run_file: Path, measures: tuple[str, ...], threshold: int, per_query: bool) -> None:
+    from vx_eval.core.trec import read_judgements, read_run, run_tag, trec_eval_output
+
+    judgements, run = read_judgements(qrels), read_run(run_file)
+    for warning in judgements.warnings + run.warnings:
+        click.echo(f"warning: {warning}", err=True)
+    sys.stdout.write(
+        trec_eval_output(judgements, run, measures, threshold=threshold, per_query=per_query, runid=run_tag(run_file))
+    )
