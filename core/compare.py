@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from pydantic import BaseModel
@@ -65,6 +66,34 @@ class Change(BaseModel):
     significant: bool = False
 
 
+class LatencyChange(BaseModel):
+    """One setup's median or 95th-percentile search time, before and after, over the questions both runs
+    timed: the ratio after / before with a paired bootstrap interval."""
+
+    setup: str
+    stat: str
+    """``median`` or ``p95``."""
+    questions: int
+    before_ms: float
+    after_ms: float
+    ratio: float
+    ci: tuple[float, float]
+
+    @property
+    def significant(self) -> bool:
+        return self.ci[0] > 1.0 or self.ci[1] < 1.0
+
+
+class SettingChange(BaseModel):
+    """A setting that differs between the two runs, and what it can change."""
+
+    name: str
+    before: Any
+    after: Any
+    affects: str
+    """``results`` (the searches: depth, search settings, models, an index), ``times`` or ``measures``."""
+
+
 class Comparison(BaseModel):
     before: str
     after: str
@@ -74,6 +103,99 @@ class Comparison(BaseModel):
     rows: list[Change]
     only_before: list[str]
     only_after: list[str]
+    latency: list[LatencyChange] = []
+    settings: list[SettingChange] = []
+
+    @property
+    def searches_differ(self) -> list[SettingChange]:
+        """Settings that make the two runs' searches differ (so a change may be theirs, not the system's)."""
+        return [c for c in self.settings if c.affects == "results"]
+
+
+RESULT_SETTINGS = ("depth", "relevance_threshold", "relevance_field", "search.", "targets.")
+TIME_SETTINGS = ("timing.",)
+PLACES = ("models.scores", "models.embeddings")
+"""Where caches were kept: they differ between machines and change nothing."""
+
+
+def _flat(value: Any, prefix: str = "") -> dict[str, Any]:
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        for key, inner in value.items():
+            out.update(_flat(inner, f"{prefix}{key}."))
+        return out
+    return {prefix.rstrip("."): value}
+
+
+def settings_diff(before: Report, after: Report) -> list[SettingChange]:
+    """Every setting that differs: the run's (depth, search, models, timing, measures) and each target's index
+    (its settings, models and corpus)."""
+
+    def flat(report: Report) -> dict[str, Any]:
+        run = _flat(report.settings.model_dump(mode="json"))
+        for name, target in report.targets.items():
+            index = {"settings": target.settings, "models": target.models, "corpus_sha256": target.corpus_sha256}
+            run.update(_flat(index, f"targets.{name}."))
+        return {k: v for k, v in run.items() if k not in PLACES}
+
+    a, b = flat(before), flat(after)
+    changes = []
+    for name in sorted(set(a) | set(b)):
+        if a.get(name) != b.get(name):
+            affects = (
+                "results"
+                if name.startswith(RESULT_SETTINGS) or name.startswith("models.")
+                else "times"
+                if name.startswith(TIME_SETTINGS)
+                else "measures"
+            )
+            changes.append(SettingChange(name=name, before=a.get(name), after=b.get(name), affects=affects))
+    return changes
+
+
+def latency_changes(
+    before: Report, after: Report, keys: list[str], *, samples: int = 1000, seed: int = 0
+) -> list[LatencyChange]:
+    """Median and p95 time of each setup in `keys`, before and after, over the questions both runs timed."""
+    a_index = {q: i for i, q in enumerate(before.question_ids)}
+    b_index = {q: i for i, q in enumerate(after.question_ids)}
+    shared = [q for q in after.question_ids if q in a_index]
+    out = []
+    rng = np.random.default_rng(seed)
+    for key in keys:
+        a_times, b_times = before.setup(key).per_question.times_ms, after.setup(key).per_question.times_ms
+        pairs = np.array(
+            [
+                (a_times[a_index[q]], b_times[b_index[q]])
+                for q in shared
+                if a_index[q] < len(a_times)
+                and b_index[q] < len(b_times)
+                and a_times[a_index[q]] is not None
+                and b_times[b_index[q]] is not None
+            ],
+            dtype=float,
+        ).reshape(-1, 2)
+        if len(pairs) < 2:
+            continue
+        picked = rng.integers(0, len(pairs), size=(samples, len(pairs)))
+        for stat, q in (("median", 50), ("p95", 95)):
+            a_ms, b_ms = float(np.percentile(pairs[:, 0], q)), float(np.percentile(pairs[:, 1], q))
+            ratios = np.percentile(pairs[picked, 1], q, axis=1) / np.maximum(
+                np.percentile(pairs[picked, 0], q, axis=1), 1e-12
+            )
+            lo, hi = np.quantile(ratios, [0.025, 0.975])
+            out.append(
+                LatencyChange(
+                    setup=key,
+                    stat=stat,
+                    questions=len(pairs),
+                    before_ms=a_ms,
+                    after_ms=b_ms,
+                    ratio=b_ms / a_ms if a_ms > 0 else 1.0,
+                    ci=(float(lo), float(hi)),
+                )
+            )
+    return out
 
 
 def load_report(ref: str, stores: Stores, runs_at: str) -> Report:
@@ -149,6 +271,8 @@ def compare_reports(
         rows=rows,
         only_before=sorted(set(a_setups) - set(b_setups)),
         only_after=sorted(set(b_setups) - set(a_setups)),
+        latency=latency_changes(before, after, [k for k in b_setups if k in a_setups], samples=bootstrap, seed=seed),
+        settings=settings_diff(before, after),
     )
 
 

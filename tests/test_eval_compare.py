@@ -112,7 +112,7 @@ def test_a_gate_fails_only_on_a_drop_beyond_tolerance_that_is_significant(capsys
     code, out, _ = call(
         capsys, "compare", str(first), str(tmp_path / "worse.json"), "--fail-if", "ndcg@10 drops by more than 100%"
     )
-    assert code == 0 and "All 1 gate passed." in out
+    assert code == 0 and "Gate passed: “ndcg@10 drops by more than 100%” is true of none of the 1 setups" in out
     # a drop beyond the tolerance that a test cannot tell from noise passes too
     slightly = json.loads(first.read_text())
     values = slightly["setups"][0]["per_question"]["metrics"]["ndcg@10"]
@@ -151,3 +151,27 @@ def test_gates_parse(text, measure, tolerance):
 def test_a_gate_that_is_not_one_says_how_to_write_it():
     with pytest.raises(VxEvalError, match='write e.g. "ndcg@10 drops by more than 0.02"'):
         Gate.parse("ndcg@10 < 0.5")
+
+
+def test_compare_changed_shows_only_real_changes_with_latency_and_settings(capsys, two_runs, tmp_path):
+    folder = two_runs / "retrieval" / "runs"
+    first = sorted(folder.iterdir())[0] / "report.json"
+    other = json.loads(first.read_text())
+    setup = other["setups"][0]
+    setup["per_question"]["metrics"]["ndcg@10"] = [0.0] * len(setup["per_question"]["metrics"]["ndcg@10"])
+    setup["per_question"]["times_ms"] = [t * 3 if t is not None else None for t in setup["per_question"]["times_ms"]]
+    other["settings"]["search"]["rerank_depth"] = 5
+    other["settings"]["depth"] = 50
+    other["id"] = "other"
+    (tmp_path / "other.json").write_text(json.dumps(other))
+    code, out, err = call(capsys, "compare", str(first), str(tmp_path / "other.json"), "--changed")
+    assert code == 0, err
+    assert "warning: the two runs searched differently (depth, search.rerank_depth)" in " ".join(out.split())
+    assert "depth: 20 → 50 (changes the results)" in out and "search.rerank_depth: 20 → 5" in out
+    table = out[out.index("shared questions") :]
+    assert "ndcg@10" in table and "found@1 " not in table.split("search times")[0]  # only what changed
+    assert "search times" in out and "3.00×" in out and "▲" in out
+    code, _, err = call(capsys, "compare", str(first), str(tmp_path / "other.json"), "--same-settings")
+    assert code == 2 and "the runs searched with different settings (depth: 20 → 50" in err
+    code, out, _ = call(capsys, "compare", str(first), str(first), "--changed")
+    assert code == 0 and "No measure changed beyond its 95% interval" in out and "Settings that differ" not in out

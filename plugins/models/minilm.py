@@ -3,9 +3,12 @@ any other sentence-transformers model id, for machines that can download it."""
 
 from __future__ import annotations
 
+import functools
 import os
+import socket
 from collections.abc import Sequence
 from typing import ClassVar
+from urllib.parse import urlsplit
 
 import numpy as np
 
@@ -86,7 +89,52 @@ class AnySentenceTransformer:
         self.model_id = model_id
 
     def load(self, settings: ModelSettings) -> SentenceTransformerEncoder:
+        if not os.path.isdir(self.model_id):
+            cached = _cached(self.model_id)
+            reachable, why = hub_reachable()
+            if not reachable and not cached:
+                raise ModelError(
+                    f"'{self.model_id}' is a Hugging Face model id, and this machine can neither reach the hub "
+                    f"({why}) nor finds the model in its cache ({_cache_dir()}); download it where the hub can be "
+                    "reached (it is then cached), or name a bundled model: minilm, bge-small"
+                )
+            if not reachable:  # the cached copy, without the hub client's retries against a hub that is not there
+                os.environ["HF_HUB_OFFLINE"] = "1"
         return SentenceTransformerEncoder(self.model_id, self.model_id, settings)
+
+
+def _cache_dir() -> str:
+    from huggingface_hub import constants
+
+    return str(constants.HF_HUB_CACHE)
+
+
+def _cached(model_id: str) -> bool:
+    """Whether the model's files are in the local Hugging Face cache (looked up without the network)."""
+    try:
+        from huggingface_hub import try_to_load_from_cache
+    except ImportError:
+        return False
+    try:
+        found = try_to_load_from_cache(model_id, "config.json")
+    except Exception:  # a malformed id: the load below says so
+        return False
+    return isinstance(found, str)
+
+
+@functools.cache
+def hub_reachable(timeout: float = 3.0) -> tuple[bool, str]:
+    """Whether the Hugging Face hub answers, asked once per process (HF_HUB_OFFLINE=1 says no at once)."""
+    if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes"):
+        return False, "HF_HUB_OFFLINE is set"
+    endpoint = urlsplit(os.environ.get("HF_ENDPOINT") or "https://huggingface.co")
+    host = endpoint.hostname or "huggingface.co"
+    port = endpoint.port or (443 if endpoint.scheme == "https" else 80)
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return True, ""
+    except OSError as exc:
+        return False, f"{host}:{port}: {exc.strerror or exc}"
 
 
 @hookimpl

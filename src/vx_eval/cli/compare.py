@@ -29,6 +29,12 @@ from vx_eval.cli.common import err_console, location, out_console
 )
 @click.option("--allow-different-golden", is_flag=True, help="Compare runs that read different golden files.")
 @click.option("-m", "--measure", "only_measures", multiple=True, metavar="MEASURE", help="Show only these measures.")
+@click.option("--changed", is_flag=True, help="Show only the changes whose 95% interval excludes 0.")
+@click.option(
+    "--same-settings",
+    is_flag=True,
+    help="Refuse (exit 2) when the runs searched with different settings (depth, search, models, an index).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
 def compare(
     before: str,
@@ -37,6 +43,8 @@ def compare(
     gates: tuple[str, ...],
     allow_different_golden: bool,
     only_measures: tuple[str, ...],
+    changed: bool,
+    same_settings: bool,
     as_json: bool,
 ) -> None:
     """Compare two runs (ids, `latest`, or paths): every change with its interval and significance."""
@@ -63,15 +71,23 @@ def compare(
             "pass --allow-different-golden to compare the questions they share"
         )
     comparison = compare_reports(first, second, allow_different_golden=True)
+    if same_settings and comparison.searches_differ:
+        differ = "; ".join(f"{c.name}: {c.before!r} → {c.after!r}" for c in comparison.searches_differ[:5])
+        raise VxEvalError(f"the runs searched with different settings ({differ}); --same-settings refuses them")
     shown = {parse(m).name for m in only_measures}
     tripped = failed_gates(comparison, parsed_gates)
     if as_json:
         click.echo(json.dumps({**comparison.model_dump(mode="json"), "failed_gates": tripped}, indent=1))
     else:
-        show_comparison(out_console(), comparison, shown)
+        show_comparison(out_console(), comparison, shown, changed=changed)
         for line in tripped:
             err_console().print(f"[red]gate failed:[/] {escape(line)}", highlight=False)
         if parsed_gates and not tripped:
-            out_console().print(f"All {len(parsed_gates)} gate{'s' * (len(parsed_gates) != 1)} passed.")
+            setups = len({r.setup for r in comparison.rows})
+            for gate in parsed_gates:
+                out_console().print(
+                    f"Gate passed: “{escape(gate.text)}” is true of none of the {setups} setups compared",
+                    highlight=False,
+                )
     if tripped:
         sys.exit(3)
