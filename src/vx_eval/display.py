@@ -18,7 +18,7 @@ from rich.progress import (
 from rich.table import Table
 
 from vx_eval.core.errors import brief
-from vx_eval.format import fmt, fmt_ms, is_share
+from vx_eval.format import fmt, fmt_ms, is_share, measures_shown
 
 Justify = Literal[  # the columns' alignments
     "left", "right", "center"
@@ -81,12 +81,6 @@ def _interval(metric: str, ci: tuple[float, float] | None) -> str:
         return ""
     lo, hi = ci
     return f" [dim][{lo * 100:.0f}–{hi * 100:.0f}][/]" if is_share(metric) else f" [dim][{lo:.3f}–{hi:.3f}][/]"
-
-
-def measures_shown(report: Report) -> list[str]:
-    """Every measure the config asks for, the primary first (the table's and the page's columns)."""
-    settings = report.settings
-    return list(dict.fromkeys([settings.primary, *settings.metrics]))
 
 
 def _marks(report: Report) -> dict[str, str]:

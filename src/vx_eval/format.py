@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from vx_eval.core.schema import Report
+
 SHARES = ("found", "hit", "recall", "p", "judged")
 
 
@@ -20,3 +25,9 @@ def fmt(metric: str, value: float | None) -> str:
 def fmt_ms(value: float | None) -> str:
     """Milliseconds without the unit: 12.3 under 100, 1,026 above."""
     return "–" if value is None else (f"{value:.1f}" if value < 100 else f"{value:,.0f}")
+
+
+def measures_shown(report: Report) -> list[str]:
+    """Every measure the config asks for, the primary first (the table's and the page's columns)."""
+    settings = report.settings
+    return list(dict.fromkeys([settings.primary, *settings.metrics]))

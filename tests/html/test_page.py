@@ -207,3 +207,44 @@ def test_older_runs_without_the_newer_fields_still_make_a_page(evaluations):
         setup["summary"].pop("mrr", None)
     html = render_page(load_report(json.dumps(old), "old report"))
     assert 'data-pick="finds_the_most"' in html
+
+
+def test_scatter_labels_stay_inside_and_never_overlap_even_when_marks_crowd_the_top(evaluations):
+    from vx_eval.html.charts import CHAR_W, H, LABEL_H, W, Point, quality_vs_time
+
+    # twelve setups at 100%, a few milliseconds apart: the marks crowd the top edge
+    points = [Point(f"s{i}", f"setup {i}", i, 4.0 + 1.3 * i, 1.0, f"setup {i}") for i in range(1, 13)]
+    svg = str(quality_vs_time(points, [], "found"))
+    boxes = []
+    for x, y, anchor, text in re.findall(r'<text x="([\d.]+)" y="([\d.]+)" text-anchor="(\w+)">([^<]+)</text>', svg):
+        x, y, width = float(x), float(y), CHAR_W * len(text)
+        left = x if anchor == "start" else x - width if anchor == "end" else x - width / 2
+        boxes.append((left, y - LABEL_H, left + width, y))
+    assert len(boxes) >= 4  # marks close together share a label, but not all twelve one
+    for i, a in enumerate(boxes):
+        assert a[0] >= 0 and a[2] <= W and a[1] >= 0 and a[3] <= H
+        for b in boxes[i + 1 :]:
+            assert min(a[2], b[2]) <= max(a[0], b[0]) or min(a[3], b[3]) <= max(a[1], b[1]), (a, b)
+
+
+def test_the_ranked_table_has_the_configs_measures_and_the_depth_chart_a_legend(evaluations):
+    report = evaluations.newest
+    html = render_page(report)
+    head = html[html.index('<table id="ranked"') : html.index("</thead>", html.index('<table id="ranked"'))]
+    for metric in report.settings.metrics:
+        if metric != report.settings.primary:
+            assert f">{metric}</th>" in head, metric
+    assert "hit rate@10, success@10" in html and "recall@k / hit rate" not in html
+    legend = html[html.index('<ul class="legend">') : html.index("</ul>", html.index('<ul class="legend">'))]
+    assert all(f"{s.rank}. {s.label}" in legend.replace("&amp;", "&") for s in report.setups if s.scored)
+    colours = re.findall(r'<g class="series" data-name="\d+" stroke="(#\w+)"', html)
+    assert len(set(colours[: len(report.setups)])) == min(12, len(report.setups))
+
+
+def test_each_pick_says_why_on_the_page(evaluations):
+    report = evaluations.newest
+    html = render_page(report)
+    assert report.picking is not None
+    for name, reason in report.picking.reasons.items():
+        card = html[html.index(f'data-pick="{name}"') :][:3000]
+        assert 'class="pick-reason' in card and reason.text.split(";")[0][:40].replace("&", "&amp;") in card

@@ -11,7 +11,56 @@ from markupsafe import Markup, escape
 W, H = 640, 300
 LEFT, RIGHT, TOP, BOTTOM = 56, 20, 16, 44
 MAX_X_LABELS = 8
-PALETTE = ("#2563eb", "#dc2626", "#16a34a", "#9333ea", "#ea580c", "#0891b2", "#be185d", "#4d7c0f")
+PALETTE = (
+    "#2563eb", "#dc2626", "#16a34a", "#9333ea", "#ea580c", "#0891b2",
+    "#be185d", "#4d7c0f", "#4f46e5", "#a16207", "#0f766e", "#64748b",
+)  # fmt: skip
+DASHES = ("", "6 3", "2 3")
+"""Past twelve series, colours repeat with another dash."""
+CHAR_W, LABEL_H = 6.6, 12.0
+"""A label's size at the charts' 11px text: width per character, height."""
+
+
+@dataclass
+class _Box:
+    x0: float
+    y0: float
+    x1: float
+    y1: float
+
+    def overlap(self, other: _Box) -> float:
+        w = min(self.x1, other.x1) - max(self.x0, other.x0)
+        h = min(self.y1, other.y1) - max(self.y0, other.y0)
+        return w * h if w > 0 and h > 0 else 0.0
+
+
+def place_labels(
+    items: Sequence[tuple[float, float, str]], frame: tuple[float, float, float, float], avoid: Sequence[_Box] = ()
+) -> list[tuple[float, float, str]]:
+    """Where to write each (x, y, text) beside its point: the first of eight spots around it that stays in
+    `frame` (x0, y0, x1, y1) and overlaps no label placed before it nor a mark in `avoid`; where every spot
+    overlaps, the one that overlaps least. Returns (x, y, text-anchor) per item."""
+    placed: list[_Box] = []
+    out = []
+    spots = ((8, -8, "start"), (8, 14, "start"), (-8, -8, "end"), (-8, 14, "end"), (0, -12, "middle"),
+             (0, 22, "middle"), (12, 3, "start"), (-12, 3, "end"))  # fmt: skip
+    fx0, fy0, fx1, fy1 = frame
+    for x, y, text in items:
+        width = CHAR_W * len(text) + 2
+        best: tuple[float, tuple[float, float, str], _Box] | None = None
+        for dx, dy, anchor in spots:
+            left = x + dx if anchor == "start" else x + dx - width if anchor == "end" else x + dx - width / 2
+            box = _Box(left, y + dy - LABEL_H + 2, left + width, y + dy + 2)
+            outside = max(0.0, fx0 - box.x0) + max(0.0, box.x1 - fx1) + max(0.0, fy0 - box.y0) + max(0.0, box.y1 - fy1)
+            cost = outside * 1000 + sum(box.overlap(b) for b in placed) + sum(box.overlap(b) for b in avoid) / 4
+            if best is None or cost < best[0]:
+                best = (cost, (x + dx, y + dy, anchor), box)
+            if cost == 0:
+                break
+        assert best is not None
+        placed.append(best[2])
+        out.append(best[1])
+    return out
 
 
 @dataclass(frozen=True)
@@ -112,12 +161,17 @@ def quality_vs_time(points: Sequence[Point], frontier: Sequence[str], y_label: s
             labels[p.number] = [p]
         else:
             labels[near].append(p)
+    marks = [_Box(x(p.x) - 6, y(p.y) - 6, x(p.x) + 6, y(p.y) + 6) for p in timed]
+    firsts = [p for p in timed if p.number in labels]
+    names = {p.number: ", ".join(str(q.number) for q in labels[p.number]) for p in firsts}
+    spots = place_labels([(x(p.x), y(p.y), names[p.number]) for p in firsts], (LEFT, 2, W - 2, H - BOTTOM), marks)
+    where = {p.number: spot for p, spot in zip(firsts, spots, strict=True)}
     for p in timed:
         on = " on-frontier" if p.key in frontier else ""
         text = ""
-        if p.number in labels:
-            names = ", ".join(str(q.number) for q in labels[p.number])
-            text = f'<text x="{x(p.x) + 8:.1f}" y="{y(p.y) - 8:.1f}">{names}</text>'
+        if p.number in where:
+            lx, ly, anchor = where[p.number]
+            text = f'<text x="{lx:.1f}" y="{ly:.1f}" text-anchor="{anchor}">{names[p.number]}</text>'
         parts.append(
             f'<g class="mark{on}" data-key="{escape(p.key)}"><title>{escape(p.tip)}</title>'
             f'<circle cx="{x(p.x):.1f}" cy="{y(p.y):.1f}" r="6"/>{text}</g>'
@@ -170,17 +224,57 @@ def lines(
             f'<line x1="{xm:.1f}" x2="{xm:.1f}" y1="{TOP}" y2="{H - BOTTOM}"/>'
             f'<text x="{xm + 3:.1f}" y="{TOP + 10}">index changed</text></g>'
         )
+    ends = _end_labels(series, x, y)
     for s, (name, tip, vs) in enumerate(series):
-        colour = PALETTE[s % len(PALETTE)]
+        colour, dash = series_style(s)
         pts = [(x(i), y(v)) for i, v in enumerate(vs) if v is not None]
         coords = " ".join(f"{a:.1f},{b:.1f}" for a, b in pts)
         dots = "".join(f'<circle cx="{a:.1f}" cy="{b:.1f}" r="3"/>' for a, b in pts)
-        end = f'<text x="{pts[-1][0] + 6:.1f}" y="{pts[-1][1] + 4:.1f}">{escape(name)}</text>' if pts else ""
+        end = ""
+        if s in ends:
+            lx, ly, text, anchor = ends[s]
+            end = f'<text class="end-label" x="{lx:.1f}" y="{ly:.1f}" text-anchor="{anchor}">{escape(text)}</text>'
+        dashed = f' stroke-dasharray="{dash}"' if dash else ""
         parts.append(
             f'<g class="series" data-name="{escape(name)}" stroke="{colour}" fill="{colour}">'
-            f'<title>{escape(tip)}</title><polyline fill="none" points="{coords}"/>{dots}{end}</g>'
+            f'<title>{escape(tip)}</title><polyline fill="none" points="{coords}"{dashed}/>{dots}{end}</g>'
         )
-    return _frame("".join(parts), title, x_label, y_label, cls)
+    return _frame("".join(parts), title, x_label, y_label, cls) + legend(series)
+
+
+def series_style(index: int) -> tuple[str, str]:
+    """The colour and dash of the index-th series: twelve colours, then the same with dashes."""
+    return PALETTE[index % len(PALETTE)], DASHES[(index // len(PALETTE)) % len(DASHES)]
+
+
+def legend(series: Sequence[tuple[str, str, Sequence[float | None]]]) -> Markup:
+    """Which line is which: a swatch in the line's colour (and dash), its number and its full label."""
+    items = []
+    for s, (name, tip, _) in enumerate(series):
+        colour, dash = series_style(s)
+        style = f"border-top: 3px {'dashed' if dash else 'solid'} {colour}"
+        items.append(f'<li><span class="swatch" style="{style}"></span>{escape(name)}. {escape(tip)}</li>')
+    return Markup(f'<ul class="legend">{"".join(items)}</ul>')
+
+
+def _end_labels(series, x, y) -> dict[int, tuple[float, float, str, str]]:
+    """One label per group of lines that end at the same height ("1, 2, 3"), the groups pushed apart so
+    that no two overlap, kept inside the plot."""
+    groups: dict[tuple[float, float], list[int]] = {}
+    for s, (_, _, vs) in enumerate(series):
+        last = max((i for i, v in enumerate(vs) if v is not None), default=None)
+        if last is not None:
+            groups.setdefault((round(x(last), 1), round(y(vs[last]), 1)), []).append(s)
+    ordered = sorted(groups.items(), key=lambda item: item[0][1])
+    out: dict[int, tuple[float, float, str, str]] = {}
+    floor = TOP + LABEL_H - 2
+    for (gx, gy), members in ordered:
+        ly = max(gy + 4, floor)
+        floor = ly + LABEL_H
+        text = ", ".join(series[m][0] for m in members)
+        fits = gx + 6 + CHAR_W * len(text) <= W - 2
+        out[members[0]] = (gx + 6 if fits else gx - 6, min(ly, H - BOTTOM), text, "start" if fits else "end")
+    return out
 
 
 def bars(items: Sequence[tuple[str, float, str]], y_label: str, x_label: str, title: str, cls: str) -> Markup:

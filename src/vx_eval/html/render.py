@@ -12,7 +12,7 @@ from markupsafe import Markup
 
 from vx_eval import __version__
 from vx_eval.core.schema import Report
-from vx_eval.format import fmt
+from vx_eval.format import fmt, measures_shown
 from vx_eval.html import charts
 from vx_eval.html.view import (
     PER_PAGE,
@@ -104,17 +104,22 @@ class PickCard:
     rule: str
     key: str | None
     view: SetupView | None
+    reason: str | None = None
+    """Why, in words (how much and how surely faster), where the report says."""
 
 
 def _picks(report: Report, by_key: dict[str, SetupView]) -> list[PickCard]:
-    settings, chosen = report.settings, dict(report.picks.items())
+    settings, chosen, picking = report.settings, dict(report.picks.items()), report.picking
+    measure = picking.measure if picking else settings.primary
+    reasons = picking.reasons if picking else {}
     return [
         PickCard(
             name,
             title,
-            rule.format(balance=settings.balance_points, time=settings.time_points),
+            rule.format(balance=settings.balance_points, time=settings.time_points, measure=measure),
             chosen.get(name),
             by_key.get(chosen.get(name) or ""),
+            reasons[name].text if name in reasons else None,
         )
         for name, title, rule in PICKS
     ]
@@ -231,6 +236,8 @@ def render_page(
             picks=_picks(report, by_key),
             primary=primary,
             primary_meaning=primary_meaning,
+            measures=[meaning(m) for m in measures_shown(report)[1:]],
+            picking_note=report.picking.note if report.picking else None,
             scatter=_scatter(report, views, primary_meaning.plain),
             depths=_depths(report, views),
             views=views,

@@ -17,13 +17,17 @@ from vx_eval.core.schema import Graded, JudgeInfo, Report, Settings, SetupResult
 from vx_eval.format import fmt_ms as display_ms
 
 PICKS = (
-    ("finds_the_most", "Finds the most", "most questions with a right answer in the top 10"),
+    ("finds_the_most", "Finds the most", "the best {measure}"),
     (
         "best_for_balance",
         "Best for balance",
-        "the fastest setup within {balance:g} points of the one that finds the most",
+        "the fastest setup within {balance:g} points of the best {measure} (times within the noise tie)",
     ),
-    ("best_for_time", "Best for time", "the fastest setup within {time:g} points of the one that finds the most"),
+    (
+        "best_for_time",
+        "Best for time",
+        "the fastest setup within {time:g} points of the best {measure} (times within the noise tie)",
+    ),
 )
 PER_PAGE = 7
 
@@ -32,7 +36,7 @@ MEANINGS = {
     "found": (
         "Found in the top {k}",
         "share of questions with a right answer among the first {k} results",
-        "recall@k / hit rate@k",
+        "hit rate@k, success@k",
     ),
     "recall": (
         "Recall in the top {k}",
