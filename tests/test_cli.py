@@ -33,7 +33,7 @@ def test_the_shipped_quickstart_prints_every_method_ranked_with_picks_and_neighb
     config = quickstart_copy(tmp_path, shared_cache, keyword_only=False)
     code, out, err = call(capsys, "run", str(config))
     assert code == 0, err
-    assert "quickstart: 26 questions, 12 setups" in out
+    assert "quickstart: 42 questions, 12 setups" in out
     for label in (
         "Keyword (BM25)",
         "Dense — MiniLM",
@@ -56,7 +56,7 @@ def test_the_shipped_quickstart_prints_every_method_ranked_with_picks_and_neighb
 def test_run_prints_the_ranked_table_the_picks_and_the_report_location(capsys, quickstart):
     code, out, err = call(capsys, "run", str(quickstart))
     assert code == 0, err
-    assert "quickstart: 26 questions, 1 setups" in out
+    assert "quickstart: 42 questions, 1 setups" in out
     assert "Keyword (BM25)" in out and "found@10" in out and "median ms" in out
     for line in (
         "★ Finds the most: Keyword (BM25) (local.keyword)",
@@ -73,7 +73,7 @@ def test_run_json_prints_the_report(capsys, quickstart, tmp_path):
     code, out, _ = call(capsys, "run", str(quickstart), "--json", "--save-to", str(tmp_path / "elsewhere"))
     assert code == 0
     report = json.loads(out)
-    assert report["golden"]["labelled"] == 26 and report["settings"]["balance_points"] == 4
+    assert report["golden"]["labelled"] == 42 and report["settings"]["balance_points"] == 4
     assert (tmp_path / "elsewhere" / "retrieval" / "runs" / report["id"] / "report.json").is_file()
 
 
@@ -111,7 +111,7 @@ def test_golden_check_lists_every_defect_and_exits_2(capsys, tmp_path):
 def test_golden_check_with_a_config_looks_every_expected_id_up(capsys, quickstart, tmp_path):
     golden = quickstart.parent / "quickstart" / "golden.jsonl"
     code, out, _ = call(capsys, "golden", "check", str(golden), "--config", str(quickstart))
-    assert code == 0 and "26 questions ok" in out
+    assert code == 0 and "42 questions ok" in out
     bad = tmp_path / "g.jsonl"
     bad.write_text('{"question": "where?", "expected": ["fdic", "no-such-doc"]}\n')
     code, _, err = call(capsys, "golden", "check", str(bad), "--config", str(quickstart))
@@ -145,9 +145,9 @@ def test_golden_template_is_seeded_and_never_overwrites(capsys, quickstart, tmp_
     )
     assert out_file.read_bytes() != first
     call(capsys, "golden", "template", str(quickstart), "--out", str(out_file), "-n", "500", "--force")
-    assert len(out_file.read_text().splitlines()) == 52  # every document once
+    assert len(out_file.read_text().splitlines()) == 95  # every document once
     code, out, _ = call(capsys, "golden", "check", str(out_file))
-    assert code == 0 and "0 questions ok, 52 rows still to fill" in out
+    assert code == 0 and "0 questions ok, 95 rows still to fill" in out
 
 
 def test_golden_import_from_beir(capsys, scifact, tmp_path):

@@ -197,13 +197,13 @@ def test_a_timing_sample_times_only_its_questions_and_says_so(folder, plugins):
     report = run_experiment(load_config(path, plugins), plugins, RunOptions(save=False)).report.model_dump(mode="json")
     assert report["settings"]["timing"] == {
         "questions_timed": 5,
-        "questions": 26,
+        "questions": 42,
         "sample": "seeded sample (seed 1)",
         "concurrent": 1,
     }
     for setup in report["setups"]:
         assert sum(t is not None for t in setup["per_question"]["times_ms"]) == 5
-        assert setup["counts"]["evaluated"] == 26
+        assert setup["counts"]["evaluated"] == 42
 
 
 def test_convex_fusion_normalises_each_list_and_weighs_it():
