@@ -210,7 +210,7 @@ def test_older_runs_without_the_newer_fields_still_make_a_page(evaluations):
 
 
 def test_scatter_labels_stay_inside_and_never_overlap_even_when_marks_crowd_the_top(evaluations):
-    from vx_eval.html.charts import CHAR_W, H, LABEL_H, W, Point, quality_vs_time
+    from vx_eval.html.charts import CHAR_W, LABEL_H, H, Point, W, quality_vs_time
 
     # twelve setups at 100%, a few milliseconds apart: the marks crowd the top edge
     points = [Point(f"s{i}", f"setup {i}", i, 4.0 + 1.3 * i, 1.0, f"setup {i}") for i in range(1, 13)]
