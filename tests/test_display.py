@@ -3,6 +3,7 @@ terminal's 80 columns no setup name broken, keys whole to copy into --only; at f
 
 from __future__ import annotations
 
+import io
 import re
 
 from rich.console import Console
@@ -14,7 +15,7 @@ from .test_cli import call
 
 
 def shown(report, width: int, wide: bool = False) -> list[str]:
-    console = Console(width=width, record=True, color_system=None, force_terminal=False)
+    console = Console(width=width, record=True, color_system=None, force_terminal=False, file=io.StringIO())
     show_run(console, report, None, wide=wide)
     return console.export_text().splitlines()
 
@@ -53,3 +54,14 @@ def test_primary_found_at_3_gets_its_column_and_its_interval(project, capsys):
     header = next(line for line in out.splitlines() if "median ms" in line)
     assert header.index("found@3") < header.index("found@1") < header.index("mrr")
     assert "95% interval of found@3" in out
+
+
+def test_the_graded_view_states_its_coverage_or_says_it_has_too_little(evaluations, project, capsys):
+    lines = shown(evaluations.newest, 120)
+    golden = evaluations.newest.golden
+    assert f"  graded: {golden.graded} of {golden.labelled} questions carry grades above 1" in lines
+    assert any(line.startswith("  strongest (DCG@10): ") for line in lines)
+    code, out, err = call(capsys, "run", str(project.write_config()), "--no-save")  # one graded question of five
+    assert code == 0, err
+    assert "Graded: 1 of 5 questions carry grades above 1, too few for the graded view" in " ".join(out.split())
+    assert "best DCG@10" not in out
