@@ -55,7 +55,7 @@ def compare(
     from vx_eval.core.metrics import parse
     from vx_eval.core.plugins import load_plugins
     from vx_eval.core.stores import Stores
-    from vx_eval.display import show_comparison
+    from vx_eval.tables import show_comparison
 
     try:
         parsed_gates = [Gate.parse(g) for g in gates]

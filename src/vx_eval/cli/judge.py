@@ -25,7 +25,8 @@ def judge_check(config: Path, name: str, depth: int, as_json: bool) -> None:
     from vx_eval.core.config import load_config
     from vx_eval.core.judgecheck import check_judge
     from vx_eval.core.plugins import load_plugins
-    from vx_eval.display import RichProgress, show_judge_check
+    from vx_eval.display import RichProgress
+    from vx_eval.tables import show_judge_check
 
     plugins = load_plugins()
     experiment = load_config(config, plugins)

@@ -53,24 +53,45 @@ def _walk(value: Any) -> Any:
 def public_report(report: Report) -> Report:
     """The report as a caller who is not an admin sees it (see the module). Only the free-text fields
     that may hold a place are rewritten: ids (which may look like paths) never are."""
-    data = report.model_dump(mode="python")
-    data["config"]["path"] = _last_part(data["config"]["path"])
-    data["golden"]["source"] = _last_part(data["golden"]["source"]) or ""
-    for target in data["targets"].values():
-        for key in ("location", "describe_error", "details", "settings"):
-            target[key] = _walk(target[key])
-    data["missing_notes"] = _walk(data["missing_notes"])
-    for key in ("search", "models"):
-        data["settings"][key] = _walk(data["settings"][key])
-    for setup in data["setups"]:
-        setup["error"] = _walk(setup["error"])
-        for key in ("errors", "notes"):
-            setup["per_question"][key] = _walk(setup["per_question"][key])
-    if data["judge"] is not None:
-        data["judge"]["details"] = _walk(data["judge"]["details"])
-    data["provenance"]["platform"] = ""
-    data["provenance"]["models"] = _walk(data["provenance"]["models"])
-    return Report.model_validate(data)
+    targets = {
+        name: t.model_copy(
+            update={
+                "location": _walk(t.location),
+                "describe_error": _walk(t.describe_error),
+                "details": _walk(t.details),
+                "settings": _walk(t.settings),
+            }
+        )
+        for name, t in report.targets.items()
+    }
+    setups = [
+        s.model_copy(
+            update={
+                "error": _walk(s.error),
+                "per_question": s.per_question.model_copy(
+                    update={"errors": _walk(s.per_question.errors), "notes": _walk(s.per_question.notes)}
+                ),
+            }
+        )
+        for s in report.setups
+    ]
+    judge = report.judge.model_copy(update={"details": _walk(report.judge.details)}) if report.judge else None
+    return report.model_copy(
+        update={
+            "config": report.config.model_copy(update={"path": _last_part(report.config.path)}),
+            "golden": report.golden.model_copy(update={"source": _last_part(report.golden.source) or ""}),
+            "targets": targets,
+            "missing_notes": _walk(report.missing_notes),
+            "settings": report.settings.model_copy(
+                update={"search": _walk(report.settings.search), "models": _walk(report.settings.models)}
+            ),
+            "setups": setups,
+            "judge": judge,
+            "provenance": report.provenance.model_copy(
+                update={"platform": "", "models": _walk(report.provenance.models)}
+            ),
+        }
+    )
 
 
 def _last_part(path: str | None) -> str | None:
