@@ -7,7 +7,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 from urllib.parse import urlsplit
 
 import yaml
@@ -26,6 +26,10 @@ from vx_eval.core.errors import ConfigError, did_you_mean, quoted, remember_secr
 from vx_eval.core.metrics import check_metrics
 from vx_eval.core.validation import SECRET_KEY, dotted, format_validation_error, yaml_line
 from vx_eval.core.yamlio import YamlInputError, parse_yaml
+
+if TYPE_CHECKING:
+    from vx_eval.core.engine import EngineHandle
+    from vx_eval.core.golden import GoldenSet
 
 URI = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://")
 
@@ -204,7 +208,8 @@ class ExperimentConfig(Strict):
     golden: Location | GoldenSource
     save_to: Location = "runs"
     corpus: Location | CorpusSource | None = None
-    targets: list[TargetConfig] = Field(min_length=1)
+    targets: list[TargetConfig] = Field(default_factory=list)
+    """At least one, unless the run is given retrievers from Python (`vx_eval.evaluate`)."""
     evaluation: EvaluationConfig = Field(default_factory=EvaluationConfig)
     stores: dict[str, dict[str, Any]] = Field(default_factory=dict)
     """Settings per store plugin: ``{s3: {endpoint_url: …}, azure-blob: {connection_string: {env: …}}}``."""
@@ -250,6 +255,11 @@ class Experiment:
     """Each question writer's validated `Options` (``writers:``)."""
     stores: dict[str, Any] = field(default_factory=dict)
     """Each store's validated `Options` (``stores:``)."""
+    retrievers: tuple[tuple[str, EngineHandle], ...] = ()
+    """Targets given from Python as opened handles (a function, a LangChain or LlamaIndex retriever,
+    wrapped by an adapter plugin), searched after the configured ones, by their names."""
+    questions: GoldenSet | None = None
+    """Golden questions given from Python instead of a golden file."""
 
     @property
     def base_dir(self) -> Path:
@@ -392,7 +402,9 @@ class _Checker:
                 judges[judge] = value
 
 
-def parse_config(raw_bytes: bytes, plugins: Any, *, path: Path | None, source: str = "config") -> Experiment:
+def parse_config(
+    raw_bytes: bytes, plugins: Any, *, path: Path | None, source: str = "config", more_targets: int = 0
+) -> Experiment:
     """Validate config bytes; every problem (keys, types, engines, options, measures) is raised at once."""
     try:
         text = raw_bytes.decode("utf-8-sig")
@@ -419,6 +431,8 @@ def parse_config(raw_bytes: bytes, plugins: Any, *, path: Path | None, source: s
     options = checker.targets(data)
     blocks = checker.blocks(data)
     checker.evaluation(data, blocks["judges"])
+    if config is not None and not config.targets and not more_targets:
+        checker.problems.append((0, f"{source}: targets: name at least one target (name, engine, options)"))
     if checker.problems or config is None:
         ordered = sorted(dict.fromkeys(checker.problems), key=lambda p: p[0])
         raise ConfigError("\n".join(message for _, message in ordered))

@@ -71,6 +71,7 @@ PASSAGES = "passages"  # handle.passages(hits) gives each hit's text, for rerank
 SPARSE_PREFIX = "sparse:"  # sparse:<name>, learned or BM25 sparse vectors held by the engine
 FUSION = "fusion"  # the engine fuses several of its own searches (Query.parts) server-side
 SERVICE_RANKER_PREFIX = "service-ranker:"  # service-ranker:<name>, a ranker the service runs (Query.ranker)
+RETRIEVER = "retriever"  # a retriever given from Python (a function, LangChain, LlamaIndex): one ranking of its own
 
 
 def capability_models(capabilities: frozenset[str], prefix: str) -> list[str]:
@@ -272,6 +273,21 @@ class Setup:
 
     def search(self, text: str, k: int) -> list[Hit]:
         return self.run(text, k)
+
+
+class Adapter(Protocol):
+    """An adapter plugin: turns something that searches, given from Python (a function, an object with a
+    ``search`` method, a LangChain or LlamaIndex retriever), into an `EngineHandle` the run searches."""
+
+    name: ClassVar[str]
+
+    def accepts(self, obj: Any) -> bool:
+        """Whether this adapter knows `obj` (checked without importing the library it may come from)."""
+        ...
+
+    def handle(self, obj: Any, name: str, options: Mapping[str, Any]) -> EngineHandle:
+        """The handle searching through `obj`; `options` as the caller gave them (``id_field``, …)."""
+        ...
 
 
 class SetupProvider(Protocol):

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import pluggy
 
 if TYPE_CHECKING:
-    from vx_eval.core.engine import Engine, SetupProvider
+    from vx_eval.core.engine import Adapter, Engine, SetupProvider
     from vx_eval.core.judging import Judge
     from vx_eval.core.models import ModelPlugin
     from vx_eval.core.plugins import Registry
@@ -82,4 +82,14 @@ def vx_eval_register_judges(register: Registry[Judge]) -> None:
     {name: {…}}``), ``__init__(options, models)``, ``fingerprint()``, ``describe()`` and ``grade(pairs) ->
     list[Verdict]`` (see `vx_eval.core.judging`). Called for a run with a judge and by ``vx-eval judge
     check``. Returns nothing.
+    """
+
+
+@hookspec
+def vx_eval_register_adapters(register: Registry[Adapter]) -> None:
+    """Called once when plugins load. Add `Adapter` classes: ``register.add(MyRetrieverAdapter)``.
+
+    An adapter has a ``name``, ``accepts(obj)`` and ``handle(obj, name, options) -> EngineHandle``: it lets
+    `vx_eval.evaluate` search anything of its kind given from Python. The first adapter that accepts an
+    object wraps it, in registration order. Returns nothing.
     """

@@ -14,7 +14,7 @@ from vx_eval.core import hookspecs
 from vx_eval.core.errors import PluginError, did_you_mean
 
 if TYPE_CHECKING:
-    from vx_eval.core.engine import Engine, SetupProvider
+    from vx_eval.core.engine import Adapter, Engine, SetupProvider
     from vx_eval.core.judging import Judge
     from vx_eval.core.models import ModelPlugin
     from vx_eval.core.stores import Store
@@ -80,6 +80,7 @@ class Plugins:
     writers: Registry[QuestionWriter] = field(default_factory=lambda: Registry("writer"))
     judges: Registry[Judge] = field(default_factory=lambda: Registry("judge"))
     models: Registry[ModelPlugin] = field(default_factory=lambda: Registry("model"))
+    adapters: Registry[Adapter] = field(default_factory=lambda: Registry("adapter"))
 
     def distributions(self) -> list[dict[str, Any]]:
         """One row per loaded plugin: its name, the distribution that ships it and its version."""
@@ -133,4 +134,5 @@ def load_plugins(pm: pluggy.PluginManager | None = None) -> Plugins:
     hook.vx_eval_register_writers(register=plugins.writers)
     hook.vx_eval_register_judges(register=plugins.judges)
     hook.vx_eval_register_models(register=plugins.models)
+    hook.vx_eval_register_adapters(register=plugins.adapters)
     return plugins

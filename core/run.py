@@ -78,7 +78,7 @@ def _questions(experiment: Experiment, stores: Stores) -> tuple[GoldenSet, int]:
     """The golden file, with the unlabelled questions searched too where a judge grades them; and how many
     questions people labelled."""
     ev = experiment.config.evaluation
-    golden = read_golden(experiment.config.golden_source, stores)
+    golden = experiment.questions or read_golden(experiment.config.golden_source, stores)
     labelled = golden.labelled
     if ev.judge and golden.waiting:  # a judge grades their results: they are searched too
         golden = dataclasses.replace(golden, questions=golden.questions + golden.waiting)

@@ -14,8 +14,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from vx_eval.core.errors import StoreError
 
-FORMAT = 2
-"""1: reports before the typed model (read through `core.upgrade`); 2: this model."""
+FORMAT = 3
+"""1: reports before the typed model (read through `core.upgrade`); 2: the typed model; 3: runs derived from
+another (`derived_from`)."""
 
 Interval = tuple[float, float]
 Status = Literal["completed", "failed"]
@@ -339,6 +340,14 @@ class Provenance(Frozen):
     models: dict[str, list[str]] = Field(default_factory=dict)
 
 
+class DerivedFrom(Frozen):
+    """A report made from another run's kept rankings (`vx-eval runs rescore`), not from searches of its own."""
+
+    run: str
+    how: Literal["rescored"] = "rescored"
+    note: str = ""
+
+
 class Report(Frozen):
     """One evaluation: every setup's scores, times and per-question results, the picks, and provenance.
     Scores and ids only, never the text of a question or a document."""
@@ -365,6 +374,7 @@ class Report(Frozen):
     judge: JudgeInfo | None = None
     graded_questions: GradedDashboard | None = None
     provenance: Provenance = Field(default_factory=Provenance)
+    derived_from: DerivedFrom | None = None
 
     def setup(self, key: str) -> SetupResult:
         for s in self.setups:
@@ -382,6 +392,42 @@ class Report(Frozen):
 
     def to_json(self) -> str:
         return self.model_dump_json(indent=1)
+
+    # ----------------------------------------------------------------------------------- for people
+    # (the code is `vx_eval.notebook`'s: pandas, rich and the page load only when they are asked for)
+
+    def table(self, width: int = 120, *, wide: bool = False) -> str:
+        """The ranked table and the picks as `vx-eval run` prints them (plain text, `width` columns)."""
+        from vx_eval.notebook import table_text
+
+        return table_text(self, width, wide)
+
+    def to_pandas(self) -> Any:
+        """One row per setup, in rank order, indexed by key: what it is, every measure (intervals as
+        ``<measure>_lo`` and ``<measure>_hi``), the search times, the counts, and which picks it is."""
+        from vx_eval.notebook import setups_frame
+
+        return setups_frame(self)
+
+    def per_question(self) -> Any:
+        """Long format: one row per (setup, question, measure), with the question's status, search time and
+        the place of its first right answer."""
+        from vx_eval.notebook import questions_frame
+
+        return questions_frame(self)
+
+    def _repr_html_(self) -> str:
+        """In a notebook: the run's page, in a frame of its own."""
+        from vx_eval.notebook import page_frame
+
+        return page_frame(self)
+
+    def save(self, location: str | Any) -> str:
+        """Write the report (redacted, atomically) to a ``.json`` location, or into the runs kept at
+        `location` (a folder, ``s3://…``, a Blob address); where it went."""
+        from vx_eval.notebook import save
+
+        return save(self, str(location))
 
 
 def load_report(raw: bytes | str, where: str) -> Report:

@@ -27,7 +27,7 @@ def open_targets(
     if config.corpus_source is not None:
         keep: set[str] = set()
         if config.corpus_source.limit is not None:  # a slice keeps what the questions expect
-            golden = golden or read_golden(config.golden_source, stores)
+            golden = golden or experiment.questions or read_golden(config.golden_source, stores)
             keep = {document_of(u) for q in golden.questions for u in q.expected}
         corpus = read_corpus(config.corpus_source, stores, keep)
     settings = config.models
@@ -46,6 +46,9 @@ def open_targets(
             targets.append(
                 Target(target_config.name, target_config.engine, handle, target_config.options, models, config.search)
             )
+        for name, handle in experiment.retrievers:  # opened by the caller (vx_eval.evaluate)
+            kind = getattr(handle, "kind", "python")
+            targets.append(Target(name, kind, handle, {}, models, config.search))
     except BaseException:
         close_targets(targets)
         raise

@@ -5,7 +5,8 @@ type) and only renames or fills in; what still does not fit is left for the mode
 
 Format 1 (before the typed model): status ``done``; presentation strings as keys of the graded view
 (``dcg@10``, ``p@10 (grade ≥ 2)``, ``dcg@10 per question``); whatever `describe()` returned, flat in a
-target; no ``collections`` or ``missing_notes`` in the oldest reports.
+target; no ``collections`` or ``missing_notes`` in the oldest reports. Format 2 lacks only what format 3
+added with defaults.
 """
 
 from __future__ import annotations
@@ -155,7 +156,12 @@ def from_format_1(report: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-STEPS = {1: from_format_1}
+def from_format_2(report: dict[str, Any]) -> dict[str, Any]:
+    """Format 3 only adds fields (`derived_from`) with defaults: nothing to change."""
+    return {**report, "format": 3}
+
+
+STEPS = {1: from_format_1, 2: from_format_2}
 """Each older format, and the step that makes it the next one."""
 
 

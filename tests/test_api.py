@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from vx_eval.api import evaluate, read_golden, save_golden
+from vx_eval.api import read_golden, run, save_golden
 from vx_eval.core.errors import GoldenError
 from vx_eval.core.golden import Question
 
@@ -20,6 +20,6 @@ def test_save_read_and_evaluate(project):
     assert golden.questions == tuple(questions)
     with pytest.raises(GoldenError, match="exists; pass overwrite=True"):
         save_golden(questions, target)
-    result = evaluate(project.write_config(golden="mine.jsonl"), save=False)
+    result = run(project.write_config(golden="mine.jsonl"), save=False)
     assert result.location is None
     assert result.report.question_ids == ["a", "b"]

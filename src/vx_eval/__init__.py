@@ -1,19 +1,51 @@
-"""vx-eval: evaluate every search setup on your own golden questions."""
+"""vx-eval: evaluate every search setup on your own golden questions.
+
+From Python: ``vx_eval.evaluate({"mine": search, "Local": {"engine": "sqlite", ...}}, "golden.jsonl")`` gives
+the typed `Report` (``report.table()``, ``report.to_pandas()``, ``report.picks``). Everything here loads on
+first use, so the command line starts without pluggy, pydantic or numpy.
+"""
 
 from __future__ import annotations
 
+from importlib import import_module
 from typing import Any
 
-__all__ = ["__version__", "hookimpl"]
+__all__ = [
+    "Hit",
+    "Question",
+    "Report",
+    "Retriever",
+    "__version__",
+    "embed_corpus",
+    "evaluate",
+    "export_trec",
+    "hookimpl",
+    "load_model",
+    "load_report",
+    "open_engine",
+    "rescore",
+]
+
+_LAZY = {
+    "hookimpl": "vx_eval.core.hookspecs",
+    "Hit": "vx_eval.core.engine",
+    "Question": "vx_eval.core.golden",
+    "Report": "vx_eval.core.schema",
+    "Retriever": "vx_eval.evaluation",
+    "evaluate": "vx_eval.evaluation",
+    "embed_corpus": "vx_eval.evaluation",
+    "load_model": "vx_eval.evaluation",
+    "load_report": "vx_eval.evaluation",
+    "open_engine": "vx_eval.evaluation",
+    "rescore": "vx_eval.evaluation",
+    "export_trec": "vx_eval.evaluation",
+}
 
 
 def __getattr__(name: str) -> Any:
-    """`hookimpl` and `__version__` on first use: the command line starts without pluggy or package
-    metadata, which only plugins and reports need."""
-    if name == "hookimpl":
-        from vx_eval.core.hookspecs import hookimpl
-
-        return hookimpl
+    """The public names on first use; `__version__` from the package's metadata."""
+    if name in _LAZY:
+        return getattr(import_module(_LAZY[name]), name)
     if name == "__version__":
         from importlib.metadata import PackageNotFoundError, version
 

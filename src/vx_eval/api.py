@@ -23,8 +23,9 @@ from vx_eval.core.targets import close_targets, open_targets
 from vx_eval.core.template import WriteRequest, drafted, sample_units
 
 
-def evaluate(config: str | Path, **options: Any) -> RunResult:
-    """Run the experiment in `config` (``vx-eval run``); options as `RunOptions` (save_to, only, skip, …)."""
+def run(config: str | Path, **options: Any) -> RunResult:
+    """Run the experiment in `config` (``vx-eval run``); options as `RunOptions` (save_to, only, skip, …):
+    the report and where it was saved."""
     plugins = load_plugins()
     return run_experiment(load_config(config, plugins), plugins, RunOptions(**options))
 
