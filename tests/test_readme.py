@@ -35,3 +35,23 @@ def test_the_readme_picture_is_of_todays_quickstart_and_page():
     changed = sorted(set(now) ^ set(recorded) | {f for f in now if recorded.get(f) != now[f]})
     assert not changed, f"docs/evaluate-page.png is older than {changed}: run `python scripts/screenshot.py`"
     assert "![The Evaluate page of a quickstart run](docs/evaluate-page.png)" in (REPO / "README.md").read_text()
+
+
+def test_the_readme_python_example_runs_as_written(tmp_path, monkeypatch):
+    """The "From Python" example, executed as it stands in the README, from a folder holding the quickstart."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    start = readme.index("## From Python")
+    (code,) = re.findall(r"```python\n(.+?)\n```", readme[start : readme.index("\n## ", start + 1)], re.DOTALL)
+    import shutil
+
+    shutil.copytree(REPO / "configs" / "quickstart", tmp_path / "configs" / "quickstart")
+    monkeypatch.chdir(tmp_path)
+    lines = code.splitlines()
+    namespace: dict = {}
+    exec(compile("\n".join(lines[:-1]), "README.md", "exec"), namespace)
+    frame = eval(lines[-1], namespace)
+    report = namespace["report"]
+    assert set(frame.index) == {"mine.retriever", "local.keyword", "local.dense.minilm"}
+    assert frame.loc["mine.retriever", "ndcg@10"] > frame.loc["local.keyword", "ndcg@10"] - 0.2
+    assert report.picks.finds_the_most in frame.index
+    assert (tmp_path / ".vx" / "embeddings.db").is_file()
