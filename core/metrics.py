@@ -60,6 +60,8 @@ class Batch:
     returned: np.ndarray
     threshold: int = 1
     depth: float = float("inf")
+    n_judged: np.ndarray | None = None
+    """Each question's judged units (any grade, 0 included): bpref's judged non-relevant count."""
 
     @classmethod
     def of(cls, questions: Sequence[Judged], depth: float = float("inf")) -> Batch:
@@ -72,6 +74,7 @@ class Batch:
         hit = np.zeros((n, raw_width), dtype=bool)
         ideal = np.zeros((n, ideal_width))
         n_rel = np.zeros(n)
+        n_judged = np.zeros(n)
         length = np.zeros(n, dtype=int)
         returned = np.zeros(n, dtype=int)
         threshold = questions[0].threshold if questions else 1
@@ -85,8 +88,9 @@ class Batch:
             positive = sorted((g for g in grades.values() if g > 0), reverse=True)
             ideal[i, : len(positive)] = positive
             n_rel[i] = len(relevant)
+            n_judged[i] = len(grades)
             length[i], returned[i] = len(j.ranked), len(j.returned)
-        return cls(grade, judged, hit, ideal, n_rel, length, returned, threshold, depth)
+        return cls(grade, judged, hit, ideal, n_rel, length, returned, threshold, depth, n_judged)
 
     @cached_property
     def rel(self) -> np.ndarray:
@@ -102,7 +106,8 @@ class Batch:
 
 
 Cutoff = "int | np.ndarray | None"
-MetricFn = Callable[[Batch, Any], np.ndarray]
+MetricFn = Callable[..., np.ndarray]
+"""``fn(batch, k)``, or ``fn(batch, k, param)`` for a measure with a parameter of its own."""
 
 
 @dataclass(frozen=True)
@@ -114,6 +119,9 @@ class MetricDef:
     cutoff: str  # "required", "optional" or "none"
     aliases: tuple[str, ...] = ()
     trec: tuple[str, ...] = ()  # trec_eval spellings: "ndcg_cut" for ndcg_cut_10, "recip_rank" alone
+    param: tuple[str, float] | None = None
+    """A measure's own parameter, its name and default (RBP's persistence ``p``: ``rbp(p=0.95)``); the
+    function then takes it as a third argument."""
 
     @property
     def doc(self) -> str:
@@ -126,12 +134,17 @@ _TREC_CUT: dict[str, str] = {}
 
 
 def register(
-    name: str, *, cutoff: str, aliases: Iterable[str] = (), trec: Iterable[str] = ()
-) -> Callable[[MetricFn], MetricFn]:
+    name: str,
+    *,
+    cutoff: str,
+    aliases: Iterable[str] = (),
+    trec: Iterable[str] = (),
+    param: tuple[str, float] | None = None,
+) -> Callable[[Any], Any]:
     """Register a measure function under `name`; aliases and trec_eval spellings parse to it too."""
 
-    def add(fn: MetricFn) -> MetricFn:
-        definition = MetricDef(name, fn, cutoff, tuple(aliases), tuple(trec))
+    def add(fn: Any) -> Any:
+        definition = MetricDef(name, fn, cutoff, tuple(aliases), tuple(trec), param)
         for spelling in (name, *definition.aliases):
             if spelling in _ALIASES:
                 raise MetricError(f"measure name '{spelling}' is registered twice")
@@ -151,18 +164,29 @@ class Measure:
     definition: MetricDef
     k: int | None = None
     per_relevant: bool = False
+    param: float | None = None
+    """The definition's own parameter (None: its default)."""
     name: str = field(init=False)
 
     def __post_init__(self) -> None:
         suffix = "" if self.k is None else f"@{self.k}{'r' * self.per_relevant}"
-        object.__setattr__(self, "name", f"{self.definition.name}{suffix}")
+        own = self.definition.param
+        spelled = f"({own[0]}={self.param:g})" if own and self.param is not None and self.param != own[1] else ""
+        object.__setattr__(self, "name", f"{self.definition.name}{spelled}{suffix}")
+
+    def _fn(self, batch: Batch, k: Any) -> np.ndarray:
+        own = self.definition.param
+        if own is None:
+            return np.asarray(self.definition.fn(batch, k), dtype=float)
+        value = own[1] if self.param is None else self.param
+        return np.asarray(self.definition.fn(batch, k, value), dtype=float)
 
     def compute(self, batch: Batch) -> np.ndarray:
         """One value per question; NaN where a per-R cut-off reaches past the depth searched."""
         if not self.per_relevant:
-            return np.asarray(self.definition.fn(batch, self.k), dtype=float)
+            return self._fn(batch, self.k)
         k = np.maximum(self.k * batch.n_rel, 1).astype(int)
-        values = np.asarray(self.definition.fn(batch, k), dtype=float)
+        values = self._fn(batch, k)
         return np.where(k > batch.depth, np.nan, values)
 
     def __call__(self, judged: Judged, depth: float = float("inf")) -> float:
@@ -181,7 +205,7 @@ class Measure:
         return 0 if self.per_relevant else (self.k or 0)
 
 
-_WITH_AT = re.compile(r"^([a-z][a-z0-9_+-]*?)(?:@(\d+)(r?))?$")
+_WITH_AT = re.compile(r"^([a-z][a-z0-9_+-]*?)(?:\(([a-z]+)=([0-9.]{1,12})\))?(?:@(\d+)(r?))?$")
 _TREC_FORM = re.compile(r"^([a-z][a-z0-9_]*?)_(\d+)$")
 
 
@@ -198,11 +222,12 @@ def _cutoff(text: str, digits: str) -> int:
 def parse(text: str) -> Measure:
     """Parse ``ndcg@10``, ``hit@5``, ``recall@2r``, ``mrr``, or trec_eval's ``ndcg_cut_10``, ``P_5``, ``Rprec``."""
     spelled = text.strip().lower().replace("_at_", "@")  # Mixpeek's spelling: recall_at_10, f2_at_2r
-    name, k, per_r = None, None, False
+    name, k, per_r, given = None, None, False, None
     if match := _WITH_AT.match(spelled):
         name = _ALIASES.get(match[1]) or _TREC_CUT.get(match[1])
-        k = _cutoff(text, match[2]) if match[2] else None
-        per_r = bool(match[3])
+        k = _cutoff(text, match[4]) if match[4] else None
+        per_r = bool(match[5])
+        given = (match[2], match[3]) if match[2] else None
     if name is None and (match := _TREC_FORM.match(spelled)) and match[1] in _TREC_CUT:
         name, k = _TREC_CUT[match[1]], _cutoff(text, match[2])
     if name is None:
@@ -219,7 +244,24 @@ def parse(text: str) -> Measure:
         raise MetricError(f"measure '{name}' takes no cut-off: write {name}")
     if k is not None and k < 1:
         raise MetricError(f"measure '{text}': the cut-off must be at least 1")
-    return Measure(definition, k, per_r)
+    return Measure(definition, k, per_r, _param(text, definition, given))
+
+
+def _param(text: str, definition: MetricDef, given: tuple[str, str] | None) -> float | None:
+    """A measure's own parameter as written (``rbp(p=0.95)``), checked: a probability strictly inside (0, 1)."""
+    if given is None:
+        return None
+    own = definition.param
+    if own is None or given[0] != own[0]:
+        takes = f"takes ({own[0]}=…)" if own else "takes no parameter"
+        raise MetricError(f"measure {quoted(text)}: {definition.name} {takes}")
+    try:
+        value = float(given[1])
+    except ValueError:
+        raise MetricError(f"measure {quoted(text)}: {own[0]} must be a number, such as {own[1]:g}") from None
+    if not 0 < value < 1:
+        raise MetricError(f"measure {quoted(text)}: {own[0]} must lie strictly between 0 and 1")
+    return value
 
 
 TREC_CUTOFFS = {
@@ -391,6 +433,90 @@ def judged(batch: Batch, k: Any) -> np.ndarray:
     """Share of the top k units returned that carry a judgement (ir_measures Judged@k)."""
     mask = _mask(batch, k) & (np.arange(batch.grade.shape[1])[None, :] < batch.length[:, None])
     return _safe_div((batch.judged & mask).sum(axis=1), mask.sum(axis=1))
+
+
+def _filled(batch: Batch, k: Any) -> np.ndarray:
+    """Places within the cut-off that a result fills."""
+    return _mask(batch, k) & (np.arange(batch.grade.shape[1])[None, :] < batch.length[:, None])
+
+
+ERR_MAX_GRADE = 4
+"""The grade ERR's stopping probabilities are scaled to, as TREC's gdeval (and ir_measures' ERR) fix it."""
+
+
+@register("err", cutoff="required", aliases=("expected_reciprocal_rank",))
+def err(batch: Batch, k: Any) -> np.ndarray:
+    """Expected reciprocal rank (Chapelle et al., 2009): a reader goes down the list and stops at a result
+    with probability R = (2^grade - 1) / 2^4, so ERR@k = sum over ranks r <= k of R_r / r times the chance
+    of reaching r. Grades are capped at 4 (gdeval's scale), unjudged results count 0; a question with no
+    graded unit scores 0. Not normalised: ERR never reaches 1 unless a result's grade is 4 or more."""
+    grades = np.clip(np.where(_filled(batch, k), batch.grade, 0.0), 0, ERR_MAX_GRADE)
+    stop = (2.0**grades - 1) / 2.0**ERR_MAX_GRADE
+    reach = np.cumprod(np.concatenate([np.ones((len(stop), 1)), 1 - stop[:, :-1]], axis=1), axis=1)
+    return (reach * stop / np.arange(1, stop.shape[1] + 1)[None, :]).sum(axis=1)
+
+
+@register("rbp", cutoff="optional", aliases=("rank_biased_precision",), param=("p", 0.8))
+def rbp(batch: Batch, k: Any, p: float) -> np.ndarray:
+    """Rank-biased precision (Moffat & Zobel, 2008): (1 - p) times the sum of p^(r-1) over relevant units at
+    ranks r (within k), for a reader who goes on to the next result with probability p (default 0.8; write
+    ``rbp(p=0.95)``). Binary: relevant means grade >= the threshold. Its residual (`rbp_residual`) says how
+    much more it could be if every unjudged result and everything past the list were relevant."""
+    weights = (1 - p) * p ** np.arange(batch.grade.shape[1])[None, :]
+    return (weights * (batch.rel & _mask(batch, k))).sum(axis=1)
+
+
+@register("rbp_residual", cutoff="optional", param=("p", 0.8))
+def rbp_residual(batch: Batch, k: Any, p: float) -> np.ndarray:
+    """RBP's residual (Moffat & Zobel): the weight of the unjudged results within the list (or its first k)
+    plus p^n for all that lies past its n evaluated places: RBP's value lies between itself and itself plus
+    this. A run whose residual is large was judged too shallowly for RBP to settle."""
+    filled = _filled(batch, k)
+    weights = (1 - p) * p ** np.arange(batch.grade.shape[1])[None, :]
+    seen = filled.sum(axis=1)
+    return (weights * (filled & ~batch.judged)).sum(axis=1) + p**seen
+
+
+@register("bpref", cutoff="none", trec=("bpref",))
+def bpref(batch: Batch, k: Any) -> np.ndarray:
+    """Binary preference (Buckley & Voorhees, 2004), as trec_eval computes it: for each relevant unit
+    retrieved, 1 - (judged non-relevant units ranked above it, at most R) / min(R, N), summed and divided by
+    R (N: the question's judged non-relevant units). Unjudged results are ignored, so it holds up on
+    incomplete judgements (a judge's pools); 0 when nothing is relevant."""
+    n_judged = batch.n_judged if batch.n_judged is not None else batch.n_rel
+    nonrel = batch.judged & ~batch.rel
+    above = np.cumsum(nonrel, axis=1) - nonrel  # judged non-relevant units ranked above each place
+    r = batch.n_rel[:, None]
+    bound = np.minimum(r, (n_judged - batch.n_rel)[:, None])
+    penalty = _safe_div(np.minimum(above, r), np.broadcast_to(bound, above.shape))
+    score = np.where(above > 0, 1.0 - penalty, 1.0)
+    return _safe_div((score * batch.rel).sum(axis=1), batch.n_rel)
+
+
+def condensed(batch: Batch) -> Batch:
+    """The batch with every unjudged result taken out of each list (Sakai's condensed lists, trec_eval -J)."""
+    keep = batch.judged & (np.arange(batch.grade.shape[1])[None, :] < batch.length[:, None])
+    order = np.argsort(~keep, axis=1, kind="stable")  # judged places first, in their order
+    grade = np.take_along_axis(np.where(keep, batch.grade, 0.0), order, axis=1)
+    judged = np.take_along_axis(keep, order, axis=1)
+    length = keep.sum(axis=1)
+    return Batch(
+        grade, judged, batch.hit, batch.ideal, batch.n_rel, length, batch.returned,
+        batch.threshold, batch.depth, batch.n_judged,
+    )  # fmt: skip
+
+
+@register("ndcg_condensed", cutoff="optional", aliases=("cndcg", "ndcg_prime"))
+def ndcg_condensed(batch: Batch, k: Any) -> np.ndarray:
+    """nDCG′ (Sakai, 2007): nDCG@k over the list with its unjudged results removed, for incomplete judgements
+    (trec_eval -J ndcg_cut)."""
+    return ndcg(condensed(batch), k)
+
+
+@register("map_condensed", cutoff="optional", aliases=("cmap", "ap_prime", "map_prime"))
+def map_condensed(batch: Batch, k: Any) -> np.ndarray:
+    """AP′ (Sakai, 2007): average precision over the list with its unjudged results removed (trec_eval -J map)."""
+    return average_precision(condensed(batch), k)
 
 
 def relevance_distribution(batch: Batch, k: int | None) -> dict[str, float]:

@@ -254,7 +254,8 @@ def run_batch(judgements: Judgements, run: Run, threshold: int = 1) -> metrics.B
     ideal[p_q, p_rank] = p_g
     n_rel = np.bincount(j_q[(j_grade >= threshold) & positive], minlength=nq).astype(float)
     rel = (grades >= threshold) & (grades > 0)
-    return metrics.Batch(grades, judged, rel, ideal, n_rel, length, length, threshold)
+    n_judged = np.bincount(j_q, minlength=nq).astype(float)
+    return metrics.Batch(grades, judged, rel, ideal, n_rel, length, length, threshold, n_judged=n_judged)
 
 
 def evaluate_run(

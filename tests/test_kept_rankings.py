@@ -82,7 +82,7 @@ def test_a_measure_is_added_with_the_engine_gone_and_the_new_report_names_its_ru
     index = folder / "s.db"
     hidden = index.rename(folder / "s.db.away")  # nothing can be searched, or even opened
     try:
-        output = _invoke("runs", "rescore", report.id, str(copy), "-m", "p@5", "-m", "rprec")
+        output = _invoke("runs", "rescore", report.id, str(copy), "-m", "p@5", "-m", "bpref", "-m", "err@10")
     finally:
         hidden.rename(index)
     assert "Rescored from run" in output
@@ -97,10 +97,11 @@ def test_a_measure_is_added_with_the_engine_gone_and_the_new_report_names_its_ru
     vx_eval.export_trec(new, exported, runs=copy)
     qrels = read_qrels((exported / "qrels.txt").read_text(encoding="utf-8"), "qrels")
     run = read_run(exported / "local.keyword.trec")
-    theirs = pytrec_eval.RelevanceEvaluator(qrels, {"P_5", "Rprec"}).evaluate(run)
+    theirs = pytrec_eval.RelevanceEvaluator(qrels, {"P_5", "bpref"}).evaluate(run)
     for i, qid in enumerate(new.question_ids):
         assert now.per_question.metrics["p@5"][i] == pytest.approx(theirs[qid]["P_5"], abs=1e-12)
-        assert now.per_question.metrics["rprec"][i] == pytest.approx(theirs[qid]["Rprec"], abs=1e-12)
+        assert now.per_question.metrics["bpref"][i] == pytest.approx(theirs[qid]["bpref"], abs=1e-12)
+    assert now.summary["err@10"] is not None and "err@10" not in old.summary
 
 
 def test_rescoring_from_python_changes_the_threshold_and_refuses_what_it_cannot_do(project):

@@ -95,3 +95,54 @@ def test_measures_equal_pytrec_eval_per_question(name, threshold):
         measure = parse(ours)
         np.testing.assert_allclose(measure.compute(through_run), expected, atol=1e-9, err_msg=f"{name} {ours}")
         np.testing.assert_allclose(measure.compute(through_eval), expected, atol=1e-9, err_msg=f"{name} {ours} eval")
+
+
+@pytest.mark.parametrize("name", sorted(COLLECTIONS))
+def test_bpref_and_condensed_measures_equal_trec_eval_per_question(name):
+    """bpref (trec_eval's), and nDCG′ / AP′ over condensed lists (trec_eval -J, judged documents only)."""
+    qrels = load_qrels(name)
+    run = draw_run(qrels, seed=3)
+    questions = [
+        Question(q, "?", tuple(d for d, g in docs.items() if g > 0), grades=dict(docs)) for q, docs in qrels.items()
+    ]
+    in_trec_order = {q: sorted(docs.items(), key=lambda r: (r[1], r[0]), reverse=True) for q, docs in run.items()}
+    batch = Batch.of([judge(in_trec_order.get(q.id, []), q) for q in questions])
+    plain = pytrec_eval.RelevanceEvaluator(qrels, {"bpref"}).evaluate(run)
+    only_judged = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut_10", "map"}, judged_docs_only_flag=True)
+    condensed = only_judged.evaluate(run)
+    for ours, source, theirs in (
+        ("bpref", plain, "bpref"),
+        ("ndcg_condensed@10", condensed, "ndcg_cut_10"),
+        ("map_condensed", condensed, "map"),
+    ):
+        expected = np.array([source.get(q.id, {}).get(theirs, 0.0) for q in questions])
+        np.testing.assert_allclose(parse(ours).compute(batch), expected, atol=1e-9, err_msg=f"{name} {ours}")
+
+
+@pytest.mark.parametrize("name", sorted(COLLECTIONS))
+def test_err_and_rbp_equal_ir_measures_per_question(name):
+    """ERR@k as TREC's gdeval computes it, and RBP (binary, p 0.8 and 0.95) as cwl_eval does, both through
+    ir_measures; runs without tied scores, as those tools break ties each their own way."""
+    import ir_measures
+    from ir_measures import ERR, RBP
+
+    qrels = load_qrels(name)
+    numbered = {str(i): docs for i, docs in enumerate(sorted(qrels.values(), key=sorted), start=1)}  # gdeval: numbers
+    rng = random.Random(5)
+    run = {q: {d: s + rng.random() / 1000 for d, s in docs.items()} for q, docs in draw_run(numbered, seed=4).items()}
+    questions = [
+        Question(q, "?", tuple(d for d, g in docs.items() if g > 0), grades=dict(docs)) for q, docs in numbered.items()
+    ]
+    ordered = {q: sorted(docs.items(), key=lambda r: (r[1], r[0]), reverse=True) for q, docs in run.items()}
+    batch = Batch.of([judge(ordered.get(q.id, []), q) for q in questions])
+    asked = {"err@10": ERR @ 10, "err@20": ERR @ 20, "rbp": RBP(p=0.8, rel=1), "rbp(p=0.95)": RBP(p=0.95, rel=1)}
+    found: dict = {}
+    for metric in ir_measures.iter_calc(list(asked.values()), numbered, run):
+        found.setdefault(metric.measure, {})[metric.query_id] = float(metric.value)
+    for ours, measure in asked.items():
+        values = parse(ours).compute(batch)
+        scored = [(i, q.id) for i, q in enumerate(questions) if q.id in found[measure]]
+        assert len(scored) >= len(run) - 1, ours
+        tolerance = 1e-5 if ours.startswith("err") else 1e-9  # gdeval prints five decimals
+        for i, qid in scored:
+            assert values[i] == pytest.approx(found[measure][qid], abs=tolerance), (name, ours, qid)

@@ -194,3 +194,34 @@ def test_a_grade_threshold_makes_low_grades_count_as_not_relevant():
     j = judge([("a", 2.0), ("b", 1.0)], q, threshold=2)
     assert parse("mrr")(j) == 0.5 and parse("recall@1")(j) == 0.0 and parse("recall@2")(j) == 1.0
     assert parse("ndcg@2")(j) < 1.0  # graded measures keep every grade
+
+
+def test_err_rbp_and_bpref_on_a_hand_worked_list():
+    # ranked: a (grade 3) x (judged 0) b (grade 1) y (unjudged); c (grade 2) never retrieved
+    j = J(["a", "x", "b", "y"], {"a": 3, "x": 0, "b": 1, "c": 2})
+    stop_a, stop_b = (2**3 - 1) / 16, (2**1 - 1) / 16
+    assert parse("err@10")(j) == pytest.approx(stop_a + (1 - stop_a) * 0 / 2 + (1 - stop_a) * stop_b / 3)
+    assert parse("err@1")(j) == pytest.approx(stop_a)
+    assert parse("rbp")(j) == pytest.approx(0.2 * (1 + 0.8**2))
+    assert parse("rbp(p=0.5)")(j) == pytest.approx(0.5 * (1 + 0.5**2))
+    assert parse("rbp@1")(j) == pytest.approx(0.2)
+    # unjudged y at rank 4, and everything past the 4 places
+    assert parse("rbp_residual")(j) == pytest.approx(0.2 * 0.8**3 + 0.8**4)
+    # R = 3 relevant, N = 1 judged non-relevant: a has none above (1), b has x above (1 - 1/min(3, 1) = 0)
+    assert parse("bpref")(j) == pytest.approx((1 + 0) / 3)
+    early = J(["a", "y", "x", "b"], j.grades)  # the unjudged y second: the condensed list skips it
+    assert parse("ndcg_condensed@3")(early) == pytest.approx(parse("ndcg@3")(J(["a", "x", "b"], j.grades)))
+    assert parse("ndcg_condensed@3")(early) > parse("ndcg@3")(early)
+
+
+def test_a_measures_own_parameter_is_named_and_checked():
+    assert parse("rbp").name == "rbp" and parse("rbp(p=0.8)").name == "rbp"
+    assert parse("RBP(p=0.95)@20").name == "rbp(p=0.95)@20"
+    for bad, message in (
+        ("rbp(q=0.9)", "takes \\(p="),
+        ("rbp(p=1.5)", "strictly between 0 and 1"),
+        ("ndcg(p=0.5)@10", "takes no parameter"),
+        ("rbp(p=0.9.1)", "must be a number"),
+    ):
+        with pytest.raises(MetricError, match=message):
+            parse(bad)
