@@ -65,6 +65,8 @@ def run_settings(
         search=experiment.config.search.model_dump(mode="json"),
         models=experiment.config.models.model_dump(mode="json"),
         graded=graded,
+        ties=ev.ties,
+        tie_flag=ev.tie_flag,
     )
 
 

@@ -161,6 +161,11 @@ class EvaluationConfig(Strict):
     first `judge_depth` places 0–3; its options go under ``judges: {name: {…}}``. Human labels always win.
     With a judge, golden rows that have a question but no expected ids are searched and graded too."""
     judge_depth: int = Field(10, ge=1, le=1_000)
+    ties: Literal["trec", "expected", "optimistic", "pessimistic"] = "trec"
+    """Which order of tied results the measures read: trec_eval's (by id), the mean over every order, the
+    best or the worst (see `core.ties`); the report gives all four for every setup with ties either way."""
+    tie_flag: float = Field(0.01, ge=0, le=1)
+    """A setup whose primary measure can move by more than this with the order of its ties is flagged."""
 
 
 class SearchConfig(Strict):

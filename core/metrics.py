@@ -34,6 +34,8 @@ class Judged:
     ranked: tuple[str, ...]
     grades: Mapping[str, int]
     threshold: int = 1
+    scores: tuple[float, ...] = ()
+    """The score of each unit of `ranked` (equal scores are ties, whose order `core.ties` weighs)."""
 
     @cached_property
     def relevant(self) -> frozenset[str]:
@@ -62,6 +64,8 @@ class Batch:
     depth: float = float("inf")
     n_judged: np.ndarray | None = None
     """Each question's judged units (any grade, 0 included): bpref's judged non-relevant count."""
+    score: np.ndarray | None = None
+    """The score at each place of the reduced list (ties: equal neighbours), where the results had scores."""
 
     @classmethod
     def of(cls, questions: Sequence[Judged], depth: float = float("inf")) -> Batch:
@@ -75,6 +79,7 @@ class Batch:
         ideal = np.zeros((n, ideal_width))
         n_rel = np.zeros(n)
         n_judged = np.zeros(n)
+        score = np.full((n, width), -np.inf)
         length = np.zeros(n, dtype=int)
         returned = np.zeros(n, dtype=int)
         threshold = questions[0].threshold if questions else 1
@@ -89,8 +94,9 @@ class Batch:
             ideal[i, : len(positive)] = positive
             n_rel[i] = len(relevant)
             n_judged[i] = len(grades)
+            score[i, : len(j.scores)] = j.scores
             length[i], returned[i] = len(j.ranked), len(j.returned)
-        return cls(grade, judged, hit, ideal, n_rel, length, returned, threshold, depth, n_judged)
+        return cls(grade, judged, hit, ideal, n_rel, length, returned, threshold, depth, n_judged, score)
 
     @cached_property
     def rel(self) -> np.ndarray:
@@ -333,8 +339,8 @@ def _mask(batch: Batch, k: Any, width: int | None = None) -> np.ndarray:
 
 
 def _count(batch: Batch, k: Any) -> np.ndarray:
-    """Relevant units within the cut-off."""
-    return (batch.rel & _mask(batch, k)).sum(axis=1)
+    """Relevant units within the cut-off (a share of one where `core.ties` spreads a tie's relevance)."""
+    return (batch.rel * _mask(batch, k)).sum(axis=1)
 
 
 def _safe_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -432,7 +438,7 @@ def mean_relevance(batch: Batch, k: Any) -> np.ndarray:
 def judged(batch: Batch, k: Any) -> np.ndarray:
     """Share of the top k units returned that carry a judgement (ir_measures Judged@k)."""
     mask = _mask(batch, k) & (np.arange(batch.grade.shape[1])[None, :] < batch.length[:, None])
-    return _safe_div((batch.judged & mask).sum(axis=1), mask.sum(axis=1))
+    return _safe_div((batch.judged * mask).sum(axis=1), mask.sum(axis=1))
 
 
 def _filled(batch: Batch, k: Any) -> np.ndarray:
@@ -463,7 +469,7 @@ def rbp(batch: Batch, k: Any, p: float) -> np.ndarray:
     ``rbp(p=0.95)``). Binary: relevant means grade >= the threshold. Its residual (`rbp_residual`) says how
     much more it could be if every unjudged result and everything past the list were relevant."""
     weights = (1 - p) * p ** np.arange(batch.grade.shape[1])[None, :]
-    return (weights * (batch.rel & _mask(batch, k))).sum(axis=1)
+    return (weights * batch.rel * _mask(batch, k)).sum(axis=1)
 
 
 @register("rbp_residual", cutoff="optional", param=("p", 0.8))
@@ -474,7 +480,7 @@ def rbp_residual(batch: Batch, k: Any, p: float) -> np.ndarray:
     filled = _filled(batch, k)
     weights = (1 - p) * p ** np.arange(batch.grade.shape[1])[None, :]
     seen = filled.sum(axis=1)
-    return (weights * (filled & ~batch.judged)).sum(axis=1) + p**seen
+    return (weights * filled * (1 - batch.judged)).sum(axis=1) + p**seen
 
 
 @register("bpref", cutoff="none", trec=("bpref",))
@@ -500,9 +506,10 @@ def condensed(batch: Batch) -> Batch:
     grade = np.take_along_axis(np.where(keep, batch.grade, 0.0), order, axis=1)
     judged = np.take_along_axis(keep, order, axis=1)
     length = keep.sum(axis=1)
+    score = None if batch.score is None else np.take_along_axis(np.where(keep, batch.score, -np.inf), order, axis=1)
     return Batch(
         grade, judged, batch.hit, batch.ideal, batch.n_rel, length, batch.returned,
-        batch.threshold, batch.depth, batch.n_judged,
+        batch.threshold, batch.depth, batch.n_judged, score,
     )  # fmt: skip
 
 

@@ -16,7 +16,7 @@ from vx_eval.core.errors import StoreError
 
 FORMAT = 3
 """1: reports before the typed model (read through `core.upgrade`); 2: the typed model; 3: runs derived from
-another (`derived_from`)."""
+another (`derived_from`), tie-aware measures (`SetupResult.ties`)."""
 
 Interval = tuple[float, float]
 Status = Literal["completed", "failed"]
@@ -110,6 +110,8 @@ class Settings(Frozen):
     models: dict[str, Any] = Field(default_factory=dict)
     confidence: float = 0.95
     graded: bool = False
+    ties: Literal["trec", "expected", "optimistic", "pessimistic"] = "trec"
+    tie_flag: float = 0.01
 
 
 class Times(Frozen):
@@ -177,6 +179,28 @@ class Graded(Frozen):
     dcg_per_question: list[float | None] = Field(default_factory=list)
 
 
+class TieRange(Frozen):
+    """One measure's mean over a setup's evaluated questions, under each order of its tied results."""
+
+    trec: float | None = None
+    expected: float | None = None
+    optimistic: float | None = None
+    pessimistic: float | None = None
+    sampled: bool = False
+    """The expected value was averaged over seeded orders (ERR, bpref, condensed lists), not computed exactly."""
+
+
+class TieView(Frozen):
+    """How far a setup's scores depend on the order of results with equal scores (`core.ties`)."""
+
+    questions: int
+    """Evaluated questions whose ranked list holds a tie of two or more results."""
+    measures: dict[str, TieRange] = Field(default_factory=dict)
+    spread: float | None = None
+    """The primary measure's optimistic minus pessimistic mean: what the tie order alone can move it by."""
+    flagged: bool = False
+
+
 class Neighbour(Frozen):
     key: str
     change: str
@@ -217,6 +241,8 @@ class SetupResult(Frozen):
     neighbours: list[Neighbour] = Field(default_factory=list)
     vs_best: VsBest | None = None
     tied_with_best: bool = False
+    ties: TieView | None = None
+    """Present where some ranked list holds tied scores."""
 
     @property
     def scored(self) -> bool:

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from vx_eval.core import metrics, stats
+from vx_eval.core import metrics, stats, ties
 from vx_eval.core.golden import Question
 from vx_eval.core.metrics import Judged
 from vx_eval.core.schema import (
@@ -18,6 +18,8 @@ from vx_eval.core.schema import (
     QuestionStatus,
     Settings,
     SetupResult,
+    TieRange,
+    TieView,
     Times,
     WorkerStat,
 )
@@ -106,7 +108,7 @@ def score_setup(
     judged = [
         judge(results, q, settings.relevance_threshold) for q, results in zip(questions, run.results, strict=True)
     ]
-    values, notes = _values(judged, statuses, measures, settings.depth)
+    values, notes = _values(judged, statuses, measures, settings.depth, settings.ties, settings.seed)
     names = [m.name for m in measures]
     evaluated = [i for i, (s, _) in enumerate(statuses) if s == "evaluated"]
     server = [t for t in run.server_ms if t is not None]
@@ -142,6 +144,7 @@ def score_setup(
             "ci": {n: (float(lo), float(hi)) for n, (lo, hi) in zip(names, ci, strict=True) if not np.isnan(lo)},
             "relevance_distribution": metrics.relevance_distribution(metrics.Batch.of(chosen, settings.depth), 10),
             "graded": graded_summary(run, questions, judged, evaluated, settings) if settings.graded else None,
+            "ties": tie_view(judged, evaluated, measures, settings),
         }
     )
 
@@ -151,11 +154,13 @@ def _values(
     statuses: Sequence[tuple[QuestionStatus, str | None]],
     measures: Sequence[metrics.Measure],
     depth: int,
+    order: str = "trec",
+    seed: int = 0,
 ) -> tuple[np.ndarray, list[str | None]]:
-    """Every measure for every question (NaN where it was skipped or its search failed: a failure is
-    counted, never scored as 0), and why a measure could not score one."""
+    """Every measure for every question under the chosen order of ties (NaN where it was skipped or its
+    search failed: a failure is counted, never scored as 0), and why a measure could not score one."""
     batch = metrics.Batch.of(judged, depth)
-    values = np.column_stack([m.compute(batch) for m in measures])
+    values = np.column_stack([ties.scores(m, batch, order, seed) for m in measures])
     notes: list[str | None] = []
     for i, (status, _) in enumerate(statuses):
         if status != "evaluated":
@@ -163,6 +168,45 @@ def _values(
         reasons = [r for m in measures if (r := m.unscorable(judged[i], depth))]
         notes.append("; ".join(reasons) or None)
     return values, notes
+
+
+def tie_view(
+    judged: Sequence[Judged], evaluated: list[int], measures: Sequence[metrics.Measure], settings: Settings
+) -> TieView | None:
+    """Every measure's mean over the evaluated questions under each order of the ties (`core.ties`), where
+    some evaluated list holds a tie; the primary measure's spread, flagged past `settings.tie_flag`."""
+    batch = metrics.Batch.of([judged[i] for i in evaluated], settings.depth)
+    tied = int(ties.has_ties(batch).sum()) if evaluated else 0
+    if not tied:
+        return None
+
+    def mean(values: np.ndarray) -> float | None:
+        with np.errstate(invalid="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            m = float(np.nanmean(values)) if len(values) else float("nan")
+        return None if m != m else m
+
+    ranges: dict[str, TieRange] = {}
+    for measure in measures:
+        if measure.definition.name in ties.UNTOUCHED:
+            continue
+        expected, sampled = ties.expected(measure, batch, settings.seed)
+        ranges[measure.name] = TieRange(
+            trec=mean(measure.compute(batch)),
+            expected=mean(expected),
+            optimistic=mean(ties.scores(measure, batch, "optimistic")),
+            pessimistic=mean(ties.scores(measure, batch, "pessimistic")),
+            sampled=sampled,
+        )
+    primary = ranges.get(settings.primary)
+    spread = (
+        primary.optimistic - primary.pessimistic
+        if primary and primary.optimistic is not None and primary.pessimistic is not None
+        else None
+    )
+    return TieView(
+        questions=tied, measures=ranges, spread=spread, flagged=spread is not None and spread > settings.tie_flag
+    )
 
 
 def _grades(

@@ -41,6 +41,7 @@ def judge(results: Sequence[tuple[str | None, float]], question: Question, thres
     return Judged(
         returned=tuple(u for u, _ in units),
         ranked=tuple(u for u, _ in ranked),
+        scores=tuple(s for _, s in ranked),
         grades=question.relevance(),
         threshold=threshold,
     )

@@ -285,6 +285,8 @@ def show_run(console: Console, report: Report, location: str | None, *, wide: bo
             console.print(f"[red]✗ {escape(setup.key)}:[/] {escape(setup.error)} (never picked)", highlight=False)
     for note in report.missing_notes:
         console.print(f"[yellow]missing:[/] {escape(note)}", highlight=False)
+    for line in tie_lines(report):
+        console.print(line, highlight=False)
     console.print()
     for line in pick_lines(report):
         console.print(line, highlight=False)
@@ -312,6 +314,23 @@ def show_run(console: Console, report: Report, location: str | None, *, wide: bo
         console.print(f"\n{derived.how.capitalize()} from run {escape(derived.run)}: {escape(derived.note)}.")
     if location:
         console.print(f"\nReport: {escape(location)}", highlight=False)
+
+
+def tie_lines(report: Report) -> list[str]:
+    """A line per setup whose primary measure depends on the order of its tied results beyond the flag."""
+    primary, lines = report.settings.primary, []
+    for s in report.setups:
+        view = s.ties
+        if view is None or not view.flagged or view.spread is None:
+            continue
+        span = view.measures[primary]
+        lines.append(
+            f"[yellow]ties:[/] {escape(s.key)}: {view.spread:.3f} of its {primary} depends on how ties are broken "
+            f"({view.questions} questions with tied scores; {fmt(primary, span.pessimistic)} to "
+            f"{fmt(primary, span.optimistic)}, {fmt(primary, span.expected)} expected over every order, "
+            f"{fmt(primary, span.trec)} in trec_eval's)"
+        )
+    return lines
 
 
 def judge_line(judge: JudgeInfo) -> str:
