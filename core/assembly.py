@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from vx_eval.core import metrics
+from vx_eval.core import headroom, metrics
 from vx_eval.core.config import Experiment
 from vx_eval.core.golden import GoldenSet, Question
 from vx_eval.core.ranking import Ranking
@@ -167,6 +167,8 @@ def assemble(experiment: Experiment, outcome: Outcome) -> Report:
             graded_questions(ranking.setups, [q.id for q in outcome.questions]) if outcome.settings.graded else None
         ),
         provenance=outcome.provenance,
+        headroom=headroom.headroom(ranking.setups, outcome.questions, outcome.settings, ranking.picks.finds_the_most),
+        pairs=headroom.all_pairs(ranking.setups, outcome.settings),
     )
 
 

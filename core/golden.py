@@ -57,6 +57,9 @@ class Question:
     grades: Mapping[str, int] = field(default_factory=dict)
     reference: str | None = None
     draft: bool = False
+    kind: str | None = None
+    """What kind of question it is (``metadata.kind``: the writer records fact, why, keyword, …), for the
+    report's view per kind."""
 
     def relevance(self) -> dict[str, int]:
         """Every judged unit and its grade: expected units default to 1; `grades` may add grade-0 units."""
@@ -212,6 +215,7 @@ def parse_golden(raw: bytes, source: str) -> GoldenSet:
             grades=dict(row.grades),
             reference=row.reference,
             draft=row.draft,
+            kind=kind if isinstance(kind := row.metadata.get("kind"), str) and kind else None,
         )
         if not row.expected:
             waiting.append(question)
@@ -250,4 +254,5 @@ def question_row(q: Question) -> dict[str, Any]:
         "grades": dict(q.grades),
         "reference": q.reference,
         "draft": q.draft or None,
+        "metadata": {"kind": q.kind} if q.kind else None,
     }

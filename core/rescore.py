@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from vx_eval.core import assembly, metrics, ranking, scoring
+from vx_eval.core import assembly, headroom, metrics, ranking, scoring
 from vx_eval.core.engine import Setup
 from vx_eval.core.errors import ConfigError, GoldenError, quoted
 from vx_eval.core.golden import GoldenSet, Question
@@ -136,6 +136,8 @@ def rescore(
                 assembly.graded_questions(ranked.setups, [q.id for q in questions]) if settings.graded else None
             ),
             "derived_from": DerivedFrom(run=report.id, how="rescored", note=TIMES_NOTE),
+            "headroom": headroom.headroom(ranked.setups, questions, settings, ranked.picks.finds_the_most),
+            "pairs": headroom.all_pairs(ranked.setups, settings),
         }
     )
 

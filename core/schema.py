@@ -16,7 +16,8 @@ from vx_eval.core.errors import StoreError
 
 FORMAT = 3
 """1: reports before the typed model (read through `core.upgrade`); 2: the typed model; 3: runs derived from
-another (`derived_from`), tie-aware measures (`SetupResult.ties`)."""
+another (`derived_from`), tie-aware measures (`SetupResult.ties`),
+`headroom` and all-pairs tests (`pairs`)."""
 
 Interval = tuple[float, float]
 Status = Literal["completed", "failed"]
@@ -350,6 +351,68 @@ class GradedDashboard(Frozen):
     failed: list[str] = Field(default_factory=list)
 
 
+class Overlap(Frozen):
+    a: str
+    b: str
+    overlap: float
+    """Mean Jaccard overlap of the two top 10s (shared units over units in either), over the questions both
+    evaluated."""
+    questions: int
+
+
+class KindView(Frozen):
+    """One kind of question (``metadata.kind``): how many, each setup's mean, the best, and the oracle."""
+
+    questions: int
+    means: dict[str, float] = Field(default_factory=dict)
+    best: str | None = None
+    oracle: float | None = None
+
+
+class Headroom(Frozen):
+    """Where each setup wins and how far routing could go (`core.headroom`), on the primary measure."""
+
+    measure: str
+    best: str
+    best_value: float
+    oracle: float
+    """The mean over questions of the best score any setup reached on each: the ceiling of routing."""
+    oracle_ci: Interval | None = None
+    gain: float
+    questions: int
+    found_by: list[int] = Field(default_factory=list)
+    """Per question (in `Report.question_ids` order): how many setups hold a right answer in their top 10."""
+    unfound: list[str] = Field(default_factory=list)
+    """Questions no setup finds in its top 10 (the first few; `unfound_count` says how many)."""
+    unfound_count: int = 0
+    only: dict[str, list[str]] = Field(default_factory=dict)
+    """Per setup, questions only it finds in its top 10 (the first few)."""
+    only_count: dict[str, int] = Field(default_factory=dict)
+    wins: dict[str, int] = Field(default_factory=dict)
+    """Per setup, questions on which it alone scores best."""
+    overlaps: list[Overlap] = Field(default_factory=list)
+    kinds: dict[str, KindView] = Field(default_factory=dict)
+
+
+class PairTest(Frozen):
+    a: str
+    b: str
+    delta: float
+    """Mean of a minus mean of b."""
+    p: float
+
+
+class AllPairs(Frozen):
+    """Every pair of the leading setups, family-wise controlled (`core.headroom.all_pairs`)."""
+
+    measure: str
+    method: str
+    trials: int
+    questions: int
+    alpha: float
+    pairs: list[PairTest] = Field(default_factory=list)
+
+
 class PluginRow(Frozen):
     name: str
     module: str
@@ -401,6 +464,8 @@ class Report(Frozen):
     graded_questions: GradedDashboard | None = None
     provenance: Provenance = Field(default_factory=Provenance)
     derived_from: DerivedFrom | None = None
+    headroom: Headroom | None = None
+    pairs: AllPairs | None = None
 
     def setup(self, key: str) -> SetupResult:
         for s in self.setups:

@@ -17,7 +17,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from vx_eval.format import fmt, fmt_ms, is_share, measures_shown
+from vx_eval.format import fmt, fmt_ms, is_share, measures_shown, tie_notes
 
 Justify = Literal[  # the columns' alignments
     "left", "right", "center"
@@ -309,6 +309,8 @@ def show_run(console: Console, report: Report, location: str | None, *, wide: bo
         )
     for line in graded_lines(report):
         console.print(line, highlight=False)
+    for line in headroom_lines(report):
+        console.print(line, highlight=False)
     if report.derived_from is not None:
         derived = report.derived_from
         console.print(f"\n{derived.how.capitalize()} from run {escape(derived.run)}: {escape(derived.note)}.")
@@ -316,21 +318,26 @@ def show_run(console: Console, report: Report, location: str | None, *, wide: bo
         console.print(f"\nReport: {escape(location)}", highlight=False)
 
 
+def headroom_lines(report: Report) -> list[str]:
+    """The oracle over setups against the best one, and the questions no setup finds."""
+    head = report.headroom
+    if head is None or len(report.setups) < 2:
+        return []
+    m = head.measure
+    ci = f" [{fmt(m, head.oracle_ci[0])}–{fmt(m, head.oracle_ci[1])}]" if head.oracle_ci else ""
+    lines = [
+        f"\nHeadroom on {m}: {escape(head.best)} reaches {fmt(m, head.best_value)}; the best any setup reached on "
+        f"each question (the oracle) gives {fmt(m, head.oracle)}{ci}, {fmt(m, head.gain)} above it."
+    ]
+    if head.unfound_count:
+        shown = ", ".join(escape(q) for q in head.unfound) + (" …" if head.unfound_count > len(head.unfound) else "")
+        lines.append(f"{head.unfound_count} questions no setup finds in its top 10 (check them first): {shown}")
+    return lines
+
+
 def tie_lines(report: Report) -> list[str]:
     """A line per setup whose primary measure depends on the order of its tied results beyond the flag."""
-    primary, lines = report.settings.primary, []
-    for s in report.setups:
-        view = s.ties
-        if view is None or not view.flagged or view.spread is None:
-            continue
-        span = view.measures[primary]
-        lines.append(
-            f"[yellow]ties:[/] {escape(s.key)}: {view.spread:.3f} of its {primary} depends on how ties are broken "
-            f"({view.questions} questions with tied scores; {fmt(primary, span.pessimistic)} to "
-            f"{fmt(primary, span.optimistic)}, {fmt(primary, span.expected)} expected over every order, "
-            f"{fmt(primary, span.trec)} in trec_eval's)"
-        )
-    return lines
+    return [f"[yellow]ties:[/] {escape(key)}: {escape(text)}" for key, text in tie_notes(report)]
 
 
 def judge_line(judge: JudgeInfo) -> str:

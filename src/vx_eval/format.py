@@ -31,3 +31,24 @@ def measures_shown(report: Report) -> list[str]:
     """Every measure the config asks for, the primary first (the table's and the page's columns)."""
     settings = report.settings
     return list(dict.fromkeys([settings.primary, *settings.metrics]))
+
+
+def tie_notes(report: Report) -> list[tuple[str, str]]:
+    """(setup key, what it says) for each setup whose primary measure depends on the order of its tied
+    results beyond the run's flag."""
+    primary, notes = report.settings.primary, []
+    for s in report.setups:
+        view = s.ties
+        if view is None or not view.flagged or view.spread is None:
+            continue
+        span = view.measures[primary]
+        notes.append(
+            (
+                s.key,
+                f"{view.spread:.3f} of its {primary} depends on how ties are broken ({view.questions} questions "
+                f"with tied scores; {fmt(primary, span.pessimistic)} to {fmt(primary, span.optimistic)}, "
+                f"{fmt(primary, span.expected)} expected over every order, {fmt(primary, span.trec)} in "
+                "trec_eval's)",
+            )
+        )
+    return notes

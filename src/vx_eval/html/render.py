@@ -12,7 +12,7 @@ from markupsafe import Markup
 
 from vx_eval import __version__
 from vx_eval.core.schema import Report
-from vx_eval.format import fmt, measures_shown
+from vx_eval.format import fmt, measures_shown, tie_notes
 from vx_eval.html import charts
 from vx_eval.html.view import (
     PER_PAGE,
@@ -254,5 +254,47 @@ def render_page(
             menu=menu,
             timing_note=_timing_note(report),
             glossary=[meaning(m) for m in metric_names],
+            headroom=report.headroom,
+            tie_flags=[f"{by_key[key].label if key in by_key else key}: {text}" for key, text in tie_notes(report)],
+            pairs=_pairs(report, views),
         )
     )
+
+
+@dataclass(frozen=True)
+class PairsView:
+    measure: str
+    method: str
+    trials: int
+    questions: int
+    alpha: float
+    count: int
+    rows: list[tuple[str, str, list[tuple[str, str, str]]]]
+
+
+def _pairs(report: Report, views: Sequence[SetupView]) -> PairsView | None:
+    """The all-pairs matrix: a row and a column per setup tested, each cell the row's mean minus the
+    column's, marked where the family-wise test tells it from noise."""
+    pairs = report.pairs
+    if pairs is None:
+        return None
+    by_pair = {(t.a, t.b): t for t in pairs.pairs}
+    keys = list(dict.fromkeys(k for t in pairs.pairs for k in (t.a, t.b)))
+    by_key = {v.key: v for v in views}
+    rows = []
+    for a in keys:
+        cells = []
+        for b in keys:
+            if a == b:
+                cells.append(("", "self", ""))
+                continue
+            test = by_pair.get((a, b))
+            delta, p = (test.delta, test.p) if test else (-by_pair[(b, a)].delta, by_pair[(b, a)].p)
+            surely = p < pairs.alpha
+            mark = ("▲" if delta > 0 else "▼") if surely else "·"
+            css = ("better" if delta > 0 else "worse") if surely else "alike"
+            shown = "0.000" if abs(delta) < 5e-4 else f"{delta:+.3f}"
+            cells.append((f"{shown} {mark}", css, f"p = {p:.3g}"))
+        view = by_key.get(a)
+        rows.append((view.label if view else a, view.anchor if view else "", cells))
+    return PairsView(pairs.measure, pairs.method, pairs.trials, pairs.questions, pairs.alpha, len(pairs.pairs), rows)
