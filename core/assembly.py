@@ -27,6 +27,7 @@ from vx_eval.core.schema import (
     SetupResult,
     TargetInfo,
     Timing,
+    Tuning,
 )
 from vx_eval.core.targets import missing_notes
 
@@ -137,6 +138,7 @@ class Outcome:
     ranking: Ranking
     judge: JudgeInfo | None
     provenance: Provenance
+    tuning: Tuning | None = None
 
 
 def assemble(experiment: Experiment, outcome: Outcome) -> Report:
@@ -169,6 +171,7 @@ def assemble(experiment: Experiment, outcome: Outcome) -> Report:
         provenance=outcome.provenance,
         headroom=headroom.headroom(ranking.setups, outcome.questions, outcome.settings, ranking.picks.finds_the_most),
         pairs=headroom.all_pairs(ranking.setups, outcome.settings),
+        tuning=outcome.tuning,
     )
 
 

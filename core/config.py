@@ -132,6 +132,23 @@ class TargetConfig(Strict):
     options: dict[str, Any] = Field(default_factory=dict)
 
 
+FUSIONS: tuple[Literal["convex", "rrf"], ...] = ("convex", "rrf")
+
+
+class TuneConfig(Strict):
+    """Fusion tuned by cross-validation over questions (`core.tuning`): the settings to try and the folds."""
+
+    fusion: list[Literal["convex", "rrf"]] = Field(default_factory=lambda: list(FUSIONS), min_length=1)
+    alpha: list[Annotated[float, Field(ge=0, le=1)]] = Field(
+        default_factory=lambda: [round(0.1 * i, 1) for i in range(11)], min_length=1, max_length=101
+    )
+    """The dense share of the hybrid to try (keyword gets 1 - alpha)."""
+    rrf_k: list[Annotated[int, Field(ge=1, le=10_000)]] = Field(default_factory=lambda: [10, 60, 100], min_length=1)
+    folds: int = Field(5, ge=2, le=50)
+    timed: int = Field(20, ge=1, le=1_000)
+    """Questions searched for real with the chosen setting, timed (the tuned setup's times)."""
+
+
 class EvaluationConfig(Strict):
     metrics: list[str] = Field(default_factory=lambda: list(DEFAULT_METRICS))
     depth: int = Field(20, ge=1, le=10_000)
@@ -166,6 +183,8 @@ class EvaluationConfig(Strict):
     best or the worst (see `core.ties`); the report gives all four for every setup with ties either way."""
     tie_flag: float = Field(0.01, ge=0, le=1)
     """A setup whose primary measure can move by more than this with the order of its ties is flagged."""
+    tune: TuneConfig | None = None
+    """Tune every local hybrid's fusion by k-fold cross-validation over the kept rankings (`core.tuning`)."""
 
 
 class SearchConfig(Strict):

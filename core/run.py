@@ -6,19 +6,20 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from vx_eval.core import assembly, ranking, scoring
+from vx_eval.core import assembly, ranking, scoring, tuning
 from vx_eval.core.checkpoints import Checkpoints, new_manifest, start_checkpoints
 from vx_eval.core.config import Experiment
-from vx_eval.core.engine import Progress, SilentProgress, Target
+from vx_eval.core.engine import FUSION, Progress, SilentProgress, Target
 from vx_eval.core.errors import GoldenError, VxEvalError
 from vx_eval.core.executors import DaskExecutor, SerialExecutor, ShardPart, ThreadExecutor, throughput
 from vx_eval.core.golden import GoldenSet
 from vx_eval.core.judging import GradeCache, judge_maker, judge_run
 from vx_eval.core.report import new_run_id, provenance, save_report
-from vx_eval.core.schema import JudgeInfo, Report
+from vx_eval.core.schema import JudgeInfo, Report, Settings, SetupResult, Tuning
 from vx_eval.core.search import SetupRun, search_all
 from vx_eval.core.selection import enumerate_setups, measures_for, timing_sample
 from vx_eval.core.sources import read_golden
@@ -166,6 +167,46 @@ def _judge(
         )
 
 
+def _tune(
+    experiment: Experiment,
+    plugins: Any,
+    targets: list[Target],
+    runs: list[SetupRun],
+    results: list[SetupResult],
+    questions: list[Any],
+    measures: list[Any],
+    settings: Settings,
+    timed: set[int] | None,
+) -> tuple[list[SetupResult], Tuning | None]:
+    """Each local hybrid's fusion tuned by cross-validation over the kept rankings (`core.tuning`), as a
+    setup with its held-out numbers, timed by real searches with the chosen setting on a sample."""
+    tune = experiment.config.evaluation.tune
+    if tune is None:
+        return [], None
+    local = {t.name for t in targets if FUSION not in t.capabilities}
+    made = tuning.tune_all(results, questions, tune, settings, local)
+    by_key, extra, infos = {r.setup.key: r for r in runs}, [], []
+    sample = sorted(timed) if timed is not None else list(range(len(questions)))
+    for tuned in made:
+        run = tuning.tuned_setup_run(tuned, by_key[tuned.info.hybrid])
+        chosen = tuned.chosen
+        search = experiment.config.search.model_copy(
+            update={"fusion": chosen.fusion, "alpha": chosen.alpha, "rrf_k": chosen.rrf_k or 60}
+        )
+        target = next(t for t in targets if t.name == run.setup.target)
+        live = enumerate_setups([dataclasses.replace(target, search=search)], plugins, (tuned.info.hybrid,))[0]
+        asked = [i for i in sample if i in tuned.scored][: tune.timed]
+        if asked:
+            live.search(questions[asked[0]].question, settings.depth)  # the warm-up, untimed
+        for i in asked:
+            begin = time.perf_counter()
+            live.search(questions[i].question, settings.depth)
+            run.times_ms[i] = (time.perf_counter() - begin) * 1000
+        extra.append(scoring.score_setup(run, questions, measures, settings))
+        infos.append(tuned.info.model_copy(update={"timed": len(asked)}))
+    return extra, Tuning(folds=tune.folds, hybrids=infos)
+
+
 def run_experiment(experiment: Experiment, plugins: Any, options: RunOptions | None = None) -> RunResult:
     """Everything `vx-eval run` does, without printing: returns the report and where it was saved."""
     options = options or RunOptions()
@@ -187,19 +228,21 @@ def run_experiment(experiment: Experiment, plugins: Any, options: RunOptions | N
         runs, timed, checkpoints, started = _search(experiment, plugins, stores, options, golden, targets, started)
         questions, judged = _judge(experiment, plugins, options, golden, targets, runs)
         described = {t.name: describe(t) for t in targets}
+        settings = assembly.run_settings(
+            experiment,
+            measures,
+            ev.balance if options.balance is None else options.balance,
+            ev.time if options.time is None else options.time,
+            timed,
+            len(golden.questions),
+            graded=judged is not None or assembly.enough_graded(golden.questions),
+        )
+        results = [scoring.score_setup(r, questions, measures, settings) for r in runs]
+        tuned, tuning_info = _tune(experiment, plugins, targets, runs, results, questions, measures, settings, timed)
     finally:
         close_targets(targets)
 
-    settings = assembly.run_settings(
-        experiment,
-        measures,
-        ev.balance if options.balance is None else options.balance,
-        ev.time if options.time is None else options.time,
-        timed,
-        len(golden.questions),
-        graded=judged is not None or assembly.enough_graded(golden.questions),
-    )
-    results = [scoring.score_setup(r, questions, measures, settings) for r in runs]
+    results += tuned
     outcome = assembly.Outcome(
         run_id=checkpoints.run_id if checkpoints else new_run_id(started),
         started=started,
@@ -212,6 +255,7 @@ def run_experiment(experiment: Experiment, plugins: Any, options: RunOptions | N
         ranking=ranking.rank(results, settings),
         judge=judged,
         provenance=provenance(plugins, {name: t.models for name, t in described.items()}),
+        tuning=tuning_info,
     )
     report = assembly.assemble(experiment, outcome)
     location = None

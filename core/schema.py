@@ -17,7 +17,7 @@ from vx_eval.core.errors import StoreError
 FORMAT = 3
 """1: reports before the typed model (read through `core.upgrade`); 2: the typed model; 3: runs derived from
 another (`derived_from`), tie-aware measures (`SetupResult.ties`),
-`headroom` and all-pairs tests (`pairs`)."""
+`headroom`, all-pairs tests (`pairs`) and fusion `tuning`."""
 
 Interval = tuple[float, float]
 Status = Literal["completed", "failed"]
@@ -394,6 +394,62 @@ class Headroom(Frozen):
     kinds: dict[str, KindView] = Field(default_factory=dict)
 
 
+class FusionSetting(Frozen):
+    fusion: str
+    alpha: float
+    rrf_k: int | None = None
+
+
+class FoldChoice(Frozen):
+    """What one fold chose on the other folds' questions, and how that did there and on its own."""
+
+    fold: int
+    setting: FusionSetting
+    train: float
+    held_out: float
+    questions: int
+
+
+class VsDefault(Frozen):
+    delta: float
+    ci: Interval
+    p: float
+
+
+class TunedHybrid(Frozen):
+    """One hybrid's fusion tuned by cross-validation (`core.tuning`): held-out, default and in-sample."""
+
+    key: str
+    """The tuned setup's key in the ranking (its numbers there are the held-out ones)."""
+    hybrid: str
+    components: list[str]
+    measure: str
+    questions: int
+    tried: int
+    default: FusionSetting
+    default_value: float
+    held_out: float
+    """The mean over questions of each question scored with the setting its fold chose elsewhere."""
+    held_out_ci: Interval
+    in_sample: FusionSetting
+    """The setting best on every question: the one to deploy (`config_lines`)."""
+    in_sample_value: float
+    """Optimistic: the best of many means on the questions it was chosen on."""
+    overstated: float
+    """In-sample minus held-out: how much tuning on the scored questions overstates the gain."""
+    folds: list[FoldChoice] = Field(default_factory=list)
+    stable: float
+    """Share of folds that chose the most chosen setting."""
+    vs_default: VsDefault
+    config_lines: str
+    timed: int = 0
+
+
+class Tuning(Frozen):
+    folds: int
+    hybrids: list[TunedHybrid] = Field(default_factory=list)
+
+
 class PairTest(Frozen):
     a: str
     b: str
@@ -466,6 +522,7 @@ class Report(Frozen):
     derived_from: DerivedFrom | None = None
     headroom: Headroom | None = None
     pairs: AllPairs | None = None
+    tuning: Tuning | None = None
 
     def setup(self, key: str) -> SetupResult:
         for s in self.setups:

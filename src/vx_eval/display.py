@@ -17,7 +17,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from vx_eval.format import fmt, fmt_ms, is_share, measures_shown, tie_notes
+from vx_eval.format import fmt, fmt_ms, is_share, measures_shown, tie_notes, tuning_notes
 
 Justify = Literal[  # the columns' alignments
     "left", "right", "center"
@@ -311,6 +311,8 @@ def show_run(console: Console, report: Report, location: str | None, *, wide: bo
         console.print(line, highlight=False)
     for line in headroom_lines(report):
         console.print(line, highlight=False)
+    for sentences in tuning_notes(report):
+        console.print("\n" + escape(" ".join(sentences)), highlight=False)
     if report.derived_from is not None:
         derived = report.derived_from
         console.print(f"\n{derived.how.capitalize()} from run {escape(derived.run)}: {escape(derived.note)}.")

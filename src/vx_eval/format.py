@@ -52,3 +52,33 @@ def tie_notes(report: Report) -> list[tuple[str, str]]:
             )
         )
     return notes
+
+
+def setting_text(fusion: str, alpha: float, rrf_k: int | None) -> str:
+    """A fusion setting in words: ``convex, alpha 0.3`` or ``rrf, alpha 0.5, k 60``."""
+    return f"{fusion}, alpha {alpha:g}" + (f", k {rrf_k}" if rrf_k else "")
+
+
+def tuning_notes(report: Report) -> list[list[str]]:
+    """For each tuned hybrid, its sentences: held-out against the run's setting, the optimistic in-sample best,
+    what the folds chose, and the config lines to use."""
+    if report.tuning is None:
+        return []
+    out = []
+    for t in report.tuning.hybrids:
+        m, d = t.measure, t.vs_default
+        chose = "; ".join(setting_text(f.setting.fusion, f.setting.alpha, f.setting.rrf_k) for f in t.folds)
+        out.append(
+            [
+                f"Fusion of {t.hybrid} tuned by {report.tuning.folds}-fold cross-validation over {t.questions} "
+                f"questions ({t.tried} settings): held-out {m} {fmt(m, t.held_out)} "
+                f"[{fmt(m, t.held_out_ci[0])}–{fmt(m, t.held_out_ci[1])}] against {fmt(m, t.default_value)} with "
+                f"the run's setting ({setting_text(t.default.fusion, t.default.alpha, t.default.rrf_k)}): "
+                f"{d.delta:+.3f} [{d.ci[0]:+.3f}, {d.ci[1]:+.3f}], p {d.p:.3g}.",
+                f"The best on the questions it was chosen on scores {fmt(m, t.in_sample_value)}: optimistic, "
+                f"{t.overstated:+.3f} over what held-out questions show.",
+                f"The folds chose: {chose} ({t.stable:.0%} the same). To use the setting chosen on every "
+                f"question: {t.config_lines}",
+            ]
+        )
+    return out

@@ -12,7 +12,7 @@ from markupsafe import Markup
 
 from vx_eval import __version__
 from vx_eval.core.schema import Report
-from vx_eval.format import fmt, measures_shown, tie_notes
+from vx_eval.format import fmt, measures_shown, tie_notes, tuning_notes
 from vx_eval.html import charts
 from vx_eval.html.view import (
     PER_PAGE,
@@ -257,6 +257,7 @@ def render_page(
             headroom=report.headroom,
             tie_flags=[f"{by_key[key].label if key in by_key else key}: {text}" for key, text in tie_notes(report)],
             pairs=_pairs(report, views),
+            tuning=tuning_notes(report),
         )
     )
 
