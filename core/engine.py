@@ -59,6 +59,12 @@ class Query:
     """For ``fusion``: the capabilities the engine runs and fuses itself (``sparse:bm25``, ``dense:minilm``)."""
     ranker: str | None = None
     """A ranker the engine runs on its own results (``semantic`` with ``service-ranker:semantic``)."""
+    fusion: str = "convex"
+    """For ``fusion``: how the run fuses (`search.fusion`: ``convex`` or ``rrf``), for an engine that can
+    fuse either way (PostgreSQL does it in SQL); an engine with one fusion of its own (Qdrant's RRF) uses it."""
+    weights: tuple[float, ...] = ()
+    """For ``fusion``: each part's weight, in the order of `parts` (empty: equal)."""
+    rrf_k: int = 60
 
 
 # Capabilities a handle can report. Engines say what they hold; setup plugins compose over them.
@@ -162,6 +168,9 @@ class EngineHandle(Protocol):
     def search(self, query: Query) -> list[Hit]:
         """Results in the engine's order, at most ``query.k``."""
         ...
+
+    # Optional: ``keyword_ranking``, a str naming what the ``keyword`` capability ranks by ("BM25", or
+    # "ts_rank_cd: PostgreSQL full text, not BM25"), for the keyword setup's label (default BM25).
 
     def missing(self, doc_ids: Iterable[str]) -> set[str]:
         """The ids among `doc_ids` that this collection does not hold."""

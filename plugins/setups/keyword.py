@@ -27,7 +27,7 @@ class KeywordSetups:
             target=target.name,
             engine=target.engine,
             method="keyword",
-            label="Keyword (BM25)",
+            label=f"Keyword ({getattr(handle, 'keyword_ranking', None) or 'BM25'})",
             run=run,
         )
 

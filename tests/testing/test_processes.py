@@ -68,3 +68,26 @@ def test_a_server_that_never_listens_is_stopped_with_a_clear_error(tmp_path):
         assert f"sleeper did not listen on 127.0.0.1:{port} within 1 s" in str(exc)
     else:
         raise AssertionError("a server that never listened was taken as started")
+
+
+def test_postgresql_run_as_another_user_dies_with_the_process_that_started_it(tmp_path):
+    """PostgreSQL refuses root, so as root it runs as another account; changing the account clears the
+    parent-death signal, which must therefore be set after it (or a killed test leaves PostgreSQL running)."""
+    script = (
+        "import time\n"
+        "from vx_eval.testing.postgres import postgres_server\n"
+        "with postgres_server() as pg:\n"
+        "    print(pg.server.pid, pg.folder, flush=True)\n"
+        "    time.sleep(600)\n"
+    )
+    parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, cwd=tmp_path)
+    pid, folder = parent.stdout.readline().split()
+    assert alive(int(pid))
+    parent.send_signal(signal.SIGKILL)
+    parent.wait()
+    try:
+        assert wait_until_gone(int(pid), seconds=20), f"PostgreSQL (pid {pid}) outlived the process that started it"
+    finally:
+        import shutil
+
+        shutil.rmtree(folder, ignore_errors=True)  # what the killed process could not remove

@@ -41,16 +41,16 @@ def _child_setup(parent: int, user: tuple[int, int] | None) -> Callable[[], None
 
     def setup() -> None:
         os.setsid()
+        if user is not None:  # first: changing the user clears the parent-death signal
+            uid, gid = user
+            os.setgid(gid)
+            os.setgroups([gid])
+            os.setuid(uid)
         if sys.platform.startswith("linux"):
             libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
             libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
             if os.getppid() != parent:  # the parent died before prctl took hold
                 os._exit(1)
-        if user is not None:
-            uid, gid = user
-            os.setgid(gid)
-            os.setgroups([gid])
-            os.setuid(uid)
 
     return setup
 
