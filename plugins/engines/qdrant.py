@@ -21,7 +21,7 @@ import uuid
 import zlib
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
@@ -73,7 +73,10 @@ class QdrantOptions(RemoteOptions):
     location: str | None = None
     """``:memory:`` for an in-process collection that lasts the run."""
     path: ConfigPath | None = None
-    """A folder for Qdrant's local mode (kept between runs)."""
+    """A folder for an embedded Qdrant (kept between runs)."""
+    embedded: Literal["edge", "local"] = "edge"
+    """With ``location`` or ``path``: ``edge``, Qdrant's own Rust engine in process (qdrant-edge-py: HNSW,
+    sparse IDF, MaxSim); ``local``, qdrant-client's local mode (a pure-Python re-implementation)."""
     url: ServiceUrl | None = None
     """A Qdrant server: ``http://localhost:6333``."""
     api_key: SecretRef | None = None
@@ -84,7 +87,7 @@ class QdrantOptions(RemoteOptions):
     late_model: LateModel | None = None
     """A late-interaction model (``colbert-small``) stored as a MaxSim multivector; used from mode ultimate."""
     exact: bool = False
-    """Exact search instead of HNSW (a server only; local mode is always exact)."""
+    """Exact search instead of HNSW (a server and Qdrant's embedded engine; local mode is always exact)."""
     words: ConfigPath | None = None
     """The local words index; default ``.vx/<target>.words.db`` beside the config."""
 
@@ -105,7 +108,10 @@ class QdrantOptions(RemoteOptions):
 
     def indexing(self) -> dict[str, Any]:
         late = self.late_model if self.level() >= 2 else None
-        return {**super().indexing(), "sparse": self.sparse, "late_model": late, "vectors": self.vectors}
+        engine = None if self.url else self.embedded
+        return {
+            **super().indexing(), "sparse": self.sparse, "late_model": late, "vectors": self.vectors, "engine": engine
+        }  # fmt: skip
 
 
 # ---------------------------------------------------------------------------------------------- BM25 terms
@@ -196,6 +202,10 @@ class QdrantEngine(Engine):
                 api_key=options.api_key.value() if options.api_key else None,
                 timeout=int(options.timeout),
             )
+        elif options.embedded == "edge":
+            from vx_eval.plugins.engines.qdrant_edge import EdgeClient
+
+            client = EdgeClient(options.path)
         elif options.path:
             client = client_module.QdrantClient(path=str(options.path))
         else:
@@ -357,12 +367,21 @@ class QdrantHandle:
             "documents": len(self.document_ids()),
             "chunks": self.points,
             "models": sorted(self.dense) + sorted(self.late_models),
-            "version": f"Qdrant ({'server' if self.options.url else 'local mode'}) via qdrant-client",
+            "version": self._version(),
             "location": self.where,
             "keyword": "local words index" if self.words is not None else None,
             "fingerprint": self.metadata.get("fingerprint"),
             "mode": self.options.mode,
         }
+
+    def _version(self) -> str:
+        if self.options.url:
+            return "Qdrant server via qdrant-client"
+        if self.options.embedded == "edge":
+            from importlib.metadata import version
+
+            return f"Qdrant's engine in process (qdrant-edge-py {version('qdrant-edge-py')})"
+        return "qdrant-client local mode (a Python re-implementation, not Qdrant's engine)"
 
     # ------------------------------------------------------------------------------------------ search
 

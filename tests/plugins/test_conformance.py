@@ -15,16 +15,29 @@ class TestSqlite(EngineConformance):
     absent_options = {"path": "absent.db"}
 
 
-class TestQdrantInMemory(EngineConformance):
+class TestQdrantEngineInMemory(EngineConformance):
+    """Qdrant's own engine in process (qdrant-edge-py), exact: the dense top 10 equals the embedded engine's."""
+
     engine = "qdrant"
-    options = {"location": ":memory:", "mode": "hybrid", "dense_models": ["minilm"]}
+    options = {"location": ":memory:", "mode": "hybrid", "dense_models": ["minilm"], "exact": True}
     absent_options = {"location": ":memory:", "collection": "absent", "build": "never"}
 
 
-class TestQdrantFolder(EngineConformance):
+class TestQdrantEngineFolder(EngineConformance):
+    """Qdrant's own engine with HNSW, sparse BM25 and a MaxSim multivector, kept in a folder."""
+
     engine = "qdrant"
     options = {"path": "qdrant", "mode": "ultimate", "dense_models": ["minilm"], "late_model": "colbert-small"}
     absent_options = {"path": "qdrant-empty", "collection": "absent", "build": "never"}
+    agreement = 0.9
+
+
+class TestQdrantLocalMode(EngineConformance):
+    """qdrant-client's local mode (a Python re-implementation), still offered as `embedded: local`."""
+
+    engine = "qdrant"
+    options = {"location": ":memory:", "embedded": "local", "mode": "hybrid", "dense_models": ["minilm"]}
+    absent_options = {"location": ":memory:", "embedded": "local", "collection": "absent", "build": "never"}
 
 
 class TestOpenSearchKeywordOnOsmem(EngineConformance):
