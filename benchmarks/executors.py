@@ -23,6 +23,7 @@ from vx_eval.core import run as run_module
 from vx_eval.core.config import load_config
 from vx_eval.core.plugins import load_plugins
 from vx_eval.core.run import RunOptions, run_experiment
+from vx_eval.core.schema import Report
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -65,8 +66,8 @@ class Clock:
         run_module.enumerate_setups = timed_setups
 
 
-def measures(report: dict) -> dict:
-    return {s["key"]: s["per_question"]["metrics"] for s in report["setups"]}
+def measures(report: Report) -> dict:
+    return {s.key: s.per_question.metrics for s in report.setups}
 
 
 def main() -> None:
@@ -87,7 +88,7 @@ def main() -> None:
     overhead = serial_s - clock.opening - clock.searching
     parts = f"opening {clock.opening:.1f} s + searching {clock.searching:.1f} s + framework {overhead:.1f} s"
     print(f"serial: {serial_s:.1f} s = {parts}")
-    size = f"{len(serial['setups'])} setups, {serial['golden']['labelled']} questions"
+    size = f"{len(serial.setups)} setups, {serial.golden.labelled} questions"
     print(f"  framework overhead: {overhead / serial_s:.1%} of the run ({size})")
 
     start = time.perf_counter()

@@ -100,19 +100,19 @@ def main() -> None:
 
     cold_time, cold_watch, cold = runs[0][1], runs[0][2], runs[0][3]
     print(
-        f"SciFact: {len(documents):,} documents, {cold['golden']['labelled']} questions, "
-        f"{len(cold['setups'])} setups, threads {args.threads}"
+        f"SciFact: {len(documents):,} documents, {cold.golden.labelled} questions, "
+        f"{len(cold.setups)} setups, threads {args.threads}"
     )
     print(f"{'setup':<44} {'nDCG@10':>8} {'R@100':>7} {'found@10':>9} {'median ms':>10} {'p95 ms':>8}")
-    for s in cold["setups"]:
-        summary, times = s["summary"], s["times_ms"]
+    for s in cold.setups:
+        summary, times = s.summary, s.times_ms
         print(
-            f"{s['key']:<44} {summary.get('ndcg@10', 0):8.4f} {summary.get('recall@100', 0):7.4f} "
-            f"{summary.get('found@10', 0):9.3f} {times['median'] or 0:10.1f} {times['p95'] or 0:8.1f}"
-            + (f"  ERROR {s['error']}" if s["error"] else "")
+            f"{s.key:<44} {summary.get('ndcg@10') or 0:8.4f} {summary.get('recall@100') or 0:7.4f} "
+            f"{summary.get('found@10') or 0:9.3f} {times.median or 0:10.1f} {times.p95 or 0:8.1f}"
+            + (f"  ERROR {s.error}" if s.error else "")
         )
-    timing = cold["settings"]["timing"]
-    print(f"(times: {timing['questions_timed']} of {timing['questions']} questions, {timing['sample']})")
+    timing = cold.settings.timing
+    print(f"(times: {timing.questions_timed} of {timing.questions} questions, {timing.sample})")
     print("\nIndexing (cold run):")
     for stage, (began, ended, count) in cold_watch.stages.items():
         if stage == "Searching":

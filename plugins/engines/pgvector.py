@@ -9,8 +9,8 @@ search then compares every chunk); and on each document's first chunk its ``titl
 the table) last, so a build that died is built again; a table somebody else filled is opened as it is.
 
 Searches:
-- ``keyword``: PostgreSQL full text, ``ts_rank_cd`` over ``tsv @@ to_tsquery`` with the question's words
-  joined by OR. It is not BM25: cover density with no document-frequency weight (the report says so).
+- ``keyword``: PostgreSQL full text, ``ts_rank`` (or ``ts_rank_cd``) over ``tsv @@ to_tsquery`` with the
+  question's words joined by OR. It is not BM25: no document-frequency weight (the label says so).
   ``keyword: trigram`` ranks by ``word_similarity`` (pg_trgm) instead.
 - ``dense:<model>``: ``ORDER BY column <=> q`` (cosine), through HNSW or exact.
 - ``fusion``: keyword and dense (or several dense) fused in one SQL statement, RRF or convex over min-max
@@ -89,6 +89,11 @@ class PgvectorOptions(RemoteOptions):
     language: str = Field("english", pattern=IDENTIFIER)
     """The text search configuration of the keyword search (``english``, ``simple``, ``german``…)."""
     keyword: Literal["fts", "trigram"] = "fts"
+    ranking: Literal["ts_rank", "ts_rank_cd"] = "ts_rank"
+    """How full text ranks: term frequency (``ts_rank``) or cover density (``ts_rank_cd``). On SciFact with
+    `normalization` 1, ts_rank reaches nDCG@10 0.598 and ts_rank_cd 0.372 (BM25: 0.687)."""
+    normalization: int = Field(1, ge=0, le=63)
+    """PostgreSQL's rank normalization bits: 1 divides by 1 + log(document length)."""
     exact: bool = False
     """Exact cosine search over every chunk (no HNSW index) instead of HNSW."""
     hnsw_m: int = Field(16, ge=2, le=100)
@@ -189,10 +194,11 @@ class PgvectorEngine(Engine):
 class PgvectorHandle:
     """An opened PostgreSQL table."""
 
-    keyword_ranking = "ts_rank_cd: PostgreSQL full text, not BM25"
+    keyword_ranking = "PostgreSQL full text, not BM25"
 
     def __init__(self, connections: Connections, table: str, options: PgvectorOptions, models: Any, where: str) -> None:
         self.connections, self.table, self.options, self.models, self.where = connections, table, options, models, where
+        self.keyword_ranking = f"{options.ranking}: PostgreSQL full text, not BM25"
         if options.keyword == "trigram":
             self.keyword_ranking = "word_similarity: pg_trgm trigrams"
         columns = connections.read(f"reading table {table}", self._columns)
@@ -279,9 +285,12 @@ class PgvectorHandle:
                 else sql.SQL("to_tsvector({}::regconfig, body)").format(sql.Literal(self.options.language))
             )
             return sql.SQL(
-                "SELECT doc_id, chunk_id, page, ts_rank_cd({v}, q) AS score FROM {t}, "
+                "SELECT doc_id, chunk_id, page, {rank}({v}, q, {norm}) AS score FROM {t}, "
                 "to_tsquery({lang}::regconfig, {terms}) q WHERE {v} @@ q ORDER BY score DESC, chunk_id LIMIT {k}"
-            ).format(v=vector, t=table, lang=sql.Literal(self.options.language), terms=terms, k=sql.Literal(depth))
+            ).format(
+                rank=sql.SQL(self.options.ranking), v=vector, norm=sql.Literal(self.options.normalization), t=table,
+                lang=sql.Literal(self.options.language), terms=terms, k=sql.Literal(depth),
+            )  # fmt: skip
         model = capability.removeprefix(DENSE_PREFIX)
         if capability.startswith(DENSE_PREFIX) and model in self.dense:
             q = vector_text(self.models.get(model, DENSE).encode_queries([text])[0])

@@ -128,3 +128,23 @@ def postgres_server() -> Iterator[Postgres]:
     finally:
         postgres.stop()
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def main() -> None:
+    """``python -m vx_eval.testing.postgres``: a PostgreSQL with pgvector on 127.0.0.1 until Ctrl-C, for
+    trying the pgvector engine (``configs/compare-engines.yaml``) without a server of your own."""
+    import signal
+    import time
+
+    with postgres_server() as pg:
+        print(f"PostgreSQL {pg.dsn} (pgvector); in another shell:\n  export VX_EVAL_PG_DSN={pg.dsn}", flush=True)
+        signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+        try:
+            while True:
+                time.sleep(3600)
+        except KeyboardInterrupt:
+            print("stopping PostgreSQL", flush=True)
+
+
+if __name__ == "__main__":
+    main()
