@@ -10,6 +10,7 @@ thousand questions costs what scoring one costs in Python, times a few array ope
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -97,6 +98,23 @@ class Batch:
             score[i, : len(j.scores)] = j.scores
             length[i], returned[i] = len(j.ranked), len(j.returned)
         return cls(grade, judged, hit, ideal, n_rel, length, returned, threshold, depth, n_judged, score)
+
+    def take(self, index: Any) -> Batch:
+        """The batch of the rows at `index` (indices or a mask)."""
+
+        def pick(values: np.ndarray | None) -> np.ndarray | None:
+            return None if values is None else values[index]
+
+        return Batch(
+            self.grade[index], self.judged[index], self.hit[index], self.ideal[index], self.n_rel[index],
+            self.length[index], self.returned[index], self.threshold, self.depth, pick(self.n_judged),
+            pick(self.score),
+        )  # fmt: skip
+
+    def at_threshold(self, threshold: int) -> Batch:
+        """The same lists with relevance counted from `threshold` on (the as-returned `hit` keeps its own)."""
+        n_rel = (self.ideal >= threshold).sum(axis=1).astype(float)
+        return dataclasses.replace(self, threshold=threshold, n_rel=n_rel)
 
     @cached_property
     def rel(self) -> np.ndarray:

@@ -24,7 +24,7 @@ from vx_eval.core.schema import (
     WorkerStat,
 )
 from vx_eval.core.search import SetupRun
-from vx_eval.core.units import first_position, judge
+from vx_eval.core.units import judge
 
 GRADED_DEPTH = 10
 STRICT_GRADE = 2  # Databricks' rule for precision and MRR on graded data: relevant means grade 2 or more
@@ -67,21 +67,25 @@ def _failure_summary(run: SetupRun, n: int) -> str | None:
 def _per_question(
     run: SetupRun,
     statuses: Sequence[tuple[QuestionStatus, str | None]],
-    judged: Sequence[Judged],
+    batch: metrics.Batch,
     measures: dict[str, np.ndarray],
     notes: list[str | None],
     graded: bool,
 ) -> PerQuestion:
+    found = [bool(f) for f in np.asarray(batch.hit.any(axis=1))]
+    first = [int(p) for p in batch.hit.argmax(axis=1) + 1]  # the first relevant result's place as returned
     return PerQuestion(
         status=[s for s, _ in statuses],
         errors=[why for _, why in statuses],
         notes=notes,
-        positions=[first_position(j) if s == "evaluated" else None for j, (s, _) in zip(judged, statuses, strict=True)],
+        positions=[
+            int(p) if f and s == "evaluated" else None for p, f, (s, _) in zip(first, found, statuses, strict=True)
+        ],
         times_ms=[round(t, 4) if t is not None else None for t in run.times_ms],
         server_ms=[round(t, 4) if t is not None else None for t in run.server_ms],
         metrics={name: [None if np.isnan(v) else float(v) for v in column] for name, column in measures.items()},
         results=[list(r) for r in run.results],
-        grades=_grades(judged, statuses) if graded else None,
+        grades=_grades(batch, statuses) if graded else None,
     )
 
 
@@ -108,7 +112,8 @@ def score_setup(
     judged = [
         judge(results, q, settings.relevance_threshold) for q, results in zip(questions, run.results, strict=True)
     ]
-    values, notes = _values(judged, statuses, measures, settings.depth, settings.ties, settings.seed)
+    batch = metrics.Batch.of(judged, settings.depth)  # built once: every view below reads it
+    values, notes = _values(batch, judged, statuses, measures, settings)
     names = [m.name for m in measures]
     evaluated = [i for i, (s, _) in enumerate(statuses) if s == "evaluated"]
     server = [t for t in run.server_ms if t is not None]
@@ -119,7 +124,7 @@ def score_setup(
             "throughput": run.throughput,
             "workers": workers(run),
             "per_question": _per_question(
-                run, statuses, judged, dict(zip(names, values.T, strict=True)), notes, settings.graded
+                run, statuses, batch, dict(zip(names, values.T, strict=True)), notes, settings.graded
             ),
             "counts": Counts(
                 total=n,
@@ -137,46 +142,43 @@ def score_setup(
     ci = stats.bootstrap_ci(values, samples=settings.bootstrap, seed=settings.seed)
     with np.errstate(invalid="ignore"):
         means = np.nanmean(values, axis=0)
-    chosen = [judged[i] for i in evaluated]
+    chosen = batch.take(evaluated)
     return entry.model_copy(
         update={
             "summary": {n: (None if np.isnan(v) else float(v)) for n, v in zip(names, means, strict=True)},
             "ci": {n: (float(lo), float(hi)) for n, (lo, hi) in zip(names, ci, strict=True) if not np.isnan(lo)},
-            "relevance_distribution": metrics.relevance_distribution(metrics.Batch.of(chosen, settings.depth), 10),
-            "graded": graded_summary(run, questions, judged, evaluated, settings) if settings.graded else None,
-            "ties": tie_view(judged, evaluated, measures, settings),
+            "relevance_distribution": metrics.relevance_distribution(chosen, 10),
+            "graded": graded_summary(batch, evaluated, settings) if settings.graded else None,
+            "ties": tie_view(chosen, measures, settings),
         }
     )
 
 
 def _values(
+    batch: metrics.Batch,
     judged: Sequence[Judged],
     statuses: Sequence[tuple[QuestionStatus, str | None]],
     measures: Sequence[metrics.Measure],
-    depth: int,
-    order: str = "trec",
-    seed: int = 0,
+    settings: Settings,
 ) -> tuple[np.ndarray, list[str | None]]:
     """Every measure for every question under the chosen order of ties (NaN where it was skipped or its
-    search failed: a failure is counted, never scored as 0), and why a measure could not score one."""
-    batch = metrics.Batch.of(judged, depth)
-    values = np.column_stack([ties.scores(m, batch, order, seed) for m in measures])
-    notes: list[str | None] = []
-    for i, (status, _) in enumerate(statuses):
-        if status != "evaluated":
-            values[i] = np.nan
-        reasons = [r for m in measures if (r := m.unscorable(judged[i], depth))]
-        notes.append("; ".join(reasons) or None)
+    search failed: a failure is counted, never scored as 0), and why a measure could not score one (only a
+    per-R cut-off can reach past the depth)."""
+    values = np.column_stack([ties.scores(m, batch, settings.ties, settings.seed) for m in measures])
+    values[[i for i, (status, _) in enumerate(statuses) if status != "evaluated"]] = np.nan
+    per_r = [m for m in measures if m.per_relevant]
+    notes: list[str | None] = [None] * len(statuses)
+    if per_r:
+        for i in range(len(statuses)):
+            reasons = [r for m in per_r if (r := m.unscorable(judged[i], settings.depth))]
+            notes[i] = "; ".join(reasons) or None
     return values, notes
 
 
-def tie_view(
-    judged: Sequence[Judged], evaluated: list[int], measures: Sequence[metrics.Measure], settings: Settings
-) -> TieView | None:
-    """Every measure's mean over the evaluated questions under each order of the ties (`core.ties`), where
-    some evaluated list holds a tie; the primary measure's spread, flagged past `settings.tie_flag`."""
-    batch = metrics.Batch.of([judged[i] for i in evaluated], settings.depth)
-    tied = int(ties.has_ties(batch).sum()) if evaluated else 0
+def tie_view(batch: metrics.Batch, measures: Sequence[metrics.Measure], settings: Settings) -> TieView | None:
+    """Every measure's mean over the evaluated questions (`batch`) under each order of the ties
+    (`core.ties`), where some list holds a tie; the primary measure's spread, flagged past the run's flag."""
+    tied = int(ties.has_ties(batch).sum()) if len(batch.n_rel) else 0
     if not tied:
         return None
 
@@ -210,10 +212,9 @@ def tie_view(
 
 
 def _grades(
-    judged: Sequence[Judged], statuses: Sequence[tuple[QuestionStatus, str | None]]
+    batch: metrics.Batch, statuses: Sequence[tuple[QuestionStatus, str | None]]
 ) -> list[list[int | None] | None]:
     """The grade of each of the first ten results of each evaluated question (None: unjudged)."""
-    batch = metrics.Batch.of(judged)
     return [
         [
             int(g) if j else None
@@ -225,18 +226,13 @@ def _grades(
     ]
 
 
-def graded_summary(
-    run: SetupRun, questions: Sequence[Question], judged: Sequence[Judged], evaluated: list[int], settings: Settings
-) -> Graded:
+def graded_summary(batch: metrics.Batch, evaluated: list[int], settings: Settings) -> Graded:
     """The graded view of a setup (Databricks' dashboard): DCG@10, mean relevance@10, and precision@10 and
     MRR counting grade 2 or more as relevant, each with its interval; the mean grade at each of the first
     ten places (unjudged results count 0, as in DCG; a place no result filled is left out); and DCG@10 per
     question."""
     k = GRADED_DEPTH
-    batch = metrics.Batch.of(judged, settings.depth)
-    strict = metrics.Batch.of(
-        [judge(results, q, STRICT_GRADE) for q, results in zip(questions, run.results, strict=True)], settings.depth
-    )
+    strict = batch.at_threshold(STRICT_GRADE)
     can_score = strict.n_rel > 0  # a question with nothing graded 2 or more cannot score the strict measures
     columns = {
         "dcg": metrics.parse(f"dcg@{k}").compute(batch),

@@ -19,8 +19,6 @@ found@k reads the results as the engine returned them, in its own order, so ties
 
 from __future__ import annotations
 
-from math import comb
-
 import numpy as np
 
 from vx_eval.core.metrics import Batch, Measure
@@ -117,58 +115,63 @@ def _cutoffs(measure: Measure, batch: Batch) -> np.ndarray:
     return np.full(n, np.inf if measure.k is None else float(measure.k))
 
 
-def _spans(groups_row: np.ndarray, rel_row: np.ndarray, length: int) -> list[tuple[int, int, int]]:
-    """(start, size, relevant) of each tie of one row's filled places."""
-    out = []
-    start = 0
-    while start < length:
-        end = start + 1
-        while end < length and groups_row[end] == groups_row[start]:
-            end += 1
-        out.append((start, end - start, int(rel_row[start:end].sum())))
-        start = end
-    return out
+def _tie_table(batch: Batch) -> tuple[np.ndarray, ...]:
+    """Per place: its tie's start, size and relevant count, the relevant results before the tie, its offset
+    within the tie, and whether it holds a result (flat views over questions x places)."""
+    n, width = batch.grade.shape
+    groups = tie_groups(batch)
+    filled = np.arange(width)[None, :] < batch.length[:, None]
+    codes = (np.arange(n)[:, None] * (width + 1) + groups).ravel()
+    _, inverse, size = np.unique(codes, return_inverse=True, return_counts=True)
+    rel = np.where(filled, batch.rel, 0).astype(float).ravel()
+    relevant = np.bincount(inverse, weights=rel)
+    place = np.tile(np.arange(width), n)
+    start = np.full(len(size), width, dtype=np.int64)
+    np.minimum.at(start, inverse, place)
+    row_total = np.cumsum(rel.reshape(n, width), axis=1)
+    # relevant results before each tie: the row's running count just before the tie's first place
+    running = np.concatenate([np.zeros((n, 1)), row_total[:, :-1]], axis=1).ravel()
+    before = running[np.arange(n).repeat(width) * width + np.minimum(start[inverse], width - 1)]
+    return (
+        start[inverse].reshape(n, width),
+        size[inverse].reshape(n, width).astype(float),
+        relevant[inverse].reshape(n, width),
+        before.reshape(n, width),
+        (place - start[inverse]).reshape(n, width).astype(float),
+        filled,
+    )
 
 
 def expected_rr(batch: Batch, cutoff: np.ndarray) -> np.ndarray:
     """Reciprocal rank over every order of the ties: within the first tie holding r of its n places
-    relevant, the first relevant result is at offset i with probability C(n-1-i, r-1) / C(n, r)."""
-    groups, out = tie_groups(batch), np.zeros(len(batch.n_rel))
-    for row in range(len(out)):
-        for start, size, relevant in _spans(groups[row], batch.rel[row], int(batch.length[row])):
-            if start >= cutoff[row]:
-                break
-            if relevant:
-                total = comb(size, relevant)
-                out[row] = sum(
-                    comb(size - 1 - i, relevant - 1) / total / (start + i + 1)
-                    for i in range(size - relevant + 1)
-                    if start + i < cutoff[row]
-                )
-                break
-    return out
+    relevant, the first relevant result is at offset o with probability (r / (n - o)) times the chance that
+    the o places before it hold none: the product over j < o of (n - r - j) / (n - j)."""
+    start, size, relevant, before, offset, filled = _tie_table(batch)
+    width = batch.grade.shape[1]
+    place = np.arange(width)[None, :]
+    inside = filled & (place < cutoff[:, None])
+    first_tie = (relevant > 0) & (before == 0) & inside  # places of the first tie that holds a relevant result
+    with np.errstate(divide="ignore", invalid="ignore"):
+        # every place before the first relevant tie has factor 1, so the running product is the tie's own
+        stays = np.where(first_tie, np.maximum((size - relevant - offset) / (size - offset), 0.0), 1.0)
+        reached = np.cumprod(stays, axis=1)
+        reached_before = np.concatenate([np.ones((len(start), 1)), reached[:, :-1]], axis=1)
+        first_here = np.where(first_tie & (offset <= size - relevant), relevant / (size - offset), 0.0)
+        return np.nan_to_num(first_here * reached_before / (place + 1)).sum(axis=1)
 
 
 def expected_ap(batch: Batch, cutoff: np.ndarray) -> np.ndarray:
-    """Average precision over every order of the ties: a place i of a tie (start s, size n, r relevant, c
-    relevant before it) holds a relevant result with probability r/n, and then (i other places before it
-    hold on average i(r-1)/(n-1) relevant) its precision is (c + 1 + i(r-1)/(n-1)) / (s + i + 1)."""
-    groups, out = tie_groups(batch), np.zeros(len(batch.n_rel))
-    for row in range(len(out)):
-        if not batch.n_rel[row]:
-            continue
-        before, total = 0, 0.0
-        for start, size, relevant in _spans(groups[row], batch.rel[row], int(batch.length[row])):
-            if relevant:
-                share = (relevant - 1) / (size - 1) if size > 1 else 0.0
-                total += sum(
-                    relevant / size * (before + 1 + i * share) / (start + i + 1)
-                    for i in range(size)
-                    if start + i < cutoff[row]
-                )
-            before += relevant
-        out[row] = total / batch.n_rel[row]
-    return out
+    """Average precision over every order of the ties: a place at offset o of a tie (start s, size n, r
+    relevant, c relevant before it) holds a relevant result with probability r/n, and then (the o places
+    before it hold on average o(r-1)/(n-1) relevant) its precision is (c + 1 + o(r-1)/(n-1)) / (s + o + 1)."""
+    _, size, relevant, before, offset, filled = _tie_table(batch)
+    place = np.arange(batch.grade.shape[1])[None, :]
+    inside = filled & (place < cutoff[:, None]) & (relevant > 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        share = np.where(size > 1, (relevant - 1) / (size - 1), 0.0)
+        term = relevant / size * (before + 1 + offset * share) / (place + 1)
+    total = np.where(inside, term, 0.0).sum(axis=1)
+    return np.divide(total, batch.n_rel, out=np.zeros_like(total), where=batch.n_rel > 0)
 
 
 def expected(measure: Measure, batch: Batch, seed: int = 0) -> tuple[np.ndarray, bool]:
@@ -188,26 +191,13 @@ def expected(measure: Measure, batch: Batch, seed: int = 0) -> tuple[np.ndarray,
     tied = np.flatnonzero(has_ties(batch))
     if not len(tied):
         return values, False
-    part = rows(batch, tied)  # only the lists with ties are shuffled
+    part = batch.take(tied)  # only the lists with ties are shuffled
     rng = np.random.default_rng(seed)
     total = np.zeros(len(tied))
     for _ in range(SAMPLES):
         total += measure.compute(shuffled(part, rng))
     values[tied] = total / SAMPLES
     return values, True
-
-
-def rows(batch: Batch, index: np.ndarray) -> Batch:
-    """The batch of the rows at `index`."""
-
-    def pick(values: np.ndarray | None) -> np.ndarray | None:
-        return None if values is None else values[index]
-
-    return Batch(
-        batch.grade[index], batch.judged[index], batch.hit[index], batch.ideal[index], batch.n_rel[index],
-        batch.length[index], batch.returned[index], batch.threshold, batch.depth, pick(batch.n_judged),
-        pick(batch.score),
-    )  # fmt: skip
 
 
 def scores(measure: Measure, batch: Batch, order: str, seed: int = 0) -> np.ndarray:
