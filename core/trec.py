@@ -258,16 +258,44 @@ def run_batch(judgements: Judgements, run: Run, threshold: int = 1) -> metrics.B
     return metrics.Batch(grades, judged, rel, ideal, n_rel, length, length, threshold, n_judged=n_judged)
 
 
+@dataclass(frozen=True)
+class Scores:
+    """Every judged question's values (questions x measures), results and relevant results returned."""
+
+    values: np.ndarray
+    num_ret: np.ndarray
+    num_rel_ret: np.ndarray
+    warnings: tuple[str, ...]
+
+
+def score(judgements: Judgements, run: Run | Path, measures: Sequence[metrics.Measure], threshold: int) -> Scores:
+    """The run scored against the judgements: a run file streamed in chunks of whole questions
+    (`core.trecstream`) where it can be, else read whole and checked line by line (`read_run`)."""
+    if isinstance(run, Path):
+        try:
+            from vx_eval.core import trecstream
+
+            judged = trecstream.judged_of(
+                judgements.columns, judgements.grades, judgements.rows_question, len(judgements.question_ids), threshold
+            )
+            streamed = trecstream.score_stream(run, judged, list(measures), threshold)
+            return Scores(streamed.values, streamed.num_ret, streamed.num_rel_ret, judgements.warnings)
+        except (ImportError, trecstream.Unstreamable):
+            run = read_run(run)
+    batch = run_batch(judgements, run, threshold)
+    values = np.column_stack([m.compute(batch) for m in measures]) if measures else np.zeros((len(batch.n_rel), 0))
+    return Scores(values, batch.length, batch.hit.sum(axis=1), judgements.warnings + run.warnings)
+
+
 def evaluate_run(
-    judgements: Judgements, run: Run, measure_names: Sequence[str] = DEFAULT_MEASURES, *, threshold: int = 1
+    judgements: Judgements, run: Run | Path, measure_names: Sequence[str] = DEFAULT_MEASURES, *, threshold: int = 1
 ) -> Evaluation:
     """Every judged question scored (one without results scores 0), as ``trec_eval -c``. Measure names may be
-    vx-eval's (``ndcg@10``) or trec_eval's own (``ndcg_cut.10``, ``P.5,10``, ``success``)."""
+    vx-eval's (``ndcg@10``) or trec_eval's own (``ndcg_cut.10``, ``P.5,10``, ``success``); `run` a run read
+    already or a run file's path (streamed)."""
     measures = [metrics.parse(name) for name in metrics.expand_trec(measure_names)]
-    batch = run_batch(judgements, run, threshold)
-    values = np.column_stack([m.compute(batch) for m in measures])
-    warnings = judgements.warnings + run.warnings
-    return Evaluation([m.name for m in measures], judgements.question_ids, values, warnings)
+    scored = score(judgements, run, measures, threshold)
+    return Evaluation([m.name for m in measures], judgements.question_ids, scored.values, scored.warnings)
 
 
 # ------------------------------------------------------------------------------- trec_eval's own output
@@ -291,15 +319,16 @@ def trec_name(measure: metrics.Measure) -> str | None:
 
 def trec_eval_output(
     judgements: Judgements,
-    run: Run,
+    run: Run | Path,
     names: Sequence[str] = DEFAULT_MEASURES,
     *,
     threshold: int = 1,
     per_query: bool = False,
     runid: str = "run",
-) -> str:
+) -> tuple[str, tuple[str, ...]]:
     """What ``trec_eval -c [-q] -m …`` prints for the same files and measures: its names, its layout
-    (``%-22s\\t%s\\t%.4f``, counts as whole numbers), per question then ``all`` with ``per_query``."""
+    (``%-22s\\t%s\\t%.4f``, counts as whole numbers), per question then ``all`` with ``per_query``; and what
+    reading the files noticed."""
     wanted = metrics.expand_trec(names)
     counts = [n for n in wanted if n.lower() in TREC_COUNTS]
     measures = [metrics.parse(n) for n in wanted if n.lower() not in TREC_COUNTS]
@@ -309,12 +338,12 @@ def trec_eval_output(
             f"{', '.join(missing)} has no trec_eval name; leave out --trec-format, or ask for measures trec_eval "
             "has (success, recip_rank, P, recall, map, map_cut, ndcg, ndcg_cut, Rprec)"
         )
-    batch = run_batch(judgements, run, threshold)
-    values = np.column_stack([m.compute(batch) for m in measures]) if measures else np.zeros((len(batch.n_rel), 0))
+    scored = score(judgements, run, measures, threshold)
+    values = scored.values
     per = {
-        "num_ret": batch.length.astype(np.int64),
-        "num_rel": batch.n_rel.astype(np.int64),
-        "num_rel_ret": batch.hit.sum(axis=1).astype(np.int64),
+        "num_ret": np.asarray(scored.num_ret, dtype=np.int64),
+        "num_rel": _relevant_counts(judgements, threshold),
+        "num_rel_ret": np.asarray(scored.num_rel_ret, dtype=np.int64),
     }
     lines: list[str] = []
     if per_query:
@@ -332,7 +361,13 @@ def trec_eval_output(
     lines += [f"{c:<22}\tall\t{totals[c.lower()]}" for c in counts]
     means = np.nanmean(values, axis=0) if len(values) else np.zeros(len(measures))
     lines += [f"{trec_name(m):<22}\tall\t{means[j]:.4f}" for j, m in enumerate(measures)]
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n", scored.warnings
+
+
+def _relevant_counts(judgements: Judgements, threshold: int) -> np.ndarray:
+    """Each judged question's relevant documents at `threshold`."""
+    relevant = (judgements.grades >= threshold) & (judgements.grades > 0)
+    return np.bincount(judgements.rows_question[relevant], minlength=len(judgements.question_ids)).astype(np.int64)
 
 
 def run_tag(path: Path) -> str:

@@ -51,14 +51,13 @@ def eval_command(
     trec_format: bool,
 ) -> None:
     """Score a TREC RUN file against QRELS (TREC qrels or a golden file), as `trec_eval -c` does."""
-    from vx_eval.core.trec import DEFAULT_MEASURES, evaluate_run, read_judgements, read_run
+    from vx_eval.core.trec import DEFAULT_MEASURES, evaluate_run, read_judgements
 
     if trec_format:
         _trec_format(qrels, run_file, measures or DEFAULT_MEASURES, threshold, per_query)
         return
-    evaluation = evaluate_run(
-        read_judgements(qrels), read_run(run_file), measures or DEFAULT_MEASURES, threshold=threshold
-    )
+    run = _run_path(run_file)
+    evaluation = evaluate_run(read_judgements(qrels), run, measures or DEFAULT_MEASURES, threshold=threshold)
     for warning in evaluation.warnings:
         click.echo(f"warning: {warning}", err=True)
     means = evaluation.means()
@@ -83,11 +82,23 @@ def eval_command(
 
 
 def _trec_format(qrels: Path, run_file: Path, measures: tuple[str, ...], threshold: int, per_query: bool) -> None:
-    from vx_eval.core.trec import read_judgements, read_run, run_tag, trec_eval_output
+    from vx_eval.core.trec import read_judgements, run_tag, trec_eval_output
 
-    judgements, run = read_judgements(qrels), read_run(run_file)
-    for warning in judgements.warnings + run.warnings:
-        click.echo(f"warning: {warning}", err=True)
-    sys.stdout.write(
-        trec_eval_output(judgements, run, measures, threshold=threshold, per_query=per_query, runid=run_tag(run_file))
+    path = _run_path(run_file)
+    output, warnings = trec_eval_output(
+        read_judgements(qrels), path, measures, threshold=threshold, per_query=per_query, runid=run_tag(path)
     )
+    for warning in warnings:
+        click.echo(f"warning: {warning}", err=True)
+    sys.stdout.write(output)
+
+
+def _run_path(run_file: Path) -> Path:
+    """The run file, said to be missing (or a folder) before anything is read."""
+    from vx_eval.core.errors import VxEvalError
+
+    if not run_file.exists():
+        raise VxEvalError(f"run file {run_file} does not exist")
+    if run_file.is_dir():
+        raise VxEvalError(f"run file {run_file} is a folder, not a file")
+    return run_file
