@@ -198,19 +198,23 @@ def latency_changes(
     return out
 
 
-def load_report(ref: str, stores: Stores, runs_at: str) -> Report:
-    """A report by path (the file or its run folder), by run id under `runs_at`, or ``latest`` there."""
+def load_report(ref: str, stores: Stores, runs_at: str, *, rankings: bool = False) -> Report:
+    """A report by path (the file or its run folder), by run id under `runs_at`, or ``latest`` there; with
+    `rankings`, its rankings too (`core.rankings`)."""
     if is_uri(ref) or Path(ref).exists():
         location = ref if ref.endswith(".json") else join(ref, REPORT_NAME)
-        return read_location(stores, location)
-    return read_report(stores, runs_at, ref)
+        return read_location(stores, location, rankings=rankings)
+    return read_report(stores, runs_at, ref, rankings=rankings)
 
 
-def read_location(stores: Stores, location: str) -> Report:
+def read_location(stores: Stores, location: str, *, rankings: bool = False) -> Report:
+    from vx_eval.core.rankings import attach
+
     try:
-        return load_report_bytes(stores.read(location), location)
+        report = load_report_bytes(stores.read(location), location)
     except ReportError as exc:
         raise VxEvalError(str(exc)) from None
+    return attach(report, stores, location) if rankings else report
 
 
 def compare_reports(

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from vx_eval.core import rankings as kept_rankings
 from vx_eval.core.checkpoints import Checkpoints
 from vx_eval.core.errors import StoreError
 from vx_eval.core.report import REPORT_NAME, check_run_id, golden_copy_location, runs_folder
@@ -70,10 +71,12 @@ def newest_report(stores: Stores, save_to: str, read: Callable[[str], Report] | 
     raise StoreNotFound(f"no finished runs are saved at {save_to}; run `vx-eval run CONFIG` first")
 
 
-def read_report(stores: Stores, save_to: str, run_id: str) -> Report:
-    """The report of `run_id` (or of the newest finished run that can be read, for ``latest``)."""
+def read_report(stores: Stores, save_to: str, run_id: str, *, rankings: bool = False) -> Report:
+    """The report of `run_id` (or of the newest finished run that can be read, for ``latest``); with
+    `rankings`, its rankings read back from the file beside it (`core.rankings`)."""
     if run_id == "latest":
-        return newest_report(stores, save_to)
+        newest = newest_report(stores, save_to)
+        return read_report(stores, save_to, newest.id, rankings=True) if rankings else newest
     run_id = check_run_id(run_id)
     location = join(runs_folder(save_to), run_id, REPORT_NAME)
     try:
@@ -82,7 +85,8 @@ def read_report(stores: Stores, save_to: str, run_id: str) -> Report:
         known = run_ids(stores, save_to)
         hint = f"; the newest is {known[0]} (see `vx-eval runs list`)" if known else "; none is saved there"
         raise StoreNotFound(f"no run '{run_id}' at {save_to}{hint}") from None
-    return load_report(raw, location)
+    report = load_report(raw, location)
+    return kept_rankings.attach(report, stores, location) if rankings else report
 
 
 def _entry(report: Report, location: str) -> RunEntry:

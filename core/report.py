@@ -11,6 +11,7 @@ import sys
 from typing import Any
 
 from vx_eval import __version__
+from vx_eval.core import rankings
 from vx_eval.core.errors import quoted, redact
 from vx_eval.core.schema import PluginRow, Provenance, Report
 from vx_eval.core.stores import Stores, join
@@ -64,9 +65,10 @@ def provenance(plugins: Any, models: dict[str, list[str]]) -> Provenance:
 
 
 def save_report(report: Report, golden_raw: bytes | None, stores: Stores, save_to: str) -> tuple[Report, str]:
-    """Keep the golden file's exact bytes once per version, then write the report atomically; the report as
-    saved (its id changed only in the all but impossible case of a clash) and its location. The run's
-    folder may already hold its checkpoints; an id whose report exists is never overwritten."""
+    """Keep the golden file's exact bytes once per version, then write the run's rankings beside its report
+    (`core.rankings`) and the report atomically; the report as saved (its id changed only in the all but
+    impossible case of a clash; its rankings still in it) and its location. The run's folder may already hold
+    its checkpoints; an id whose report exists is never overwritten."""
     sha = report.golden.sha256
     if sha and golden_raw is not None:
         golden_at = golden_copy_location(save_to, sha)
@@ -76,5 +78,8 @@ def save_report(report: Report, golden_raw: bytes | None, stores: Stores, save_t
     while stores.exists(join(folder, report.id, REPORT_NAME)):
         report = report.model_copy(update={"id": new_run_id()})
     location = join(folder, report.id, REPORT_NAME)
-    stores.write(location, redact(report.to_json()).encode())
-    return report, location
+    light, data = rankings.split(report)
+    if data is not None:  # the rankings first: a report on disk always finds its rankings beside it
+        stores.write(join(folder, report.id, rankings.FILE), data)
+    stores.write(location, redact(light.to_json()).encode())
+    return report.model_copy(update={"rankings": light.rankings}), location

@@ -17,7 +17,7 @@ from vx_eval.core.errors import StoreError
 FORMAT = 3
 """1: reports before the typed model (read through `core.upgrade`); 2: the typed model; 3: runs derived from
 another (`derived_from`), tie-aware measures (`SetupResult.ties`),
-`headroom`, all-pairs tests (`pairs`) and fusion `tuning`."""
+`headroom`, all-pairs tests (`pairs`), fusion `tuning`, and rankings kept beside the report (`rankings`)."""
 
 Interval = tuple[float, float]
 Status = Literal["completed", "failed"]
@@ -485,6 +485,14 @@ class Provenance(Frozen):
     models: dict[str, list[str]] = Field(default_factory=dict)
 
 
+class RankingsFile(Frozen):
+    """Where a saved report's rankings are: a file beside it (`core.rankings`), with its rows and sha256."""
+
+    file: str
+    rows: int
+    sha256: str
+
+
 class DerivedFrom(Frozen):
     """A report made from another run's kept rankings (`vx-eval runs rescore`), not from searches of its own."""
 
@@ -523,6 +531,9 @@ class Report(Frozen):
     headroom: Headroom | None = None
     pairs: AllPairs | None = None
     tuning: Tuning | None = None
+    rankings: RankingsFile | None = None
+    """Set on a saved report whose rankings were written beside it (its `per_question.results` are empty
+    until read back)."""
 
     def setup(self, key: str) -> SetupResult:
         for s in self.setups:

@@ -3,6 +3,7 @@ and rescored with new measures, another threshold or a judge while the engine ca
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -13,7 +14,7 @@ import yaml
 import vx_eval
 from vx_eval.api import run
 from vx_eval.cli import cli
-from vx_eval.core.errors import ConfigError
+from vx_eval.core.errors import ConfigError, StoreError
 from vx_eval.core.sources import read_qrels
 
 from .conftest import SHARED
@@ -55,6 +56,26 @@ def _invoke(*args: str) -> str:
     outcome = CliRunner().invoke(cli, list(args), catch_exceptions=False)
     assert outcome.exit_code == 0, outcome.output
     return outcome.output
+
+
+def test_rankings_are_kept_beside_the_report_and_read_back_only_when_asked(scifact_run):
+    folder, _, report = scifact_run
+    run_folder = folder / "runs" / "retrieval" / "runs" / report.id
+    on_disk = json.loads((run_folder / "report.json").read_text(encoding="utf-8"))
+    assert on_disk["rankings"]["file"] == "rankings.parquet" and (run_folder / "rankings.parquet").is_file()
+    assert all(s["per_question"]["results"] == [] for s in on_disk["setups"])
+    assert (run_folder / "report.json").stat().st_size < (run_folder / "rankings.parquet").stat().st_size * 2
+    light = vx_eval.load_report(report.id, runs=folder / "runs", rankings=False)
+    assert light.setup("local.keyword").per_question.results == []
+    assert light.setup("local.keyword").summary == report.setup("local.keyword").summary
+    full = vx_eval.load_report(report.id, runs=folder / "runs")
+    assert full.setup("local.keyword").per_question.results == report.setup("local.keyword").per_question.results
+    assert full == report
+    copy = folder / "tampered"
+    shutil.copytree(folder / "runs", copy)
+    (copy / "retrieval" / "runs" / report.id / "rankings.parquet").write_bytes(b"PAR1 not the file")
+    with pytest.raises(StoreError, match="not the ones it saved"):
+        vx_eval.load_report(report.id, runs=copy)
 
 
 def test_exported_files_score_to_the_reports_numbers_in_pytrec_eval(scifact_run):

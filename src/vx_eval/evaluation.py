@@ -280,13 +280,14 @@ def open_engine(
     return OpenedEngine(engine, target.handle)
 
 
-def load_report(location: str | Path, *, runs: str | Path | None = None) -> Report:
+def load_report(location: str | Path, *, runs: str | Path | None = None, rankings: bool = True) -> Report:
     """A saved report: a ``report.json`` path (or its run folder, or ``s3://…``), or a run id (or
-    ``latest``) among the runs saved at `runs` (default ``runs``)."""
+    ``latest``) among the runs saved at `runs` (default ``runs``); with its rankings, read back from the
+    file beside it (`rankings=False` reads only the report: summaries, picks, per-question measures)."""
     from vx_eval.core.compare import load_report as _load
 
     stores = Stores(load_plugins())
-    return _load(str(location), stores, str(runs) if runs else "runs")
+    return _load(str(location), stores, str(runs) if runs else "runs", rankings=rankings)
 
 
 def _kept(
@@ -299,8 +300,12 @@ def _kept(
 
     stores = Stores(load_plugins())
     save_to = str(runs) if runs is not None else "runs"
+    from vx_eval.core.rankings import held
+
     if not isinstance(report, Report):
         report = load_report(report, runs=runs)
+    elif report.rankings is not None and not held(report):  # read without its rankings: read them now
+        report = load_report(report.id, runs=runs)
     if golden is None:
         from vx_eval.core.golden import parse_golden
 

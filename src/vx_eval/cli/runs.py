@@ -121,7 +121,7 @@ def runs_export(
     if not (trec_dir or csv_file or parquet_file):
         raise VxEvalError("name what to write: --trec FOLDER, --csv FILE or --parquet FILE")
     save_to, stores = runs_place(where, config)
-    report = read_report(stores, save_to, run_id)
+    report = read_report(stores, save_to, run_id, rankings=bool(trec_dir))
     if trec_dir:
         written = export_trec(report, location(trec_dir) or trec_dir, runs=save_to)
         err_console().print(
@@ -184,7 +184,7 @@ def runs_rescore(
     if not (measures or threshold or primary or judge):
         raise VxEvalError("name what to change: -m MEASURE, --threshold N, --primary MEASURE or --judge NAME")
     save_to, stores = runs_place(where, config)
-    report = read_report(stores, save_to, run_id)
+    report = read_report(stores, save_to, run_id, rankings=True)
     with RichProgress(err_console()) as progress:
         new = rescore(
             report,
