@@ -13,11 +13,13 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
 from vx_eval.core import rankings as kept_rankings
 from vx_eval.core.checkpoints import Checkpoints
 from vx_eval.core.errors import StoreError
 from vx_eval.core.report import REPORT_NAME, check_run_id, golden_copy_location, runs_folder
-from vx_eval.core.schema import Picks, Report, ReportError, load_report
+from vx_eval.core.schema import FORMAT, GoldenInfo, Picks, Report, ReportError, Status, load_report
 from vx_eval.core.stores import StoreDenied, StoreNotFound, Stores, join
 
 
@@ -89,7 +91,42 @@ def read_report(stores: Stores, save_to: str, run_id: str, *, rankings: bool = F
     return kept_rankings.attach(report, stores, location) if rankings else report
 
 
-def _entry(report: Report, location: str) -> RunEntry:
+class ReportHead(BaseModel):
+    """What a list of runs shows of a report, read without the setups' per-question lists (a SciFact
+    report's bulk): `runs list` and the server's menu read many of these."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+    id: str
+    name: str = ""
+    status: Status = "completed"
+    created_at: str | None = None
+    collections: list[str] = Field(default_factory=list)
+    golden: GoldenInfo = Field(default_factory=GoldenInfo)
+    setups: list[dict[str, Any]] = Field(default_factory=list)
+    picks: Picks = Field(default_factory=Picks)
+
+
+def read_head(stores: Stores, save_to: str, run_id: str) -> ReportHead:
+    """The head of `run_id`'s report (see `ReportHead`), checked as `read_report` checks a whole one."""
+    from vx_eval.core.jsonio import JsonInputError, read_json
+    from vx_eval.core.upgrade import upgrade
+
+    location = join(runs_folder(save_to), check_run_id(run_id), REPORT_NAME)
+    raw = stores.read_below(save_to, location)
+    try:
+        data = read_json(raw)
+    except JsonInputError as exc:
+        raise ReportError(f"{location} is not a readable report ({exc.message})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("format", 1), int) or data.get("format", 1) > FORMAT:
+        return ReportHead.model_validate(load_report(raw, location).model_dump(include=set(ReportHead.model_fields)))
+    try:
+        return ReportHead.model_validate(upgrade(data))
+    except (ValidationError, TypeError, ValueError, AttributeError):
+        load_report(raw, location)  # says why, as a whole report's reader does
+        raise
+
+
+def _entry(report: Report | ReportHead, location: str) -> RunEntry:
     return RunEntry(
         id=report.id,
         name=report.name,
@@ -113,7 +150,7 @@ def list_runs(stores: Stores, save_to: str, limit: int = 20, offset: int = 0) ->
     for run_id in ids[offset : offset + limit]:
         location = join(runs_folder(save_to), run_id, REPORT_NAME)
         try:
-            entries.append(_entry(read_report(stores, save_to, run_id), location))
+            entries.append(_entry(read_head(stores, save_to, run_id), location))
         except StoreNotFound:
             manifest = Checkpoints(stores, save_to, run_id).manifest()
             if manifest is None:

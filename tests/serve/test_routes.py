@@ -260,3 +260,18 @@ def test_serve_takes_its_store_from_a_config_and_says_what_is_missing(
         urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v1/evaluations?limit=1") as response,
     ):
         assert json.loads(response.read())["total"] == 14
+
+
+def test_a_summary_leaves_out_every_per_question_list_and_is_served_from_one_serialisation(
+    evaluations, people, tmp_path
+):
+    c = client(evaluations, people, tmp_path)
+    whole = c.get("/api/v1/evaluations/latest").json()
+    summary = c.get("/api/v1/evaluations/latest?fields=summary")
+    assert summary.status_code == 200
+    body = summary.json()
+    assert body["id"] == whole["id"] and body["picks"] == whole["picks"]
+    assert all("per_question" not in s for s in body["setups"]) and all("per_question" in s for s in whole["setups"])
+    assert [s["summary"] for s in body["setups"]] == [s["summary"] for s in whole["setups"]]
+    assert c.get("/api/v1/evaluations/latest?fields=summary").content == summary.content
+    assert c.get("/api/v1/evaluations/latest?fields=everything").status_code == 422

@@ -12,9 +12,10 @@ import json
 import math
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import quote, urlsplit
 
 import anyio
@@ -73,6 +74,7 @@ class Reports:
     def __init__(self, stores: Stores, save_to: str) -> None:
         self.stores, self.save_to = stores, save_to
         self._cache: OrderedDict[str, Report] = OrderedDict()
+        self._json: OrderedDict[tuple[str, bool, str, bool], bytes] = OrderedDict()
         self._lock = threading.Lock()
 
     def get(self, run_id: str) -> Report:
@@ -93,6 +95,23 @@ class Reports:
 
     def has_golden(self, report: Report) -> bool:
         return has_golden(self.stores, self.save_to, report)
+
+    def json(self, report: Report, admin: bool, fields: str, golden: bool, shown: Callable[..., Report]) -> bytes:
+        """The report as the API sends it, serialised once per (run, who may see what, fields): a finished
+        report never changes, and serialising a large one is most of a request's time."""
+        key = (report.id, admin, fields, golden)
+        with self._lock:
+            if key in self._json:
+                self._json.move_to_end(key)
+                return self._json[key]
+        exclude = {"setups": {"__all__": {"per_question"}}} if fields == "summary" else None
+        body = shown(report).model_dump(mode="json", exclude=exclude)
+        data = json.dumps({**body, "golden_download": golden}, separators=(",", ":")).encode()
+        with self._lock:
+            self._json[key] = data
+            while len(self._json) > CACHED_REPORTS * 4:
+                self._json.popitem(last=False)
+        return data
 
 
 class Service:
@@ -330,7 +349,13 @@ def create_app(settings: ServeSettings, stores: Stores, throttle: Throttle | Non
         return JSONResponse({"runs": shown, "total": total, "limit": limit, "offset": offset})
 
     @app.get("/api/v1/evaluations/{run_id}")
-    def evaluation(request: Request, run_id: str) -> Response:
+    def evaluation(
+        request: Request,
+        run_id: str,
+        fields: Literal["all", "summary"] = Query(
+            "all", description="summary: every setup without its per-question lists"
+        ),
+    ) -> Response:
         who = service.caller(request, "evaluation.read")
         if not isinstance(who, Principal):
             return who
@@ -341,7 +366,8 @@ def create_app(settings: ServeSettings, stores: Stores, throttle: Throttle | Non
         except StoreError as exc:  # unreadable, or a link out of the store
             return _detail(exc, 500)
         may = who.may("golden.download") and service.reports.has_golden(report)
-        return JSONResponse({**service.shown(who, report).model_dump(mode="json"), "golden_download": may})
+        data = service.reports.json(report, who.admin, fields, may, lambda r: service.shown(who, r))
+        return Response(data, media_type="application/json")
 
     @app.get("/api/v1/evaluations/{run_id}/golden")
     def golden(request: Request, run_id: str) -> Response:
