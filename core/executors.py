@@ -5,11 +5,12 @@ part a serial run makes (results, times, server times, errors, and which worker 
 checkpoints and scores them the same way and the measures do not depend on the executor.
 
 - ``serial`` (default): one search at a time, the setups interleaved per question in a seeded shuffle.
-- ``thread``: up to `concurrency` searches at once for remote engines; `per_engine` bounds how many go to
-  one engine at a time and `rate` how many start per second (a token bucket). Times are as a caller sees
-  them under that load.
+- ``thread``: up to `concurrency` searches at once for remote engines, the pool kept full across shards;
+  `per_engine` bounds how many go to one engine at a time and `rate` how many start per second (a token
+  bucket). Times are as a caller sees them under that load (the report says how many ran at once).
 - ``dask``: (setup, shard) tasks on a Dask cluster (`address`, or a LocalCluster); each worker opens its
-  own targets from the config (indexes are built by the run first, so workers only open them).
+  own targets from the config (indexes are built by the run first, so workers only open them) and runs a
+  task's searches `concurrency` at a time.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -136,6 +137,7 @@ class ShardByShard:
 
 class SerialExecutor(ShardByShard):
     name = "serial"
+    concurrent = 1
 
     def search(
         self, setups: Sequence[Setup], shard: Shard, unit_of: UnitOf, advance: Callable[[int], None]
@@ -179,9 +181,19 @@ class RateLimit:
             time.sleep(delay)
 
 
+@dataclass(frozen=True)
+class _Task:
+    shard: Shard
+    setup: Setup
+    offset: int
+    index: int
+
+
 @dataclass
-class ThreadExecutor(ShardByShard):
-    """Several searches at once, bounded per engine and rate-limited per engine."""
+class ThreadExecutor:
+    """Several searches at once, bounded per engine and rate-limited per engine. The pool stays full across
+    shards (the next shard's searches start while the last of this one's finish); each shard's parts are
+    given back as soon as its last search is done."""
 
     concurrency: int = 4
     per_engine: dict[str, int] = field(default_factory=dict)
@@ -194,6 +206,10 @@ class ThreadExecutor(ShardByShard):
         self.limits: dict[str, RateLimit] = {}
         self.lock = threading.Lock()
 
+    @property
+    def concurrent(self) -> int:
+        return self.concurrency
+
     def _gate(self, engine: str) -> tuple[threading.Semaphore, RateLimit]:
         with self.lock:
             if engine not in self.slots:
@@ -201,33 +217,52 @@ class ThreadExecutor(ShardByShard):
                 self.limits[engine] = RateLimit(self.rate.get(engine))
             return self.slots[engine], self.limits[engine]
 
-    def search(
-        self, setups: Sequence[Setup], shard: Shard, unit_of: UnitOf, advance: Callable[[int], None]
-    ) -> dict[str, Part]:
-        parts = {s.key: ShardPart.empty(len(shard.span)) for s in setups}
-        lock = threading.Lock()
+    def _search(self, task: _Task, unit_of: UnitOf) -> tuple[_Task, Searched, str]:
+        slot, limit = self._gate(task.setup.engine)
+        with slot:
+            limit.wait()
+            shard = task.shard
+            searched = search_one(task.setup, shard.texts[task.offset], shard.depth, shard.timing(task.index), unit_of)
+        return task, searched, worker_name()
 
-        def task(setup: Setup, offset: int, index: int) -> None:
-            slot, limit = self._gate(setup.engine)
-            with slot:
-                limit.wait()
-                searched = search_one(setup, shard.texts[offset], shard.depth, shard.timing(index), unit_of)
-            with lock:
-                parts[setup.key].put(offset, searched, worker_name())
+    def run(self, work: Work, unit_of: UnitOf, advance: Callable[[int], None]) -> Iterator[tuple[str, int, Part]]:
+        parts = {(s.key, shard.number): ShardPart.empty(len(shard.span)) for shard, setups in work for s in setups}
+        left = {shard.number: len(shard.span) * len(setups) for shard, setups in work}
+        keys = {shard.number: [s.key for s in setups] for shard, setups in work}
+        in_flight: set[Any] = set()
+        limit = self.concurrency * 4  # enough queued to keep every thread busy, never the whole run at once
+
+        def finished(done: set[Any]) -> Iterator[tuple[str, int, Part]]:
+            for future in done:
+                task, searched, worker = future.result()
+                parts[(task.setup.key, task.shard.number)].put(task.offset, searched, worker)
                 advance(1)
+                left[task.shard.number] -= 1
+                if not left[task.shard.number]:
+                    for key in keys[task.shard.number]:
+                        yield key, task.shard.number, parts.pop((key, task.shard.number))
 
-        futures = []
-        for offset, index in enumerate(shard.span):
-            order = list(setups)
-            random.Random(f"{shard.seed}:{index}").shuffle(order)
-            for setup in order:  # each task in a copy of this context: the run's context variables hold there
-                futures.append(self.pool.submit(contextvars.copy_context().run, task, setup, offset, index))
-        for future in futures:
-            future.result()
-        return parts
+        for task in _tasks(work):  # each in a copy of this context: the run's context variables hold there
+            in_flight.add(self.pool.submit(contextvars.copy_context().run, self._search, task, unit_of))
+            if len(in_flight) >= limit:
+                done, in_flight = wait(in_flight, return_when=FIRST_COMPLETED)
+                yield from finished(done)
+        while in_flight:
+            done, in_flight = wait(in_flight, return_when=FIRST_COMPLETED)
+            yield from finished(done)
 
     def close(self) -> None:
         self.pool.shutdown(wait=True)
+
+
+def _tasks(work: Work) -> Iterator[_Task]:
+    """Every search of the work, shard by shard, question by question, the setups in a seeded shuffle."""
+    for shard, setups in work:
+        for offset, index in enumerate(shard.span):
+            order = list(setups)
+            random.Random(f"{shard.seed}:{index}").shuffle(order)
+            for setup in order:
+                yield _Task(shard, setup, offset, index)
 
 
 # ---------------------------------------------------------------------------------------------- Dask
@@ -244,6 +279,13 @@ class WorkerSetups:
 
 _OPENED: dict[tuple[str, str], WorkerSetups] = {}
 _OPENED_LOCK = threading.Lock()
+_SLOTS: dict[int, threading.Semaphore] = {}
+
+
+def _worker_slots(concurrency: int) -> threading.Semaphore:
+    """This worker process's searches-at-once bound, shared by every task it runs."""
+    with _OPENED_LOCK:
+        return _SLOTS.setdefault(concurrency, threading.Semaphore(max(1, concurrency)))
 
 
 def _worker_setups(config_path: str, config_sha: str, only: tuple[str, ...], skip: tuple[str, ...]) -> WorkerSetups:
@@ -261,18 +303,29 @@ def _worker_setups(config_path: str, config_sha: str, only: tuple[str, ...], ski
             plugins = load_plugins()
             experiment = load_config(config_path, plugins)
             stores = Stores(plugins, options=experiment.stores)
-            targets = open_targets(experiment, plugins, stores, SilentProgress())
+            targets = open_targets(experiment, plugins, stores, SilentProgress(), build=False)
             setups = enumerate_setups(targets, plugins, only, skip)
             units = units_for(experiment.config.evaluation.relevance_field, targets)
             _OPENED[key] = WorkerSetups({s.key: s for s in setups}, units)
         return _OPENED[key]
 
 
+def _open_here(config_path: str, config_sha: str, only: tuple[str, ...], skip: tuple[str, ...]) -> None:
+    """On a worker: its targets opened now (nothing sent back)."""
+    _worker_setups(config_path, config_sha, only, skip)
+
+
 def dask_search_part(
-    config_path: str, config_sha: str, only: tuple[str, ...], skip: tuple[str, ...], setup_key: str, shard: Shard
+    config_path: str,
+    config_sha: str,
+    only: tuple[str, ...],
+    skip: tuple[str, ...],
+    setup_key: str,
+    shard: Shard,
+    concurrency: int = 1,
 ) -> Part:
     """A Dask task: one setup over one shard, on the worker's own targets (a first, untimed search warms the
-    setup up in this process)."""
+    setup up in this process), `concurrency` searches at once."""
     opened = _worker_setups(config_path, config_sha, only, skip)
     setup = opened.setups[setup_key]
     if setup_key not in opened.warm:
@@ -280,9 +333,20 @@ def dask_search_part(
         opened.warm.add(setup_key)
     part = ShardPart.empty(len(shard.span))
     me = worker_name()
-    for offset, index in enumerate(shard.span):
-        searched = search_one(setup, shard.texts[offset], shard.depth, shard.timing(index), opened.unit_of)
+    slots = _worker_slots(concurrency)
+
+    def one(offset: int, index: int) -> None:
+        with slots:  # at most `concurrency` searches at once in this worker, across the tasks it runs
+            searched = search_one(setup, shard.texts[offset], shard.depth, shard.timing(index), opened.unit_of)
         part.put(offset, searched, me)
+
+    if concurrency <= 1:
+        for offset, index in enumerate(shard.span):
+            one(offset, index)
+        return part
+    with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="vx-dask-search") as pool:
+        for future in [pool.submit(contextvars.copy_context().run, one, o, i) for o, i in enumerate(shard.span)]:
+            future.result()
     return part
 
 
@@ -296,7 +360,13 @@ class DaskExecutor:
     skip: tuple[str, ...] = ()
     address: str | None = None
     workers: int = 2
+    concurrency: int = 1
+    """Searches each task runs at once (each worker runs one task at a time)."""
     name: str = "dask"
+
+    @property
+    def concurrent(self) -> int:
+        return self.workers * self.concurrency
 
     def __post_init__(self) -> None:
         try:
@@ -307,12 +377,16 @@ class DaskExecutor:
             raise PluginError("the dask executor needs dask[distributed]: pip install 'vx-eval[dask]'") from None
         self.cluster = None
         if self.address is None:
+            # with searches at once, two tasks per worker keep its bound full while one task's last searches end
+            threads = 2 if self.concurrency > 1 else 1
             self.cluster = LocalCluster(
-                n_workers=self.workers, threads_per_worker=1, host="127.0.0.1", dashboard_address=None
+                n_workers=self.workers, threads_per_worker=threads, host="127.0.0.1", dashboard_address=None
             )
             self.client = Client(self.cluster)
         else:
             self.client = Client(self.address)
+        # every worker opens its targets now, as a serial run opens them before its first search
+        self.client.run(_open_here, self.config_path, self.config_sha, self.only, self.skip)
 
     def run(self, work: Work, unit_of: UnitOf, advance: Callable[[int], None]) -> Iterator[tuple[str, int, Part]]:
         """Every (setup, shard) task submitted at once; parts given back as they finish, in any order."""
@@ -320,7 +394,15 @@ class DaskExecutor:
 
         futures = {
             self.client.submit(
-                dask_search_part, self.config_path, self.config_sha, self.only, self.skip, s.key, shard, pure=False
+                dask_search_part,
+                self.config_path,
+                self.config_sha,
+                self.only,
+                self.skip,
+                s.key,
+                shard,
+                self.concurrency,
+                pure=False,
             ): (s.key, shard)
             for shard, setups in work
             for s in setups

@@ -70,7 +70,14 @@ def make_executor(experiment: Experiment, options: RunOptions) -> Any:
             raise VxEvalError("the dask executor needs a config file: workers open their targets from it")
         address = options.address or settings.address
         return DaskExecutor(
-            str(experiment.path), experiment.sha256, options.only, options.skip, address, settings.workers
+            str(experiment.path),
+            experiment.sha256,
+            options.only,
+            options.skip,
+            address,
+            settings.workers,
+            # searches a task runs at once: one unless the config says how many (then as a thread pool would)
+            settings.concurrency if "concurrency" in settings.model_fields_set else 1,
         )
     raise VxEvalError(f"no executor named '{name}'; executors: serial, thread, dask")
 
@@ -100,8 +107,9 @@ def _search(
     golden: GoldenSet,
     targets: list[Target],
     started: dt.datetime,
-) -> tuple[list[SetupRun], set[int] | None, Checkpoints | None, dt.datetime]:
-    """Every setup searched (resuming from checkpoints where asked), and the throughput pass if configured."""
+) -> tuple[list[SetupRun], set[int] | None, Checkpoints | None, dt.datetime, int]:
+    """Every setup searched (resuming from checkpoints where asked), and the throughput pass if configured;
+    also how many searches ran at once while times were taken."""
     ev = experiment.config.evaluation
     setups = enumerate_setups(targets, plugins, options.only, options.skip)
     timed = timing_sample(len(golden.questions), ev.timing_sample, ev.seed)
@@ -114,6 +122,7 @@ def _search(
     elif options.resume:
         raise VxEvalError("resuming continues a saved run's checkpoints: a resumed run is saved too")
     executor = make_executor(experiment, options)
+    concurrent = int(getattr(executor, "concurrent", 1))
     try:
         runs = search_all(
             setups,
@@ -138,7 +147,7 @@ def _search(
             if run.searched:
                 run.throughput = throughput(run.setup, texts, ev.depth, ev.throughput)
             advance(1)
-    return runs, timed, checkpoints, started
+    return runs, timed, checkpoints, started, concurrent
 
 
 def _judge(
@@ -225,7 +234,9 @@ def run_experiment(experiment: Experiment, plugins: Any, options: RunOptions | N
         missing = {} if ev.relevance_field else check_missing(golden, targets)
         for note in missing_notes(missing):
             options.progress.note(note)
-        runs, timed, checkpoints, started = _search(experiment, plugins, stores, options, golden, targets, started)
+        runs, timed, checkpoints, started, concurrent = _search(
+            experiment, plugins, stores, options, golden, targets, started
+        )
         questions, judged = _judge(experiment, plugins, options, golden, targets, runs)
         described = {t.name: describe(t) for t in targets}
         settings = assembly.run_settings(
@@ -236,6 +247,7 @@ def run_experiment(experiment: Experiment, plugins: Any, options: RunOptions | N
             timed,
             len(golden.questions),
             graded=judged is not None or assembly.enough_graded(golden.questions),
+            concurrent=concurrent,
         )
         results = [scoring.score_setup(r, questions, measures, settings) for r in runs]
         tuned, tuning_info = _tune(experiment, plugins, targets, runs, results, questions, measures, settings, timed)

@@ -18,13 +18,21 @@ from vx_eval.core.units import document_of
 
 
 def open_targets(
-    experiment: Experiment, plugins: Any, stores: Stores, progress: Progress, golden: GoldenSet | None = None
+    experiment: Experiment,
+    plugins: Any,
+    stores: Stores,
+    progress: Progress,
+    golden: GoldenSet | None = None,
+    *,
+    build: bool = True,
 ) -> list[Target]:
     """Every target opened (indexed where the corpus asks); `golden`, when the caller has read it already,
-    saves reading it again for a corpus slice. A target that fails to open closes those opened before it."""
+    saves reading it again for a corpus slice. With `build` False (a Dask worker: the run built every index
+    first) the corpus is not read and the targets only open what is there. A target that fails to open
+    closes those opened before it."""
     config = experiment.config
     corpus = None
-    if config.corpus_source is not None:
+    if config.corpus_source is not None and build:
         keep: set[str] = set()
         if config.corpus_source.limit is not None:  # a slice keeps what the questions expect
             golden = golden or experiment.questions or read_golden(config.golden_source, stores)

@@ -17,7 +17,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from vx_eval.format import fmt, fmt_ms, is_share, measures_shown, tie_notes, tuning_notes
+from vx_eval.format import fmt, fmt_ms, is_share, measures_shown, tie_notes, timing_note, tuning_notes
 
 Justify = Literal[  # the columns' alignments
     "left", "right", "center"
@@ -96,8 +96,17 @@ def _title(report: Report) -> str:
     return f"{report.name}: {report.golden.labelled} questions, {len(report.setups)} setups"
 
 
-def _caption(report: Report) -> str:
-    return f"[lo–hi] 95% interval of {report.settings.primary}; ≈ a paired test cannot tell it from the leader"
+def _caption(report: Report, width: int | None = None) -> str:
+    """The table's key; where times were sampled or taken under load, how (wrapped to `width` if given)."""
+    note = timing_note(report)
+    text = f"[lo–hi] 95% interval of {report.settings.primary}; ≈ a paired test cannot tell it from the leader"
+    if note:
+        text += f"\ntimes: {note}"
+    if width is None:
+        return text
+    import textwrap
+
+    return "\n".join(w for line in text.splitlines() for w in textwrap.wrap(line, width))
 
 
 def run_table(report: Report) -> Table:
@@ -167,7 +176,7 @@ def stacked_lines(report: Report, width: int) -> list[str]:
         if setup.counts.skipped:
             cells.append(f"{setup.counts.skipped} skipped")
         lines += _wrapped(cells, width, indent=4)
-    lines.append(f"[dim]{escape(_caption(report))}[/]")
+    lines += [f"[dim]{escape(line)}[/]" for line in _caption(report, width).splitlines()]
     return lines
 
 

@@ -82,3 +82,14 @@ def tuning_notes(report: Report) -> list[list[str]]:
             ]
         )
     return out
+
+
+def timing_note(report: Report) -> str | None:
+    """How the times were taken, where it is not "every question, one search at a time"."""
+    timing = report.settings.timing
+    parts = []
+    if timing.sample and timing.sample != "all":
+        parts.append(f"a {timing.sample} of {timing.questions_timed} of {timing.questions} questions")
+    if timing.concurrent > 1:
+        parts.append(f"{timing.concurrent} searches at once: each time is a caller's under that load")
+    return "; ".join(parts) or None

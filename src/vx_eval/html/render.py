@@ -12,7 +12,7 @@ from markupsafe import Markup
 
 from vx_eval import __version__
 from vx_eval.core.schema import Report
-from vx_eval.format import fmt, measures_shown, tie_notes, tuning_notes
+from vx_eval.format import fmt, measures_shown, tie_notes, timing_note, tuning_notes
 from vx_eval.html import charts
 from vx_eval.html.view import (
     PER_PAGE,
@@ -192,13 +192,6 @@ def _graded_charts(graded: GradedView) -> tuple[Markup, Markup]:
     return bars, charts.bars(places, "mean grade", "result place", "mean grade by place", "by-place")
 
 
-def _timing_note(report: Report) -> str | None:
-    timing = report.settings.timing
-    if not timing.sample or timing.sample == "all":
-        return None
-    return f"a {timing.sample} of {timing.questions_timed} of {timing.questions} questions"
-
-
 def render_page(
     report: Report,
     earlier: Sequence[Report] = (),
@@ -252,7 +245,7 @@ def render_page(
             by_place=by_place,
             over_time=_over_time(report, earlier, views, primary_meaning.plain),
             menu=menu,
-            timing_note=_timing_note(report),
+            timing_note=timing_note(report),
             glossary=[meaning(m) for m in metric_names],
             headroom=report.headroom,
             tie_flags=[f"{by_key[key].label if key in by_key else key}: {text}" for key, text in tie_notes(report)],

@@ -10,6 +10,9 @@ it did, so a test can bound the retries::
     with FaultProxy(upstream, rate=0.2, delay=1.5) as proxy:
         ...  # point the plugin at proxy.url, with a timeout under 1.5 s
         assert proxy.faults["drop"] > 0 and proxy.requests <= bound
+
+`FaultProxy.latency(upstream, 0.05)` delays every request by 50 ms instead: a remote engine's round trip,
+for measuring how executors overlap searches.
 """
 
 from __future__ import annotations
@@ -26,6 +29,10 @@ from urllib.parse import urlsplit
 
 KINDS = ("429", "503", "delay", "drop")
 HOP = {"connection", "keep-alive", "transfer-encoding", "proxy-connection", "upgrade", "content-length"}
+
+
+class _Server(ThreadingHTTPServer):
+    request_queue_size = 128  # many callers at once: the default backlog of 5 overflows and stalls them
 
 
 class FaultProxy:
@@ -90,9 +97,14 @@ class FaultProxy:
 
             do_GET = do_POST = do_PUT = do_DELETE = do_HEAD = do_PATCH = _handle
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = _Server(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    @classmethod
+    def latency(cls, upstream: str, seconds: float) -> FaultProxy:
+        """A proxy that delays every request by `seconds` and faults none."""
+        return cls(upstream, rate=1.0, kinds=("delay",), delay=seconds, burst=1 << 62)
 
     @property
     def url(self) -> str:
