@@ -22,7 +22,8 @@ import numpy as np
 
 from vx_eval.core import stats
 from vx_eval.core.golden import Question
-from vx_eval.core.schema import AllPairs, Headroom, KindView, Overlap, PairTest, Settings, SetupResult
+from vx_eval.core.schema import Settings, SetupResult
+from vx_eval.core.views import AllPairs, Headroom, KindView, Overlap, PairTest
 
 FOUND_AT = 10
 TOP = 20

@@ -11,20 +11,10 @@ import numpy as np
 from vx_eval.core import metrics, stats, ties
 from vx_eval.core.golden import Question
 from vx_eval.core.metrics import Judged
-from vx_eval.core.schema import (
-    Counts,
-    Graded,
-    PerQuestion,
-    QuestionStatus,
-    Settings,
-    SetupResult,
-    TieRange,
-    TieView,
-    Times,
-    WorkerStat,
-)
+from vx_eval.core.schema import Counts, Graded, PerQuestion, QuestionStatus, Settings, SetupResult, Times, WorkerStat
 from vx_eval.core.search import SetupRun
 from vx_eval.core.units import judge
+from vx_eval.core.views import TieRange, TieView
 
 GRADED_DEPTH = 10
 STRICT_GRADE = 2  # Databricks' rule for precision and MRR on graded data: relevant means grade 2 or more

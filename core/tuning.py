@@ -27,17 +27,10 @@ from vx_eval.core.config import TuneConfig
 from vx_eval.core.engine import Hit
 from vx_eval.core.fusion import convex, rrf
 from vx_eval.core.golden import Question
-from vx_eval.core.schema import (
-    FoldChoice,
-    FusionSetting,
-    Result,
-    Settings,
-    SetupResult,
-    TunedHybrid,
-    VsDefault,
-)
+from vx_eval.core.schema import Result, Settings, SetupResult
 from vx_eval.core.search import SetupRun
 from vx_eval.core.units import judge
+from vx_eval.core.views import FoldChoice, FusionSetting, TunedHybrid, VsDefault
 
 
 @dataclass(frozen=True)

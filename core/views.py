@@ -1,0 +1,153 @@
+"""The report's analysis views, beside the measures: how far ties move a score (`TieView`), where each setup
+wins and how far routing could go (`Headroom`), every pair compared (`AllPairs`), and fusion tuned on
+held-out questions (`Tuning`). `core.schema.Report` holds them; `Frozen` is every report model's base."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Interval = tuple[float, float]
+
+
+class Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class TieRange(Frozen):
+    """One measure's mean over a setup's evaluated questions, under each order of its tied results."""
+
+    trec: float | None = None
+    expected: float | None = None
+    optimistic: float | None = None
+    pessimistic: float | None = None
+    sampled: bool = False
+    """The expected value was averaged over seeded orders (ERR, bpref, condensed lists), not computed exactly."""
+
+
+class TieView(Frozen):
+    """How far a setup's scores depend on the order of results with equal scores (`core.ties`)."""
+
+    questions: int
+    """Evaluated questions whose ranked list holds a tie of two or more results."""
+    measures: dict[str, TieRange] = Field(default_factory=dict)
+    spread: float | None = None
+    """The primary measure's optimistic minus pessimistic mean: what the tie order alone can move it by."""
+    flagged: bool = False
+
+
+class Overlap(Frozen):
+    a: str
+    b: str
+    overlap: float
+    """Mean Jaccard overlap of the two top 10s (shared units over units in either), over the questions both
+    evaluated."""
+    questions: int
+
+
+class KindView(Frozen):
+    """One kind of question (``metadata.kind``): how many, each setup's mean, the best, and the oracle."""
+
+    questions: int
+    means: dict[str, float] = Field(default_factory=dict)
+    best: str | None = None
+    oracle: float | None = None
+
+
+class Headroom(Frozen):
+    """Where each setup wins and how far routing could go (`core.headroom`), on the primary measure."""
+
+    measure: str
+    best: str
+    best_value: float
+    oracle: float
+    """The mean over questions of the best score any setup reached on each: the ceiling of routing."""
+    oracle_ci: Interval | None = None
+    gain: float
+    questions: int
+    found_by: list[int] = Field(default_factory=list)
+    """Per question (in `Report.question_ids` order): how many setups hold a right answer in their top 10."""
+    unfound: list[str] = Field(default_factory=list)
+    """Questions no setup finds in its top 10 (the first few; `unfound_count` says how many)."""
+    unfound_count: int = 0
+    only: dict[str, list[str]] = Field(default_factory=dict)
+    """Per setup, questions only it finds in its top 10 (the first few)."""
+    only_count: dict[str, int] = Field(default_factory=dict)
+    wins: dict[str, int] = Field(default_factory=dict)
+    """Per setup, questions on which it alone scores best."""
+    overlaps: list[Overlap] = Field(default_factory=list)
+    kinds: dict[str, KindView] = Field(default_factory=dict)
+
+
+class FusionSetting(Frozen):
+    fusion: str
+    alpha: float
+    rrf_k: int | None = None
+
+
+class FoldChoice(Frozen):
+    """What one fold chose on the other folds' questions, and how that did there and on its own."""
+
+    fold: int
+    setting: FusionSetting
+    train: float
+    held_out: float
+    questions: int
+
+
+class VsDefault(Frozen):
+    delta: float
+    ci: Interval
+    p: float
+
+
+class TunedHybrid(Frozen):
+    """One hybrid's fusion tuned by cross-validation (`core.tuning`): held-out, default and in-sample."""
+
+    key: str
+    """The tuned setup's key in the ranking (its numbers there are the held-out ones)."""
+    hybrid: str
+    components: list[str]
+    measure: str
+    questions: int
+    tried: int
+    default: FusionSetting
+    default_value: float
+    held_out: float
+    """The mean over questions of each question scored with the setting its fold chose elsewhere."""
+    held_out_ci: Interval
+    in_sample: FusionSetting
+    """The setting best on every question: the one to deploy (`config_lines`)."""
+    in_sample_value: float
+    """Optimistic: the best of many means on the questions it was chosen on."""
+    overstated: float
+    """In-sample minus held-out: how much tuning on the scored questions overstates the gain."""
+    folds: list[FoldChoice] = Field(default_factory=list)
+    stable: float
+    """Share of folds that chose the most chosen setting."""
+    vs_default: VsDefault
+    config_lines: str
+    timed: int = 0
+
+
+class Tuning(Frozen):
+    folds: int
+    hybrids: list[TunedHybrid] = Field(default_factory=list)
+
+
+class PairTest(Frozen):
+    a: str
+    b: str
+    delta: float
+    """Mean of a minus mean of b."""
+    p: float
+
+
+class AllPairs(Frozen):
+    """Every pair of the leading setups, family-wise controlled (`core.headroom.all_pairs`)."""
+
+    measure: str
+    method: str
+    trials: int
+    questions: int
+    alpha: float
+    pairs: list[PairTest] = Field(default_factory=list)
