@@ -18,6 +18,8 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared" / "datasets"
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
+for _name in ("COLUMNS", "LINES"):  # the tests read the command line's output as a pipe gets it, wherever they run
+    os.environ.pop(_name, None)
 # Models converted once (SmolLM2 from its GGUF file) are kept in the checkout's .vx/, across test sessions.
 os.environ.setdefault("VX_EVAL_MODEL_CACHE", str(REPO / ".vx" / "models"))
 

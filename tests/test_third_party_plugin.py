@@ -135,6 +135,7 @@ def test_the_third_party_engine_passes_the_conformance_suite(toy_site, tmp_path)
     assert "11 passed" in done.stdout and "skipped" not in done.stdout
 
 
+@pytest.mark.slow
 def test_the_sdk_engine_offers_dense_fused_and_reranked_setups(toy_site, project):
     """Capabilities are all it takes: the shared setup providers compose dense, hybrid and reranked."""
     config = project.write_config(

@@ -14,6 +14,7 @@ from vx_eval.core.tuning import folds_of
 from ..conftest import quickstart_copy
 
 
+@pytest.mark.slow
 def test_tuning_is_scored_on_held_out_questions_and_joins_the_ranking(tmp_path, shared_cache):
     config = quickstart_copy(tmp_path, shared_cache, keyword_only=False)
     data = yaml.safe_load(config.read_text())

@@ -23,6 +23,7 @@ class TestQdrantEngineInMemory(EngineConformance):
     absent_options = {"location": ":memory:", "collection": "absent", "build": "never"}
 
 
+@pytest.mark.slow
 class TestQdrantEngineFolder(EngineConformance):
     """Qdrant's own engine with HNSW, sparse BM25 and a MaxSim multivector, kept in a folder."""
 
@@ -32,6 +33,7 @@ class TestQdrantEngineFolder(EngineConformance):
     agreement = 0.9
 
 
+@pytest.mark.slow
 class TestQdrantLocalMode(EngineConformance):
     """qdrant-client's local mode (a Python re-implementation), still offered as `embedded: local`."""
 

@@ -47,6 +47,7 @@ def assert_survived(report, remote_key: str, proxy: FaultProxy, questions: int) 
     assert sum(proxy.faults[k] for k in ("429", "503", "delay", "drop")) > 0
 
 
+@pytest.mark.slow
 def test_opensearch_survives_a_flaky_network_in_every_call(project, plugins, osmem):
     with FaultProxy(osmem, rate=0.2, seed=3, delay=1.2, doomed=doomed_on("investments")) as proxy:
         target = {
@@ -68,6 +69,7 @@ def test_opensearch_survives_a_flaky_network_in_every_call(project, plugins, osm
     assert report.targets["OpenSearch"].documents == 6
 
 
+@pytest.mark.slow
 def test_qdrant_survives_a_flaky_network_in_every_call(project, plugins):
     doomed = doomed_on(str(term_id(terms("investments")[0])), path_has="/points/query")  # the query is term ids
     with (

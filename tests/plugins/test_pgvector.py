@@ -38,6 +38,7 @@ class TestPgvectorExact(EngineConformance):
     absent_options = {"dsn": {"env": DSN_ENV}, "collection": "absent_table", "build": "never"}
 
 
+@pytest.mark.slow
 class TestPgvectorHnsw(EngineConformance):
     """HNSW: approximate, on 52 documents still the same top 10 nearly always."""
 
@@ -89,6 +90,7 @@ def test_the_engine_fuses_in_sql_with_the_runs_weights_and_reports_its_own_time(
         handle.connections.reader().execute("CREATE TABLE nope (x int)")
 
 
+@pytest.mark.slow
 def test_a_killed_connection_and_a_restarted_server_are_survived(opened, postgres):
     handle = opened.candidate.handle
     text = "What does a wire transfer abroad cost?"

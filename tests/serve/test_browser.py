@@ -120,6 +120,7 @@ def test_the_newest_run_shows_its_picks_the_chart_and_pages_of_seven(server, pag
     shot(page, tmp_path, "evaluate-page-full", full=True)
 
 
+@pytest.mark.slow
 def test_a_setup_page_leads_with_the_place_and_gives_mrr_in_its_tooltip(server, page, evaluations, tmp_path):
     report = evaluations.newest_json
     setup = next(s for s in report["setups"] if s["key"] == report["picks"]["finds_the_most"])
@@ -140,6 +141,7 @@ def test_a_setup_page_leads_with_the_place_and_gives_mrr_in_its_tooltip(server, 
     expect(section).to_be_hidden()
 
 
+@pytest.mark.slow
 def test_the_run_menu_opens_an_older_run_and_leads_back(server, page, evaluations, tmp_path):
     page.goto(server["url"] + "/")
     links = page.locator("#run-menu li a")
@@ -187,6 +189,7 @@ def test_golden_download_works_for_an_admin_and_is_refused_otherwise(server, pag
     assert all(e["person"] for e in downloads)
 
 
+@pytest.mark.slow
 def test_the_saved_page_opens_offline_with_the_reports_picks_and_numbers(browser, evaluations, tmp_path, capsys):
     from ..test_cli import call
 
