@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
@@ -469,3 +471,33 @@ def parse_config(
         writers=blocks["writers"],
         stores=blocks["stores"],
     )
+
+
+def expand_cutoffs(names: Sequence[str], k_values: Sequence[int]) -> list[str]:
+    """Measures named without a cut-off taken at each of `k_values` (Mixpeek's ``k_values``): ``recall`` with
+    [5, 10] is recall@5 and recall@10; a name with its cut-off (or with no k_values) is kept as it is."""
+    out: list[str] = []
+    for name in names:
+        if k_values and "@" not in name and "_" not in name.strip("_"):
+            out += [f"{name}@{k}" for k in k_values]
+        else:
+            out.append(name)
+    return list(dict.fromkeys(out))
+
+
+def with_overrides(
+    experiment: Experiment, golden: str | None = None, metrics: Sequence[str] = (), k_values: Sequence[int] = ()
+) -> Experiment:
+    """The experiment with another golden file and other measures (the command line's, a server request's),
+    the measures checked as a config's are."""
+    config = experiment.config
+    if golden:
+        config = config.model_copy(update={"golden": GoldenSource(path=golden)})
+    if metrics:
+        names = expand_cutoffs(metrics, k_values)
+        ev = config.evaluation
+        problems = check_metrics(names, ev.primary, ev.depth)
+        if problems:
+            raise ConfigError("\n".join(message for _, message in problems))
+        config = config.model_copy(update={"evaluation": ev.model_copy(update={"metrics": names})})
+    return dataclasses.replace(experiment, config=config)

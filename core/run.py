@@ -18,7 +18,7 @@ from vx_eval.core.errors import GoldenError, VxEvalError
 from vx_eval.core.executors import DaskExecutor, SerialExecutor, ShardPart, ThreadExecutor, throughput
 from vx_eval.core.golden import GoldenSet
 from vx_eval.core.judging import GradeCache, judge_maker, judge_run
-from vx_eval.core.report import new_run_id, provenance, save_report
+from vx_eval.core.report import check_run_id, new_run_id, provenance, save_report
 from vx_eval.core.schema import JudgeInfo, Report, Settings, SetupResult, Tuning
 from vx_eval.core.search import SetupRun, search_all
 from vx_eval.core.selection import enumerate_setups, measures_for, timing_sample
@@ -49,6 +49,8 @@ class RunOptions:
     """Overrides the config's `execution.address` (a Dask scheduler)."""
     judge_everything: bool = False
     """`vx-eval judge check`: the judge grades human-labelled pairs too, and the report lists every verdict."""
+    run_id: str | None = None
+    """The id a new saved run takes (the server names its runs before they start); None: made from the time."""
 
 
 @dataclass(frozen=True)
@@ -117,6 +119,8 @@ def _search(
     done: dict[tuple[str, int], ShardPart] = {}
     if options.save:
         manifest = new_manifest(started, experiment.sha256, golden.sha256, setups, ev.shard_size, len(golden.questions))
+        if options.run_id is not None and options.resume is None:
+            manifest = manifest.model_copy(update={"id": check_run_id(options.run_id)})
         save_to = options.save_to or experiment.config.save_to
         checkpoints, done, started = start_checkpoints(stores, save_to, manifest, options.resume, options.progress)
     elif options.resume:

@@ -25,6 +25,15 @@ from vx_eval.cli.common import config_argument, err_console, location, out_conso
 )
 @click.option("--address", help="With --executor dask: the scheduler, tcp://host:8786 (default: a LocalCluster).")
 @click.option("--html", "html_file", help="Also write the run's page, one self-contained HTML file, here.")
+@click.option("--run-id", help="The id the new run takes (as the server names its runs); default: made from the time.")
+@click.option("--golden", "golden", help="Read these golden questions instead of the config's (a path, s3://…).")
+@click.option("-m", "--metric", "metrics", multiple=True, help="Measure instead of the config's (repeatable).")
+@click.option("-k", "k_values", multiple=True, type=click.IntRange(1), help="Cut-offs for measures named without one.")
+@click.option(
+    "--progress-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Keep how far the run is in this JSON file.",
+)
 @wide_option
 def run(
     config: Path,
@@ -39,18 +48,25 @@ def run(
     executor: str | None,
     address: str | None,
     html_file: str | None,
+    run_id: str | None,
+    golden: str | None,
+    metrics: tuple[str, ...],
+    k_values: tuple[int, ...],
+    progress_file: Path | None,
     wide: bool,
 ) -> None:
     """Index what CONFIG declares, search every setup, print the ranking and the picks, save the report."""
-    from vx_eval.core.config import load_config
+    from vx_eval.cli.progress import FileProgress
+    from vx_eval.core.config import load_config, with_overrides
     from vx_eval.core.plugins import load_plugins
     from vx_eval.core.run import RunOptions, run_experiment
     from vx_eval.core.stores import Stores
     from vx_eval.display import RichProgress, show_run
 
     plugins = load_plugins()
-    experiment = load_config(config, plugins)
-    with RichProgress(err_console()) as progress:
+    experiment = with_overrides(load_config(config, plugins), location(golden), metrics, k_values)
+    with RichProgress(err_console()) as shown:
+        progress = FileProgress(progress_file, also=shown) if progress_file else shown
         options = RunOptions(
             save_to=location(save_to),
             only=only,
@@ -62,6 +78,7 @@ def run(
             resume=resume,
             executor=executor,
             address=address,
+            run_id=run_id,
         )
         result = run_experiment(experiment, plugins, options)
     if as_json:

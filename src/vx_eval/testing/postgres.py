@@ -21,7 +21,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from vx_eval.testing.processes import Server, _child_setup, free_port, start_server
+from vx_eval.processes import child_setup
+from vx_eval.testing.processes import Server, free_port, start_server
 
 USER = "vx"
 
@@ -113,7 +114,7 @@ def postgres_server() -> Iterator[Postgres]:
         "--no-sync",
     ]
     done = subprocess.run(
-        initdb, capture_output=True, text=True, cwd=folder, preexec_fn=_child_setup(os.getpid(), ids), check=False
+        initdb, capture_output=True, text=True, cwd=folder, preexec_fn=child_setup(os.getpid(), ids), check=False
     )
     if done.returncode:
         raise RuntimeError(f"initdb failed ({done.returncode}): {done.stderr.strip()[-500:]}")

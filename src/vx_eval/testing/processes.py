@@ -13,20 +13,17 @@ started), politely first::
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import ctypes.util
 import os
 import signal
 import socket
 import subprocess
-import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-_PR_SET_PDEATHSIG = 1
+from vx_eval.processes import child_setup as _child_setup
 
 
 def free_port() -> int:
@@ -34,25 +31,6 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
-
-
-def _child_setup(parent: int, user: tuple[int, int] | None) -> Callable[[], None]:
-    """What the child runs between fork and exec: a group of its own, death with its parent, a user."""
-
-    def setup() -> None:
-        os.setsid()
-        if user is not None:  # first: changing the user clears the parent-death signal
-            uid, gid = user
-            os.setgid(gid)
-            os.setgroups([gid])
-            os.setuid(uid)
-        if sys.platform.startswith("linux"):
-            libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-            libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
-            if os.getppid() != parent:  # the parent died before prctl took hold
-                os._exit(1)
-
-    return setup
 
 
 @dataclass
