@@ -114,7 +114,9 @@ class Corpus(Protocol):
 
 
 class Progress(Protocol):
-    """Where long work reports how far it is (the CLI shows a bar; tests pass a silent one)."""
+    """Where long work reports how far it is (the CLI shows a bar; tests pass a silent one). A progress may
+    also have ``plan(setups, questions)``, told the run's size once searching is planned (the server's runs
+    keep it)."""
 
     def start(self, description: str, total: int | None) -> Callable[[int], None]: ...
 

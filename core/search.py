@@ -103,6 +103,9 @@ def search_all(
         if todo:
             span = span_of(shard)
             work.append((Shard(shard, span, [questions[i].question for i in span], timed, depth, seed), todo))
+    plan = getattr(progress, "plan", None)  # optional: a progress that keeps the run's size (the server's)
+    if plan is not None:
+        plan(len(live), n)
     advance = progress.start("Searching", sum(len(shard.span) * len(todo) for shard, todo in work))
     executor = executor or SerialExecutor()
     for key, shard, part in executor.run(work, unit_of, advance):

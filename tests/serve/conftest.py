@@ -1,7 +1,10 @@
-"""What the server's tests share: the people the server knows."""
+"""What the server's tests share: the people the server knows, and Debian's headless Chromium (driven by
+Playwright) with a fresh tab per test that fails the test when the page's script fails."""
 
 from __future__ import annotations
 
+import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,3 +20,38 @@ def people(tmp_path_factory) -> tuple[Path, dict[str, str]]:
     users.add_person("rita", "rita-password", "reader")
     keys = {"ada": users.add_key("ada"), "rita": users.add_key("rita")}
     return folder / "users.json", keys
+
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+FLAGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator:
+    if not Path(CHROMIUM).exists():
+        pytest.fail("the browser tests need Debian's chromium: apt-get install -y chromium (CI installs it)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def page(browser, tmp_path):
+    context = browser.new_context(viewport={"width": 1100, "height": 900}, accept_downloads=True)
+    tab = context.new_page()
+    errors: list[str] = []
+    tab.on("pageerror", lambda exc: errors.append(str(exc)))
+    yield tab
+    context.close()
+    assert not errors, f"the page's script failed: {errors}"

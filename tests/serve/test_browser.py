@@ -19,16 +19,6 @@ from vx_eval.display import fmt
 from vx_eval.serve.auth import Users
 from vx_eval.testing.processes import free_port, start_server
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-FLAGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 ADMIN_KEY = "browser-tests-admin-key"
 
 
@@ -49,29 +39,6 @@ def server(evaluations, tmp_path_factory) -> Iterator[dict]:
         env=env,
     ) as served:
         yield {"url": served.url, "folder": folder, "key": users.add_key("ada")}
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator:
-    if not Path(CHROMIUM).exists():
-        pytest.fail("the browser tests need Debian's chromium: apt-get install -y chromium (CI installs it)")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
-        yield chromium
-        chromium.close()
-
-
-@pytest.fixture
-def page(browser, tmp_path):
-    context = browser.new_context(viewport={"width": 1100, "height": 900}, accept_downloads=True)
-    tab = context.new_page()
-    errors: list[str] = []
-    tab.on("pageerror", lambda exc: errors.append(str(exc)))
-    yield tab
-    context.close()
-    assert not errors, f"the page's script failed: {errors}"
 
 
 def shot(page, tmp_path: Path, name: str, full: bool = False) -> Path:

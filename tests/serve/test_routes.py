@@ -275,3 +275,24 @@ def test_a_summary_leaves_out_every_per_question_list_and_is_served_from_one_ser
     assert [s["summary"] for s in body["setups"]] == [s["summary"] for s in whole["setups"]]
     assert c.get("/api/v1/evaluations/latest?fields=summary").content == summary.content
     assert c.get("/api/v1/evaluations/latest?fields=everything").status_code == 422
+
+
+def test_the_openapi_description_has_the_run_and_dataset_routes_with_examples(evaluations, people, tmp_path):
+    c = client(evaluations, people, tmp_path)
+    spec = c.get("/openapi.json").json()
+    paths = spec["paths"]
+    for path, method in [
+        ("/api/v1/evaluations", "post"),
+        ("/api/v1/evaluations/now", "post"),
+        ("/api/v1/evaluations/{run_id}/cancel", "post"),
+        ("/api/v1/datasets", "post"),
+        ("/api/v1/datasets/{name}", "get"),
+    ]:
+        assert method in paths[path], (path, method)
+    schemas = spec["components"]["schemas"]
+    assert schemas["RunRequest"]["examples"] and schemas["DatasetIn"]["examples"]
+    assert c.get("/docs").status_code == 200
+    admin = {"X-API-Key": ADMIN_KEY}
+    refused = c.post("/api/v1/evaluations", json={"experiment": "quickstart", "metrics": 5}, headers=admin)
+    assert refused.status_code == 422 and ["body", "metrics"] in [e["loc"] for e in refused.json()["detail"]]
+    assert c.post("/api/v1/evaluations", json={"experiment": "quickstart"}).status_code == 403  # a guest

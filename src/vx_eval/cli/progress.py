@@ -22,6 +22,13 @@ class FileProgress:
         self.lock = threading.Lock()
         self.written = 0.0
         self.current: str | None = None
+        self.size: dict[str, int] = {}
+        self._write(force=True)
+
+    def plan(self, setups: int, questions: int) -> None:
+        """The run's size: its setups and its questions (called once searching is planned)."""
+        with self.lock:
+            self.size = {"setups": setups, "questions": questions}
         self._write(force=True)
 
     def start(self, description: str, total: int | None) -> Callable[[int], None]:
@@ -56,7 +63,7 @@ class FileProgress:
             if not force and now - self.written < 0.5:
                 return
             self.written = now
-            data = {"stage": self.current, "stages": self.stages, "notes": self.notes[-20:]}
+            data = {"stage": self.current, "stages": self.stages, "notes": self.notes[-20:], **self.size}
             partial = self.path.with_name(f".{self.path.name}.{os.getpid()}.partial")
             partial.write_text(json.dumps(data), encoding="utf-8")
             partial.replace(self.path)

@@ -37,6 +37,15 @@ users_option = click.option(
 )
 @click.option("--secure-cookies", is_flag=True, help="Send the session cookie over HTTPS only (behind a TLS proxy).")
 @config_option
+@click.option(
+    "--experiments",
+    type=click.Path(file_okay=False, exists=True, path_type=Path),
+    help="A folder of configs the server may run (each by its name); --config's is one too.",
+)
+@click.option("--workers", default=2, show_default=True, type=click.IntRange(1, 64), help="Runs at once.")
+@click.option(
+    "--jobs", "jobs_path", type=click.Path(file_okay=False, path_type=Path), help="Where started runs are queued."
+)
 def serve(
     store: str | None,
     users_path: str | None,
@@ -46,6 +55,9 @@ def serve(
     access_log: Path | None,
     secure_cookies: bool,
     config: Path | None,
+    experiments: Path | None,
+    workers: int,
+    jobs_path: Path | None,
 ) -> None:
     """Serve the Evaluate page (newest run, older runs, each setup's page) and the REST routes over a store."""
     from vx_eval.core.config import load_config
@@ -62,10 +74,14 @@ def serve(
 
     plugins = load_plugins()
     stores = Stores(plugins)
+    known: dict[str, Path] = {}
+    for path in sorted(experiments.glob("*.y*ml")) if experiments else []:
+        known.setdefault(load_config(path, plugins).config.name, path.resolve())
     if config is not None:  # its save_to is the default store, its `stores:` settings reach S3 and Blob
         experiment = load_config(config, plugins)
         stores = Stores(plugins, options=experiment.stores)
         store = store or experiment.config.save_to
+        known[experiment.config.name] = config.resolve()
     served = location(store or os.environ.get("VX_EVAL_EVALUATIONS"))
     if not served:
         raise VxEvalError("name the runs to serve: --store LOCATION, --config CONFIG, or set VX_EVAL_EVALUATIONS")
@@ -77,6 +93,9 @@ def serve(
         admin_key=os.environ.get("VX_EVAL_ADMIN_KEY") or None,
         access_log=access_log or users.with_name("access.log"),
         secure_cookies=secure_cookies,
+        experiments=known,
+        jobs=jobs_path.resolve() if jobs_path else None,
+        workers=workers,
     )
     app = create_app(settings, stores)
     err_console().print(
@@ -93,7 +112,11 @@ def users() -> None:
 @users.command("add")
 @click.argument("name")
 @click.option(
-    "--role", type=click.Choice(["reader", "admin"]), default="reader", show_default=True, help="What they may do."
+    "--role",
+    type=click.Choice(["reader", "runner", "admin"]),
+    default="reader",
+    show_default=True,
+    help="What they may do: read runs; also start runs and manage datasets; also read golden text.",
 )
 @users_option
 @click.option("--password-stdin", is_flag=True, help="Read the password from standard input instead of a prompt.")
@@ -112,7 +135,9 @@ def users_add(name: str, role: str, users_path: str | None, password_stdin: bool
 
 @users.command("key")
 @click.argument("name")
-@click.option("--role", type=click.Choice(["reader", "admin"]), help="The key's role (default: the person's).")
+@click.option(
+    "--role", type=click.Choice(["reader", "runner", "admin"]), help="The key's role (default: the person's)."
+)
 @users_option
 def users_key(name: str, role: str | None, users_path: str | None) -> None:
     """Make an API key for NAME; it is printed once and kept only as a hash."""

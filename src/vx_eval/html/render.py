@@ -57,6 +57,40 @@ class Menu:
     older: str | None = None
 
 
+@dataclass(frozen=True)
+class StartForm:
+    """What the served page's "Start a new evaluation" form offers: the server's experiments and datasets."""
+
+    experiments: list[str]
+    datasets: list[str]
+
+
+@dataclass(frozen=True)
+class Account:
+    """Who the served page is for: `name` None for nobody signed in; `start` None for a caller who may not
+    start runs."""
+
+    name: str | None = None
+    start: StartForm | None = None
+
+
+def start_form(form: StartForm) -> Markup:
+    """The "Start a new evaluation" form, as the page and the server's no-runs-yet page show it."""
+    return Markup(_environment().from_string(_asset("start.html.j2")).render(form=form))
+
+
+def small_page(title: str, body: Markup, *, refresh: int | None = None) -> str:
+    """A page of the served site that is not a report (no runs yet, a run in progress), styled as the
+    report's page is; `refresh`: seconds before the browser loads it again."""
+    meta = Markup('<meta http-equiv="refresh" content="{}">').format(refresh) if refresh else ""
+    return str(
+        Markup(
+            '<!doctype html><html lang="en"><head><meta charset="utf-8">{}<title>{} — vx-eval</title>'
+            "<style>{}</style></head><body>{}</body></html>"
+        ).format(meta, title, Markup(_asset("page.css")), body)
+    )
+
+
 def run_labels(created: Sequence[str | None]) -> list[str]:
     """Short names for runs on a chart's axis: the time when they all ran on one day, else the day."""
     days = {c[:10] for c in created if c}
@@ -199,12 +233,11 @@ def render_page(
     menu: Menu | None = None,
     older: str | None = None,
     golden_url: str | None = None,
-    account: dict[str, Any] | None = None,
+    account: Account | None = None,
 ) -> str:
     """The page for `report`. `earlier`: reports of earlier runs on the same questions (for the run-by-run
     views); `menu`, `older` and `golden_url` are what a server adds (other runs, the way back to the newest,
-    the golden download for a caller allowed it, and `account`: who is signed in, ``{"name": None}`` for
-    nobody)."""
+    the golden download for a caller allowed it, and `account`: who is signed in and what they may start)."""
     settings = report.settings
     primary = settings.primary
     views = setup_views(report, earlier)
@@ -226,6 +259,7 @@ def render_page(
             golden_url=golden_url,
             older=older,
             account=account,
+            start=start_form(account.start) if account and account.start else None,
             picks=_picks(report, by_key),
             primary=primary,
             primary_meaning=primary_meaning,

@@ -7,13 +7,14 @@ admin signed in as a person, and every download is written to the access log wit
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import math
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import quote, urlsplit
@@ -25,16 +26,19 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Resp
 from pydantic import ValidationError
 from starlette.middleware.sessions import SessionMiddleware
 
-from vx_eval.core.errors import StoreError
+from vx_eval.core.errors import StoreError, VxEvalError
 from vx_eval.core.history import golden_bytes, has_golden, list_runs, newest_report, read_report
 from vx_eval.core.report import check_run_id
 from vx_eval.core.schema import Report
 from vx_eval.core.stores import StoreNotFound, Stores
 from vx_eval.html import page_for
-from vx_eval.html.render import Menu, MenuEntry
+from vx_eval.html.render import Account, Menu, MenuEntry, StartForm
 from vx_eval.serve import auth
 from vx_eval.serve.auth import GUEST, SESSION_HOURS, Busy, Principal, Session, Throttle, Users, session_secret
+from vx_eval.serve.datasets import Datasets
+from vx_eval.serve.jobs import Jobs
 from vx_eval.serve.public import public_report, public_text
+from vx_eval.serve.runs_api import add_run_routes, first_page, job_view, progress_page
 
 MENU_SIZE = 12
 CACHED_REPORTS = 8
@@ -48,6 +52,12 @@ class ServeSettings:
     admin_key: str | None = None
     access_log: Path | None = None
     secure_cookies: bool = False
+    experiments: dict[str, Path] = field(default_factory=dict)
+    """Configs the server may run, by name (`vx-eval serve --experiments FOLDER`, `--config`)."""
+    jobs: Path | None = None
+    """Where the runs it starts are queued (default: ``jobs/`` beside the users file)."""
+    workers: int = 2
+    """Runs at once, each in a process of its own."""
 
 
 class AccessLog:
@@ -124,6 +134,31 @@ class Service:
         self.reports = Reports(stores, settings.store)
         self.throttle = throttle or Throttle()
         self.checks = anyio.CapacityLimiter(auth.CHECKS_AT_ONCE)
+        self.experiments = dict(settings.experiments)
+        self.datasets = Datasets(stores, settings.store)
+        self.jobs = Jobs(
+            settings.jobs or settings.users.parent / "jobs", self.experiments, settings.store, stores, settings.workers
+        )
+
+    def config_golden_sha(self, experiment: str) -> str | None:
+        """The sha256 of the golden file an experiment's config names as it is now (None: unreadable here)."""
+        from vx_eval.core.config import load_config
+        from vx_eval.core.plugins import load_plugins
+        from vx_eval.core.sources import read_golden
+
+        try:
+            loaded = load_config(self.experiments[experiment], load_plugins())
+            return read_golden(loaded.config.golden_source, Stores(load_plugins(), options=loaded.stores)).sha256
+        except (VxEvalError, OSError):
+            return None
+
+    def account(self, who: Principal) -> Account:
+        """Who the page is for, and what its "Start a new evaluation" form offers them (nothing: they may
+        not start runs, or the server knows no experiment)."""
+        name = who.name if who.kind == "person" else None
+        if not who.may("evaluation.start") or not self.experiments:
+            return Account(name)
+        return Account(name, StartForm(sorted(self.experiments), self.datasets.names()))
 
     def principal(self, request: Request) -> Principal | None:
         """The caller, or None when the credentials given are wrong (never silently a guest)."""
@@ -180,10 +215,15 @@ class Service:
             if who.status_code == 401:
                 return RedirectResponse(f"/login?next={quote(request.url.path)}", status_code=303)
             return who
+        job = self.jobs.get(run_id) if run_id != "latest" else None
+        if job is not None and job.status != "completed":
+            return progress_page(job)
         try:
             report = self.reports.get(run_id)
             newest = self.reports.get("latest").id
         except StoreError as exc:
+            if run_id == "latest" and isinstance(exc, StoreNotFound):
+                return first_page(self.account(who))  # no runs yet: what a runner may start
             status = 404 if isinstance(exc, StoreNotFound) else 500
             text = _escape(public_text(str(exc)))
             return HTMLResponse(f"<!doctype html><title>vx-eval</title><p>{text}</p>", status_code=status)
@@ -199,7 +239,7 @@ class Service:
             menu=self.menu(offset),
             older="/" if report.id != newest else None,
             golden_url=golden_url,
-            account={"name": who.name if who.kind == "person" else None},
+            account=self.account(who),
         )
         return HTMLResponse(html)
 
@@ -288,7 +328,19 @@ class Service:
 def create_app(settings: ServeSettings, stores: Stores, throttle: Throttle | None = None) -> FastAPI:
     """The ASGI application (FastAPI) over the runs at `settings.store`."""
     service = Service(settings, stores, throttle)
-    app = FastAPI(title="vx-eval", docs_url=None, redoc_url=None)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        yield
+        service.jobs.close()  # the runs it started stop with it, and resume when it starts again
+
+    app = FastAPI(
+        lifespan=lifespan,
+        title="vx-eval",
+        summary="Runs of every search setup on your golden questions: read them, start them, keep datasets.",
+        docs_url="/docs",
+        redoc_url=None,
+    )
     app.state.service = service
 
     @app.middleware("http")
@@ -359,6 +411,9 @@ def create_app(settings: ServeSettings, stores: Stores, throttle: Throttle | Non
         who = service.caller(request, "evaluation.read")
         if not isinstance(who, Principal):
             return who
+        job = service.jobs.get(run_id) if run_id != "latest" else None
+        if job is not None and job.status != "completed":
+            return JSONResponse(job_view(job))
         try:
             report = service.reports.get(run_id)
         except StoreNotFound as exc:
@@ -372,6 +427,8 @@ def create_app(settings: ServeSettings, stores: Stores, throttle: Throttle | Non
     @app.get("/api/v1/evaluations/{run_id}/golden")
     def golden(request: Request, run_id: str) -> Response:
         return service.golden(request, run_id)
+
+    add_run_routes(app, service)
 
     @app.get("/healthz")
     async def health() -> dict[str, str]:

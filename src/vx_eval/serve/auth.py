@@ -31,10 +31,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from vx_eval.core.errors import ConfigError
 from vx_eval.core.jsonio import JsonInputError, read_json
 
+READ = frozenset({"evaluation.read", "dataset.list"})
+RUN = READ | {"evaluation.start", "evaluation.cancel", "dataset.write"}
 ROLES: dict[str, frozenset[str]] = {
     "guest": frozenset({"evaluation.read"}),
-    "reader": frozenset({"evaluation.read"}),
-    "admin": frozenset({"evaluation.read", "golden.download"}),
+    "reader": READ,
+    "runner": RUN,  # starts and cancels runs, manages datasets; never reads a question's text
+    "admin": RUN | {"golden.download", "dataset.read"},
 }
 KEY_PREFIX = "vxk_"
 SESSION_HOURS = 12
@@ -43,7 +46,7 @@ CHECKS_AT_ONCE = 2
 CHECK_WAIT_S = 10.0
 """How long a sign-in waits for a turn before the server says it is busy."""
 
-Role = Literal["reader", "admin"]
+Role = Literal["reader", "runner", "admin"]
 
 
 def _hasher() -> Any:
@@ -63,8 +66,9 @@ class Principal:
     role: str
 
     def may(self, action: str) -> bool:
-        """Whether this caller may do `action`; the golden download also needs a person, not a key."""
-        if action == "golden.download" and self.kind != "person":
+        """Whether this caller may do `action`; question text (the golden download, a dataset's rows) also
+        needs a person, not a key."""
+        if action in ("golden.download", "dataset.read") and self.kind != "person":
             return False
         return action in ROLES.get(self.role, frozenset())
 
@@ -116,8 +120,8 @@ def _key_hash(token: str) -> str:
 
 
 def _check_role(role: str) -> Role:
-    if role not in ("reader", "admin"):
-        raise ConfigError(f"no role '{role}'; roles: reader, admin")
+    if role not in ("reader", "runner", "admin"):
+        raise ConfigError(f"no role '{role}'; roles: reader, runner, admin")
     return role  # type: ignore[return-value]
 
 

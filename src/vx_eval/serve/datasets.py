@@ -1,0 +1,184 @@
+"""Golden datasets the server keeps, by name, every version kept by its sha256.
+
+A dataset arrives as vx-eval's golden rows or in Mixpeek's shape (``query_id``, ``query_input.query``,
+``relevant_documents``, ``relevance_scores``, ``relevance_field``), is checked strictly (at least one query;
+each with at least one relevant document; scores covering the relevant documents, whole numbers 0-5) and
+then as any golden file is (`core.golden.parse_golden`: the same messages as ``vx-eval golden check``), and
+is kept at ``<store>/datasets/<name>/<sha256>.jsonl`` with ``index.json`` beside (the versions and the
+current one, written last). A run names a dataset and takes its current version, or a version by sha256.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import re
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from vx_eval.core.errors import GoldenError, StoreError
+from vx_eval.core.golden import dump_rows, parse_golden
+from vx_eval.core.stores import StoreNotFound, Stores, join
+
+NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+
+
+class MixpeekInput(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    query: str = Field(min_length=1)
+
+
+class MixpeekQuery(BaseModel):
+    """One query in Mixpeek's shape."""
+
+    model_config = ConfigDict(extra="forbid")
+    query_id: str = Field(min_length=1, max_length=200)
+    query_input: MixpeekInput
+    relevant_documents: list[str] = Field(min_length=1)
+    relevance_scores: dict[str, int] = Field(default_factory=dict)
+    relevance_field: str | None = None
+
+    @field_validator("relevance_scores")
+    @classmethod
+    def _range(cls, scores: dict[str, int]) -> dict[str, int]:
+        bad = [d for d, g in scores.items() if not 0 <= g <= 5]
+        if bad:
+            raise ValueError(f"relevance scores are whole numbers from 0 to 5 ({bad[0]!r} is not)")
+        return scores
+
+    @model_validator(mode="after")
+    def _covered(self) -> MixpeekQuery:
+        uncovered = [d for d in self.relevant_documents if self.relevance_scores and d not in self.relevance_scores]
+        if uncovered:
+            raise ValueError(f"relevance_scores must cover every relevant document; {uncovered[0]!r} has none")
+        return self
+
+
+class DatasetIn(BaseModel):
+    """A dataset to keep: ``rows`` (vx-eval golden rows) or ``queries`` (Mixpeek's shape)."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {
+                    "name": "help-centre",
+                    "queries": [
+                        {
+                            "query_id": "q1",
+                            "query_input": {"query": "Can a customer postpone a loan payment after a wildfire?"},
+                            "relevant_documents": ["deferment", "wildfire-relief"],
+                            "relevance_scores": {"deferment": 3, "wildfire-relief": 2},
+                        }
+                    ],
+                }
+            ]
+        },
+    )
+    name: str = Field(min_length=1, max_length=64, pattern=NAME.pattern)
+    rows: list[dict[str, Any]] | None = None
+    queries: list[MixpeekQuery] | None = None
+
+    @model_validator(mode="after")
+    def _one_shape(self) -> DatasetIn:
+        if (self.rows is None) == (self.queries is None):
+            raise ValueError("give the questions once: rows (vx-eval's golden rows) or queries (Mixpeek's shape)")
+        if not (self.rows or self.queries):
+            raise ValueError("a dataset holds at least one query")
+        return self
+
+    def golden_rows(self) -> tuple[list[dict[str, Any]], Literal["vx-eval", "mixpeek"]]:
+        if self.rows is not None:
+            return self.rows, "vx-eval"
+        rows = []
+        for q in self.queries or []:
+            row: dict[str, Any] = {"id": q.query_id, "question": q.query_input.query, "expected": q.relevant_documents}
+            if q.relevance_scores:
+                row["grades"] = dict(q.relevance_scores)
+            if q.relevance_field:
+                row["metadata"] = {"relevance_field": q.relevance_field}
+            rows.append(row)
+        return rows, "mixpeek"
+
+
+class Version(BaseModel):
+    sha256: str
+    created_at: str
+    questions: int
+    shape: str
+
+
+class DatasetInfo(BaseModel):
+    name: str
+    current: str
+    versions: list[Version]
+
+
+class Datasets:
+    """The datasets kept under a store's ``datasets/`` folder."""
+
+    def __init__(self, stores: Stores, store: str) -> None:
+        self.stores, self.root = stores, join(store, "datasets")
+
+    def _index(self, name: str) -> str:
+        return join(self.root, name, "index.json")
+
+    def location(self, name: str, sha: str) -> str:
+        return join(self.root, name, f"{sha}.jsonl")
+
+    def keep(self, given: DatasetIn) -> DatasetInfo:
+        """Check and keep a dataset's new version (the same bytes again are the same version)."""
+        rows, shape = given.golden_rows()
+        raw = dump_rows(rows)
+        golden = parse_golden(raw, f"dataset {given.name}")  # GoldenError: the messages of `golden check`
+        if not golden.questions:
+            raise GoldenError(f"dataset {given.name} holds no labelled question")
+        sha = hashlib.sha256(raw).hexdigest()
+        if not self.stores.exists(self.location(given.name, sha)):
+            self.stores.write(self.location(given.name, sha), raw)
+        try:
+            info = self.info(given.name)
+            versions = [v for v in info.versions if v.sha256 != sha]
+        except StoreNotFound:
+            versions = []
+        stamp = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+        versions.append(Version(sha256=sha, created_at=stamp, questions=len(golden.questions), shape=shape))
+        info = DatasetInfo(name=given.name, current=sha, versions=versions)
+        self.stores.write(self._index(given.name), info.model_dump_json(indent=1).encode())
+        return info
+
+    def info(self, name: str) -> DatasetInfo:
+        if not NAME.match(name):
+            raise StoreNotFound(f"no dataset {name!r}: a name is letters, digits, '.', '_' and '-'")
+        try:
+            data = json.loads(self.stores.read(self._index(name)))
+        except StoreNotFound:
+            raise StoreNotFound(f"no dataset {name!r}") from None
+        except ValueError:
+            raise StoreError(f"the index of dataset {name!r} cannot be read") from None
+        return DatasetInfo.model_validate(data)
+
+    def names(self) -> list[str]:
+        try:
+            listed = self.stores.list(self.root)
+        except StoreNotFound:
+            return []
+        found = {loc.replace("\\", "/").rstrip("/").split("/datasets/", 1)[-1].split("/", 1)[0] for loc in listed}
+        return sorted(n for n in found if NAME.match(n))
+
+    def version(self, name: str, sha: str | None) -> tuple[str, str]:
+        """The location and sha256 of a dataset's version (`sha`, or its current one)."""
+        info = self.info(name)
+        chosen = sha or info.current
+        if chosen not in {v.sha256 for v in info.versions}:
+            raise StoreNotFound(f"dataset {name!r} has no version {chosen[:12]}…")
+        return self.location(name, chosen), chosen
+
+    def rows(self, name: str, sha: str | None = None) -> bytes:
+        location, chosen = self.version(name, sha)
+        data = self.stores.read(location)
+        if hashlib.sha256(data).hexdigest() != chosen:
+            raise StoreError(f"dataset {name!r} version {chosen[:12]}… is not what was kept (its sha256 differs)")
+        return data

@@ -1,0 +1,237 @@
+"""The routes that start and follow runs and keep datasets (`serve.jobs`, `serve.datasets`).
+
+A runner (or an admin, or a runner's API key) starts a run of an experiment the server knows and gets its id
+at once (202); anyone who may read runs follows it (`pending`, `in_progress` with its progress, `completed`
+with the report, `failed` with the reason, `cancelled`); a runner cancels it. Datasets are kept by runners
+and listed for readers; their text (the questions) goes only to an admin signed in as a person, as the
+golden download does. Every action is in the access log.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from fastapi import Body, FastAPI, Form, Request
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from markupsafe import Markup
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from vx_eval.core.errors import GoldenError, MetricError, StoreError
+from vx_eval.core.stores import StoreNotFound
+from vx_eval.html.render import Account, small_page, start_form
+from vx_eval.serve.auth import Principal
+from vx_eval.serve.datasets import DatasetIn
+from vx_eval.serve.jobs import Job, RunRequest
+from vx_eval.serve.public import public_text
+
+
+class NowRequest(BaseModel):
+    """`evaluate_now`: what an ingestion pipeline sends when it finishes: the experiment (and the dataset)."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{"experiment": "quickstart"}]})
+    experiment: str = Field(min_length=1, max_length=100)
+    dataset: str | None = Field(None, max_length=64)
+
+
+def _invalid(field: str, message: str) -> Response:
+    """A 422 naming the field, shaped as FastAPI's own validation errors."""
+    return JSONResponse({"detail": [{"loc": ["body", field], "msg": message, "type": "value_error"}]}, status_code=422)
+
+
+def job_view(job: Job) -> dict[str, Any]:
+    """A run the server started, as the API shows it (no question text; no host paths)."""
+    progress = job.progress
+    return {
+        "id": job.id,
+        "experiment": job.experiment,
+        "status": job.status,
+        "reason": public_text(job.reason) if job.reason else None,
+        "created_at": job.created_at,
+        "started_at": job.started_at,
+        "finished_at": job.finished_at,
+        "dataset": job.request.dataset,
+        "golden_sha256": job.golden_sha256,
+        "progress": {
+            "stage": progress.stage,
+            "setups": progress.setups,
+            "questions": progress.questions,
+            "searches_done": progress.searches_done,
+            "searches_total": progress.searches_total,
+        },
+    }
+
+
+def add_run_routes(app: FastAPI, service: Any) -> None:
+    """The run and dataset routes, over the app's `Service` (`service.jobs`, `service.datasets`)."""
+
+    def golden_for(request: RunRequest) -> tuple[str | None, str | None] | Response:
+        if request.experiment not in service.experiments:
+            known = ", ".join(sorted(service.experiments)) or "none"
+            return _invalid("experiment", f"no experiment {request.experiment!r} (the server knows: {known})")
+        try:
+            from vx_eval.core.metrics import parse
+
+            for name in request.measure_names():
+                parse(name)
+        except MetricError as exc:
+            return _invalid("metrics", str(exc))
+        if request.dataset:
+            try:
+                where, sha = service.datasets.version(request.dataset, request.dataset_version)
+            except StoreNotFound as exc:
+                return _invalid("dataset", public_text(str(exc)))
+            return where, sha
+        return None, service.config_golden_sha(request.experiment)
+
+    def submit(who: Principal, run: RunRequest) -> tuple[Job, bool] | Response:
+        found = golden_for(run)
+        if isinstance(found, Response):
+            return found
+        job, new = service.jobs.submit(run, *found)
+        service.log.write(event="run started" if new else "run asked again", run=job.id, experiment=job.experiment,
+                          caller=who.kind, name=who.name)  # fmt: skip
+        return job, new
+
+    def start(who: Principal, run: RunRequest) -> Response:
+        submitted = submit(who, run)
+        if isinstance(submitted, Response):
+            return submitted
+        job, new = submitted
+        return JSONResponse({**job_view(job), "new": new}, status_code=202)
+
+    @app.post("/api/v1/evaluations", status_code=202, summary="Start a run of an experiment the server knows")
+    def start_run(request: Request, run: RunRequest = Body(...)) -> Response:  # noqa: B008 - FastAPI's way
+        who = service.caller(request, "evaluation.start")
+        return who if not isinstance(who, Principal) else start(who, run)
+
+    @app.post("/api/v1/evaluations/now", status_code=202, summary="evaluate_now: a run on the latest golden version")
+    def evaluate_now(request: Request, now: NowRequest = Body(...)) -> Response:  # noqa: B008
+        who = service.caller(request, "evaluation.start")
+        if not isinstance(who, Principal):
+            return who
+        return start(who, RunRequest(experiment=now.experiment, dataset=now.dataset))
+
+    @app.post("/api/v1/evaluations/{run_id}/cancel", summary="Cancel a pending or running run")
+    def cancel_run(request: Request, run_id: str) -> Response:
+        who = service.caller(request, "evaluation.cancel")
+        if not isinstance(who, Principal):
+            return who
+        job = service.jobs.cancel(run_id) if service.jobs.get(run_id) else None
+        if job is None:
+            return JSONResponse({"detail": f"no run {run_id!r} started by this server"}, status_code=404)
+        service.log.write(event="run cancelled", run=run_id, caller=who.kind, name=who.name)
+        return JSONResponse(job_view(job))
+
+    @app.get("/api/v1/experiments", summary="The experiments this server can run")
+    def experiments(request: Request) -> Response:
+        who = service.caller(request, "evaluation.read")
+        return who if not isinstance(who, Principal) else JSONResponse({"experiments": sorted(service.experiments)})
+
+    @app.post("/api/v1/datasets", status_code=201, summary="Keep a dataset's new version")
+    def keep_dataset(request: Request, dataset: DatasetIn = Body(...)) -> Response:  # noqa: B008
+        who = service.caller(request, "dataset.write")
+        if not isinstance(who, Principal):
+            return who
+        try:
+            info = service.datasets.keep(dataset)
+        except GoldenError as exc:
+            return _invalid("rows" if dataset.rows is not None else "queries", str(exc))
+        service.log.write(event="dataset kept", dataset=info.name, sha256=info.current, caller=who.kind, name=who.name)
+        return JSONResponse(info.model_dump(), status_code=201)
+
+    @app.get("/api/v1/datasets", summary="The datasets kept: names, current versions, question counts")
+    def datasets(request: Request) -> Response:
+        who = service.caller(request, "dataset.list")
+        if not isinstance(who, Principal):
+            return who
+        rows = []
+        for name in service.datasets.names():
+            try:
+                info = service.datasets.info(name)
+            except StoreError:
+                continue
+            current = next(v for v in info.versions if v.sha256 == info.current)
+            rows.append({"name": name, "current": info.current, "versions": len(info.versions),
+                         "questions": current.questions})  # fmt: skip
+        return JSONResponse({"datasets": rows})
+
+    @app.get("/api/v1/datasets/{name}", summary="One dataset's versions (by sha256) and its current one")
+    def dataset(request: Request, name: str) -> Response:
+        who = service.caller(request, "dataset.list")
+        if not isinstance(who, Principal):
+            return who
+        try:
+            return JSONResponse(service.datasets.info(name).model_dump())
+        except StoreNotFound as exc:
+            return JSONResponse({"detail": public_text(str(exc))}, status_code=404)
+
+    @app.get("/api/v1/datasets/{name}/rows", summary="A dataset's questions (admins signed in as a person)")
+    def dataset_rows(request: Request, name: str, version: str | None = None) -> Response:
+        who = service.caller(request, "dataset.read")
+        if not isinstance(who, Principal):
+            service.log.write(event="dataset text refused", dataset=name)
+            return who
+        try:
+            data = service.datasets.rows(name, version)
+        except StoreNotFound as exc:
+            return JSONResponse({"detail": public_text(str(exc))}, status_code=404)
+        sha = hashlib.sha256(data).hexdigest()
+        service.log.write(event="dataset text read", dataset=name, sha256=sha, person=who.name)
+        return Response(data, media_type="application/x-ndjson", headers={"Cache-Control": "no-store"})
+
+    @app.post("/evaluations/start", summary="The page's form: start a run, then follow it")
+    def start_from_page(request: Request, experiment: str = Form(...), dataset: str = Form("")) -> Response:
+        refused = service.foreign(request)
+        if refused is not None:
+            return refused
+        who = service.caller(request, "evaluation.start")
+        if not isinstance(who, Principal):
+            return who
+        try:
+            run = RunRequest(experiment=experiment, dataset=dataset or None)
+        except ValidationError as exc:
+            return _invalid("experiment", str(exc.errors()[0]["msg"]))
+        submitted = submit(who, run)
+        if isinstance(submitted, Response):
+            return submitted
+        return RedirectResponse(f"/runs/{submitted[0].id}", status_code=303)
+
+
+def progress_page(job: Job) -> HTMLResponse:
+    """A run the server started that has no report yet: where it is, refreshed every two seconds."""
+    p = job.progress
+    done = f"{p.searches_done} of {p.searches_total} searches" if p.searches_total else "starting"
+    body = Markup(
+        '<header><h1>Run {id}</h1><p>Experiment <b>{experiment}</b>{dataset}.</p></header><main class="progress">'
+        '<p>Status: <b id="run-status">{status}</b>{stage} · <span id="run-progress">{done}</span></p>{bar}{reason}'
+        '<p><a href="/">All runs</a></p></main>'
+    ).format(
+        id=job.id,
+        experiment=job.experiment,
+        dataset=Markup(", dataset <b>{}</b>").format(job.request.dataset) if job.request.dataset else "",
+        status=job.status,
+        stage=f" · {p.stage}" if p.stage else "",
+        done=done,
+        bar=Markup('<progress max="{}" value="{}"></progress>').format(p.searches_total, p.searches_done)
+        if p.searches_total
+        else "",
+        reason=Markup('<p class="notice" id="run-reason">{}</p>').format(public_text(job.reason)) if job.reason else "",
+    )
+    live = job.status in ("pending", "in_progress")
+    return HTMLResponse(small_page(f"Run {job.id}", body, refresh=2 if live else None))
+
+
+def first_page(account: Account) -> HTMLResponse:
+    """The page of a server with no runs yet: who is signed in and, for a runner, the form to start one."""
+    who = (
+        Markup(
+            'Signed in as <b id="signed-in">{}</b> · <form method="post" action="/logout" style="display:inline">'
+            '<button type="submit" id="sign-out">sign out</button></form>'
+        ).format(account.name)
+        if account.name
+        else Markup('<a href="/login" id="sign-in-link">Sign in</a>')
+    )
+    start = start_form(account.start) if account.start else Markup("<p>A runner can start one once signed in.</p>")
+    body = Markup('<header><p class="account" id="account">{}</p><h1>No runs yet</h1></header><main>{}</main>')
+    return HTMLResponse(small_page("No runs yet", body.format(who, start)))
