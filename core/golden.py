@@ -217,10 +217,10 @@ def parse_golden(raw: bytes, source: str) -> GoldenSet:
             draft=row.draft,
             kind=kind if isinstance(kind := row.metadata.get("kind"), str) and kind else None,
         )
+        drafts += row.draft  # a draft waiting for labels (or a judge) is still a draft
         if not row.expected:
             waiting.append(question)
             continue
-        drafts += row.draft
         questions.append(question)
     return GoldenSet(
         tuple(questions),

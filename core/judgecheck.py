@@ -1,7 +1,11 @@
-"""`vx-eval judge check`: how far a judge agrees with people. Every setup is searched (nothing saved), the
+"""`vx-eval judge check`: how far a judge agrees with people. Every setup is searched (no run saved), the
 judge grades every result in the first places, and its grades are compared with the golden file's human
 grades: weighted Cohen's kappa and the confusion matrix over those pairs, and Kendall's tau between the
-setups ordered by DCG@10 on people's grades and on the judge's."""
+setups ordered by DCG@10 on people's grades and on the judge's.
+
+What a check measured is kept in the store (``<save_to>/judge-checks/<judge>.json``, one file per judge,
+model, rubric and cut points, the newest check winning), so every run that store keeps states its judge's
+measured agreement (`measured`)."""
 
 from __future__ import annotations
 
@@ -12,7 +16,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from vx_eval.core.judging import GRADES
-from vx_eval.core.schema import GoldenInfo, JudgeInfo
+from vx_eval.core.schema import GoldenInfo, JudgeInfo, MeasuredAgreement
 
 
 class Agreement(BaseModel):
@@ -140,3 +144,48 @@ def check_judge(experiment: Any, plugins: Any, name: str, depth: int = 10, progr
         pairs=listed,
         order=Order(setups=[SetupOrder(key=k, dcg_human=h, dcg_judge=j) for k, h, j in ordered], tau=tau, p=p),
     )
+
+
+CHECKS = "judge-checks"
+
+
+def judge_identity(info: JudgeInfo) -> str:
+    """A judge as its grades depend on it: the plugin, its model, its rubric and its cut points."""
+    import hashlib
+    import json
+
+    said = [info.judge, info.model, info.rubric, info.cut_points]
+    return f"{info.judge}-{hashlib.sha256(json.dumps(said).encode()).hexdigest()[:16]}"
+
+
+def keep_check(stores: Any, save_to: str, check: JudgeCheck) -> str:
+    """Keep what `check` measured where runs saved to `save_to` find it; its location."""
+    import datetime as dt
+
+    from vx_eval.core.stores import join
+
+    measured = MeasuredAgreement(
+        kappa_linear=check.agreement.kappa_linear,
+        kappa_quadratic=check.agreement.kappa_quadratic,
+        exact=check.agreement.exact,
+        pairs=check.agreement.pairs,
+        tau=check.order.tau,
+        golden=check.golden.source.replace("\\", "/").rsplit("/", 1)[-1],
+        golden_sha256=check.golden.sha256,
+        checked_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+    )
+    where = join(save_to, CHECKS, f"{judge_identity(check.judge)}.json")
+    stores.write(where, measured.model_dump_json(indent=1).encode())
+    return where
+
+
+def measured(stores: Any, save_to: str, info: JudgeInfo) -> MeasuredAgreement | None:
+    """The agreement `vx-eval judge check` last measured for this judge in this store, if it has."""
+    from pydantic import ValidationError
+
+    from vx_eval.core.stores import StoreNotFound, join
+
+    try:
+        return MeasuredAgreement.model_validate_json(stores.read(join(save_to, CHECKS, f"{judge_identity(info)}.json")))
+    except (StoreNotFound, ValidationError):
+        return None

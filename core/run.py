@@ -17,6 +17,7 @@ from vx_eval.core.engine import FUSION, Progress, SilentProgress, Target
 from vx_eval.core.errors import GoldenError, VxEvalError
 from vx_eval.core.executors import DaskExecutor, SerialExecutor, ShardPart, ThreadExecutor, throughput
 from vx_eval.core.golden import GoldenSet
+from vx_eval.core.judgecheck import measured
 from vx_eval.core.judging import GradeCache, judge_maker, judge_run
 from vx_eval.core.report import check_run_id, new_run_id, provenance, save_report
 from vx_eval.core.schema import JudgeInfo, Report, Settings, SetupResult, Tuning
@@ -242,6 +243,9 @@ def run_experiment(experiment: Experiment, plugins: Any, options: RunOptions | N
             experiment, plugins, stores, options, golden, targets, started
         )
         questions, judged = _judge(experiment, plugins, options, golden, targets, runs)
+        if judged is not None:
+            agreement = measured(stores, options.save_to or config.save_to, judged)
+            judged = judged.model_copy(update={"agreement": agreement})
         described = {t.name: describe(t) for t in targets}
         settings = assembly.run_settings(
             experiment,

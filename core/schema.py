@@ -292,6 +292,22 @@ class GradesFrom(Frozen):
     judge: int = 0
 
 
+class MeasuredAgreement(Frozen):
+    """How far this judge (the same plugin, model, rubric and cut points) agreed with people when
+    `vx-eval judge check` last measured it, on a golden file with human grades."""
+
+    kappa_linear: float | None = None
+    kappa_quadratic: float | None = None
+    exact: float | None = None
+    pairs: int = 0
+    tau: float | None = None
+    """Kendall's tau between the setups ordered by DCG@10 on people's grades and on the judge's."""
+    golden: str = ""
+    """The golden file it was measured on (its name) and that file's sha256."""
+    golden_sha256: str = ""
+    checked_at: str = ""
+
+
 class JudgeInfo(Frozen):
     """How a judge graded the run: which judge, and how many pairs it graded, from where."""
 
@@ -310,6 +326,8 @@ class JudgeInfo(Frozen):
     not_found: int = 0
     verdicts: list[tuple[str, str, int, str | None]] | None = None
     """`vx-eval judge check` only: every (question id, unit, grade, raw answer)."""
+    agreement: MeasuredAgreement | None = None
+    """This judge's agreement with people where `vx-eval judge check` has measured it (None: never)."""
 
 
 class GradedQuestion(Frozen):

@@ -17,14 +17,24 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from vx_eval.format import fmt, fmt_ms, is_share, measures_shown, tie_notes, timing_note, tuning_notes
+from vx_eval.format import (
+    fmt,
+    fmt_ms,
+    is_share,
+    judge_line,
+    measures_shown,
+    sources_note,
+    tie_notes,
+    timing_note,
+    tuning_notes,
+)
 
 Justify = Literal[  # the columns' alignments
     "left", "right", "center"
 ]
 
 if TYPE_CHECKING:
-    from vx_eval.core.schema import JudgeInfo, Report, SetupResult
+    from vx_eval.core.schema import Report, SetupResult
 
 PICK_TEXT = {
     "finds_the_most": "Finds the most",
@@ -93,7 +103,12 @@ def _rank(report: Report, setup: SetupResult) -> str:
 
 
 def _title(report: Report) -> str:
-    return f"{report.name}: {report.golden.labelled} questions, {len(report.setups)} setups"
+    return f"{report.name}: {scored_questions(report)} questions, {len(report.setups)} setups"
+
+
+def scored_questions(report: Report) -> int:
+    """The questions the measures were taken on (a judge's included), else the labelled ones."""
+    return len(report.question_ids) or report.golden.labelled
 
 
 def _caption(report: Report, width: int | None = None) -> str:
@@ -294,6 +309,9 @@ def show_run(console: Console, report: Report, location: str | None, *, wide: bo
             console.print(f"[red]✗ {escape(setup.key)}:[/] {escape(setup.error)} (never picked)", highlight=False)
     for note in report.missing_notes:
         console.print(f"[yellow]missing:[/] {escape(note)}", highlight=False)
+    sources = sources_note(report)
+    if sources:
+        console.print(f"[yellow]drafted and judged:[/] {escape(sources)}", highlight=False)
     for line in tie_lines(report):
         console.print(line, highlight=False)
     console.print()
@@ -312,7 +330,7 @@ def show_run(console: Console, report: Report, location: str | None, *, wide: bo
         metric = detectable.metric
         size = f"{detectable.value * 100:.1f} points" if is_share(metric) else f"{detectable.value:.3f}"
         console.print(
-            f"\nWith {report.golden.labelled} questions, differences in {metric} smaller than about {size} "
+            f"\nWith {scored_questions(report)} questions, differences in {metric} smaller than about {size} "
             "cannot be told from noise (paired test, 5%, 80% power).",
             highlight=False,
         )
@@ -349,11 +367,6 @@ def headroom_lines(report: Report) -> list[str]:
 def tie_lines(report: Report) -> list[str]:
     """A line per setup whose primary measure depends on the order of its tied results beyond the flag."""
     return [f"[yellow]ties:[/] {escape(key)}: {escape(text)}" for key, text in tie_notes(report)]
-
-
-def judge_line(judge: JudgeInfo) -> str:
-    """Who graded, in the words of the command line and the page."""
-    return judge.meaning or judge.model or judge.judge
 
 
 def graded_lines(report: Report) -> list[str]:

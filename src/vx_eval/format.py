@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from vx_eval.core.schema import Report
+    from vx_eval.core.schema import JudgeInfo, Report
 
 SHARES = ("found", "hit", "recall", "p", "judged")
 
@@ -93,3 +93,35 @@ def timing_note(report: Report) -> str | None:
     if timing.concurrent > 1:
         parts.append(f"{timing.concurrent} searches at once: each time is a caller's under that load")
     return "; ".join(parts) or None
+
+
+def judge_line(judge: JudgeInfo) -> str:
+    """Who graded, in the words of the command line and the page."""
+    return judge.meaning or judge.model or judge.judge
+
+
+def sources_note(report: Report) -> str | None:
+    """Where the questions and the grades came from, when not (only) from people: drafted questions, a
+    judge's grades, and how far that judge agreed with people where `vx-eval judge check` measured it."""
+    golden, judge = report.golden, report.judge
+    said = []
+    if golden.drafts:
+        said.append(
+            f"{golden.drafts} of the questions are drafts a model wrote (draft: true; no person has reviewed them)"
+        )
+    if judge is not None and judge.grades_from.judge:
+        who = f"the {judge.judge} judge ({judge_line(judge)})"
+        agreed = judge.agreement
+        if agreed is not None and agreed.kappa_quadratic is not None:
+            said.append(
+                f"{judge.grades_from.judge:,} grades came from {who}, which agreed with people at weighted kappa "
+                f"{agreed.kappa_quadratic:.2f} (quadratic; the same grade on {agreed.exact or 0:.0%} of "
+                f"{agreed.pairs:,} pairs) on {agreed.golden} when `vx-eval judge check` measured it "
+                f"({agreed.checked_at[:10]})"
+            )
+        else:
+            said.append(
+                f"{judge.grades_from.judge:,} grades came from {who}, whose agreement with people has not been "
+                "measured here: `vx-eval judge check` on a config whose golden file people graded measures it"
+            )
+    return "; ".join(said) + "." if said else None

@@ -10,8 +10,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from vx_eval.core.errors import brief
-from vx_eval.display import Justify, judge_line
-from vx_eval.format import fmt_ms
+from vx_eval.display import Justify
+from vx_eval.format import fmt_ms, judge_line
 
 if TYPE_CHECKING:
     from vx_eval.core.compare import Change, Comparison, LatencyChange

@@ -127,11 +127,23 @@ def test_the_command_line_shows_the_graded_dashboard_and_judge_check_measures(ju
     assert 'id="judge-line"' in html and "from the cross-encoder judge" in html and 'id="graded-measures"' in html
     assert "Graded relevance (0–3), grades from" in out and "from the cross-encoder judge" in out
     assert "best DCG@10" in out and "strongest (DCG@10):" in out and "failed (first result graded 0 or ungraded)" in out
+    assert "whose agreement with people has not been measured here" in out  # no check yet
     code, out, err = call(capsys, "judge", "check", str(judged_project), "--judge", "cross-encoder", "--json")
     assert code == 0, err
     result = json.loads(out)
     assert result["agreement"]["pairs"] == len([p for p in result["pairs"] if p["id"] != "u1"])
     assert sum(map(sum, result["agreement"]["confusion"])) == result["agreement"]["pairs"]
+    assert "kept what was measured at" in err
+    # every later run graded by the same judge in this store states what the check measured
+    code, out, err = call(capsys, "run", str(judged_project), "--json")
+    assert code == 0, err
+    said = json.loads(out)["judge"]["agreement"]
+    assert said["kappa_quadratic"] == result["agreement"]["kappa_quadratic"] and said["pairs"] > 0
+    assert said["golden_sha256"] == result["golden"]["sha256"]
+    code, out, err = call(capsys, "run", str(judged_project), "--html", str(page))
+    kappa = f"{said['kappa_quadratic']:.2f}"
+    assert f"agreed with people at weighted kappa {kappa}" in " ".join(out.split())
+    assert f"weighted kappa {kappa}" in page.read_text()
     code, _, err = call(capsys, "judge", "check", str(judged_project), "--judge", "oracle")
     assert code == 2 and "no judge named 'oracle'" in err
 

@@ -21,10 +21,12 @@ def judge_group() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def judge_check(config: Path, name: str, depth: int, as_json: bool) -> None:
     """Measure a judge against the human grades of CONFIG's golden file: weighted kappa, the confusion matrix,
-    and whether it orders the setups as people's grades do (Kendall's tau on DCG@10). Nothing is saved."""
+    and whether it orders the setups as people's grades do (Kendall's tau on DCG@10). No run is saved; what
+    was measured is kept in CONFIG's store, and every run graded by this judge there states it."""
     from vx_eval.core.config import load_config
-    from vx_eval.core.judgecheck import check_judge
+    from vx_eval.core.judgecheck import check_judge, keep_check
     from vx_eval.core.plugins import load_plugins
+    from vx_eval.core.stores import Stores
     from vx_eval.display import RichProgress
     from vx_eval.tables import show_judge_check
 
@@ -32,6 +34,9 @@ def judge_check(config: Path, name: str, depth: int, as_json: bool) -> None:
     experiment = load_config(config, plugins)
     with RichProgress(err_console()) as progress:
         result = check_judge(experiment, plugins, name, depth, progress)
+    if result.agreement.pairs:
+        kept = keep_check(Stores(plugins, options=experiment.stores), experiment.config.save_to, result)
+        err_console().print(f"kept what was measured at {kept}", highlight=False)
     if as_json:
         click.echo(result.model_dump_json(indent=1))
         return

@@ -11,7 +11,17 @@ from vx_eval.cli.common import config_argument, err_console, location, out_conso
 
 
 @click.command()
-@config_argument
+@click.argument("config", required=False, type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "--docs",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="No config: index these documents (JSONL), draft questions, judge the results (see below).",
+)
+@click.option("--save-config", type=click.Path(dir_okay=False, path_type=Path), help="With --docs: keep the config.")
+@click.option(
+    "--questions", default=24, show_default=True, type=click.IntRange(1, 1000), help="With --docs: questions drafted."
+)
+@click.option("--writer", default="local", show_default=True, help="With --docs: who drafts them (local, chat).")
 @click.option("--save-to", help="Where the report goes (overrides the config's save_to).")
 @click.option("--only", multiple=True, metavar="KEY", help="Run only these setup keys (globs allowed).")
 @click.option("--skip", multiple=True, metavar="METHOD", help="Leave out a method (keyword, dense, …).")
@@ -36,7 +46,11 @@ from vx_eval.cli.common import config_argument, err_console, location, out_conso
 )
 @wide_option
 def run(
-    config: Path,
+    config: Path | None,
+    docs: Path | None,
+    save_config: Path | None,
+    questions: int,
+    writer: str,
     save_to: str | None,
     only: tuple[str, ...],
     skip: tuple[str, ...],
@@ -55,7 +69,13 @@ def run(
     progress_file: Path | None,
     wide: bool,
 ) -> None:
-    """Index what CONFIG declares, search every setup, print the ranking and the picks, save the report."""
+    """Index what CONFIG declares, search every setup, print the ranking and the picks, save the report.
+
+    With --docs FILE and no CONFIG, nothing else is needed: the documents are indexed for every method the
+    embedded engine has, with and without the reranker; a model drafts questions from them (half natural
+    language, half keywords; marked drafts); the cross-encoder judge grades every setup's top 10; DCG@10 ranks
+    the setups, grade 2 and up counting as relevant. The config it used is printed and kept (--save-config
+    writes it where you say): run it again for the same numbers."""
     from vx_eval.cli.progress import FileProgress
     from vx_eval.core.config import load_config, with_overrides
     from vx_eval.core.plugins import load_plugins
@@ -63,7 +83,14 @@ def run(
     from vx_eval.core.stores import Stores
     from vx_eval.display import RichProgress, show_run
 
+    if (config is None) == (docs is None):
+        raise click.UsageError("name a CONFIG, or give --docs FILE to run with none (not both)")
+    if docs is None and save_config is not None:
+        raise click.UsageError("--save-config goes with --docs (a CONFIG is already a file)")
     plugins = load_plugins()
+    if docs is not None:
+        config = _without_config(docs, questions, writer, save_to, save_config)
+    assert config is not None
     experiment = with_overrides(load_config(config, plugins), location(golden), metrics, k_values)
     with RichProgress(err_console()) as shown:
         progress = FileProgress(progress_file, also=shown) if progress_file else shown
@@ -96,6 +123,32 @@ def run(
             "(every search failed, or every question was skipped; the reasons are above)"
         )
         sys.exit(1)
+
+
+def _without_config(docs: Path, questions: int, writer: str, save_to: str | None, save_config: Path | None) -> Path:
+    """`run --docs`: the config filled in for `docs` (its questions drafted when none are kept yet),
+    printed with where it is kept."""
+    from rich.syntax import Syntax
+
+    from vx_eval.autoconfig import prepare
+    from vx_eval.display import RichProgress
+
+    err = err_console()
+    with RichProgress(err) as progress:
+        made = prepare(
+            docs,
+            questions=questions,
+            writer=writer,
+            save_to=Path(save_to) if save_to and not location(save_to) else None,
+            save_config=save_config,
+            progress=progress,
+        )
+    how = "drafted now" if made.drafted_now else "drafted by an earlier run on these documents"
+    err.print(f"the configuration used ({made.questions} questions {how}; kept at {made.path}):", highlight=False)
+    err.print(Syntax(made.text, "yaml", background_color="default"))
+    again = save_config or made.path
+    err.print(f"run it again: vx-eval run {again}", highlight=False)
+    return made.path
 
 
 @click.command()

@@ -12,7 +12,7 @@ from markupsafe import Markup
 
 from vx_eval import __version__
 from vx_eval.core.schema import Report
-from vx_eval.format import fmt, measures_shown, tie_notes, timing_note, tuning_notes
+from vx_eval.format import fmt, measures_shown, sources_note, tie_notes, timing_note, tuning_notes
 from vx_eval.html import charts
 from vx_eval.html.view import (
     PER_PAGE,
@@ -259,6 +259,7 @@ def render_page(
             golden_url=golden_url,
             older=older,
             account=account,
+            sources=sources_note(report),
             start=start_form(account.start) if account and account.start else None,
             picks=_picks(report, by_key),
             primary=primary,

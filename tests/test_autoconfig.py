@@ -1,0 +1,86 @@
+"""`vx-eval run --docs FILE` with nothing else: the documents indexed for every method, questions drafted by
+the offline writer (marked drafts), every top 10 graded by the cross-encoder judge, DCG@10 with intervals and
+grade 2 counted relevant; the configuration it used printed and kept, and a run of that configuration giving
+the same numbers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from vx_eval.autoconfig import name_for, workspace
+
+from .test_cli import call
+
+QUICKSTART_DOCS = Path(__file__).parents[1] / "configs" / "quickstart" / "docs.jsonl"
+
+
+def test_the_name_and_the_workspace_come_from_the_documents(tmp_path):
+    docs = tmp_path / "help-centre" / "docs.jsonl"
+    docs.parent.mkdir()
+    docs.write_text('{"id": "a", "text": "one"}\n', encoding="utf-8")
+    assert name_for(docs) == "help-centre"  # a file called docs.jsonl is named by its folder
+    assert name_for(tmp_path / "faq.jsonl") == "faq"
+    first = workspace(docs, tmp_path)
+    assert first.parent == tmp_path / ".vx" / "auto" and first.name.startswith("help-centre-")
+    docs.write_text('{"id": "a", "text": "two"}\n', encoding="utf-8")
+    assert workspace(docs, tmp_path) != first  # other documents, another workspace
+
+
+def test_docs_and_a_config_together_or_neither_are_refused(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    code, _, err = call(capsys, "run")
+    assert code == 2 and "name a CONFIG, or give --docs FILE" in err
+    code, _, err = call(capsys, "run", "--docs", "missing.jsonl")
+    assert code == 2 and "missing.jsonl: no such file" in err
+    code, _, err = call(capsys, "run", "x.yaml", "--save-config", "y.yaml")
+    assert code == 2 and "--save-config goes with --docs" in err
+
+
+@pytest.mark.slow
+def test_documents_alone_give_a_ranked_judged_report_and_a_config_that_repeats_it(tmp_path, monkeypatch, capsys):
+    folder = tmp_path / "help"
+    folder.mkdir()
+    lines = QUICKSTART_DOCS.read_text(encoding="utf-8").splitlines()[:40]
+    docs = folder / "docs.jsonl"
+    docs.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+
+    code, out, err = call(
+        capsys, "run", "--docs", str(docs), "--questions", "4", "--save-config", "saved.yaml", "--json"
+    )
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["name"] == "help"
+    asked = len(report["question_ids"])
+    assert asked >= 2 and report["golden"]["drafts"] == asked  # every question a draft
+    assert report["settings"]["primary"] == "dcg@10" and report["settings"]["relevance_threshold"] == 2
+    judge = report["judge"]
+    assert judge["judge"] == "cross-encoder" and judge["depth"] == 10
+    assert judge["grades_from"]["human"] == 0 and judge["grades_from"]["judge"] > 0  # every grade the judge's
+    methods = {s["key"].split(".")[1] for s in report["setups"]}
+    assert {"keyword", "dense", "hybrid", "hybrid_reranked"} <= methods  # with and without the reranker
+    assert report["picks"]["finds_the_most"] in {s["key"] for s in report["setups"]}
+    for setup in report["setups"]:
+        lo, hi = setup["graded"]["ci"]["dcg"]
+        assert lo <= setup["graded"]["dcg"] <= hi
+    assert "the configuration used" in err and "run it again: vx-eval run saved.yaml" in err
+    saved = yaml.safe_load(Path("saved.yaml").read_text(encoding="utf-8"))
+    assert saved["evaluation"]["judge"] == "cross-encoder" and saved["corpus"] == "help/docs.jsonl"
+
+    code, out, err = call(capsys, "run", "--docs", str(docs))  # the table; the drafts are reused
+    assert code == 0, err
+    assert "drafted by an earlier run on these documents" in err
+    text = " ".join(out.split())
+    assert f"help: {asked} questions" in text and "★" in text
+    assert f"{asked} of the questions are drafts a model wrote" in text and "from the cross-encoder judge" in text
+
+    code, out, err = call(capsys, "run", "saved.yaml", "--json")  # the configuration it printed, run again
+    assert code == 0, err
+    again = {s["key"]: s for s in json.loads(out)["setups"]}
+    for setup in report["setups"]:
+        assert again[setup["key"]]["per_question"]["metrics"] == setup["per_question"]["metrics"]
+        assert again[setup["key"]]["graded"]["dcg"] == setup["graded"]["dcg"]
