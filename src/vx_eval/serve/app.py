@@ -55,9 +55,17 @@ class ServeSettings:
     experiments: dict[str, Path] = field(default_factory=dict)
     """Configs the server may run, by name (`vx-eval serve --experiments FOLDER`, `--config`)."""
     jobs: Path | None = None
-    """Where the runs it starts are queued (default: ``jobs/`` beside the users file)."""
+    """Where the runs it starts are queued (default: `default_jobs`)."""
     workers: int = 2
     """Runs at once, each in a process of its own."""
+
+
+def default_jobs(settings: ServeSettings) -> Path:
+    """``jobs/<store's sha256>/`` beside the users file: servers of other stores that share a users file
+    never take each other's runs."""
+    import hashlib
+
+    return settings.users.parent / "jobs" / hashlib.sha256(settings.store.encode()).hexdigest()[:12]
 
 
 class AccessLog:
@@ -137,7 +145,7 @@ class Service:
         self.experiments = dict(settings.experiments)
         self.datasets = Datasets(stores, settings.store)
         self.jobs = Jobs(
-            settings.jobs or settings.users.parent / "jobs", self.experiments, settings.store, stores, settings.workers
+            settings.jobs or default_jobs(settings), self.experiments, settings.store, stores, settings.workers
         )
 
     def config_golden_sha(self, experiment: str) -> str | None:
