@@ -232,14 +232,31 @@ class EngineOptions(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+@dataclass(frozen=True)
+class Discovered:
+    """What an engine read from an index it was pointed at (``vx-eval run --target ENGINE:WHERE``): the
+    options that search it as it is, and what it found, in words, for the person reading the run."""
+
+    options: EngineOptions
+    name: str
+    """A name for the collection (the index file's, the collection's)."""
+    found: tuple[str, ...] = ()
+
+
 class Engine:
-    """Base class for engine plugins: a ``name``, an ``Options`` model and ``open``."""
+    """Base class for engine plugins: a ``name``, an ``Options`` model and ``open``; optionally
+    ``discover``."""
 
     name: ClassVar[str]
     Options: ClassVar[type[EngineOptions]] = EngineOptions
 
     def open(self, options: Any, context: OpenContext) -> EngineHandle:
         raise NotImplementedError
+
+    def discover(self, where: str) -> Discovered | None:
+        """Options for the index at `where` (what follows ``ENGINE:`` in ``--target``), filled from what the
+        index says of itself: its fields, vectors and models. None: this engine cannot (write a config)."""
+        return None
 
 
 def slug(name: str) -> str:

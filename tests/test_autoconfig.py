@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from vx_eval.autoconfig import name_for, workspace
+from vx_eval.autoconfig import from_docs, name_for, workspace
 
 from .test_cli import call
 
@@ -24,20 +24,28 @@ def test_the_name_and_the_workspace_come_from_the_documents(tmp_path):
     docs.write_text('{"id": "a", "text": "one"}\n', encoding="utf-8")
     assert name_for(docs) == "help-centre"  # a file called docs.jsonl is named by its folder
     assert name_for(tmp_path / "faq.jsonl") == "faq"
-    first = workspace(docs, tmp_path)
+    first = workspace(from_docs(docs), tmp_path)
     assert first.parent == tmp_path / ".vx" / "auto" and first.name.startswith("help-centre-")
     docs.write_text('{"id": "a", "text": "two"}\n', encoding="utf-8")
-    assert workspace(docs, tmp_path) != first  # other documents, another workspace
+    assert workspace(from_docs(docs), tmp_path) != first  # other documents, another workspace
 
 
 def test_docs_and_a_config_together_or_neither_are_refused(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     code, _, err = call(capsys, "run")
-    assert code == 2 and "name a CONFIG, or give --docs FILE" in err
+    assert code == 2 and "name a CONFIG, or give --docs FILE or --target ENGINE:WHERE" in err
     code, _, err = call(capsys, "run", "--docs", "missing.jsonl")
     assert code == 2 and "missing.jsonl: no such file" in err
     code, _, err = call(capsys, "run", "x.yaml", "--save-config", "y.yaml")
-    assert code == 2 and "--save-config goes with --docs" in err
+    assert code == 2 and "--save-config goes with --docs or --target" in err
+    code, _, err = call(capsys, "run", "--target", "sqlite:missing.db")
+    assert code == 2 and "no index built by vx-eval's sqlite engine there" in err
+    code, _, err = call(capsys, "run", "--target", "sqlite")
+    assert code == 2 and "write ENGINE:WHERE" in err
+    code, _, err = call(capsys, "run", "--target", "nosuch:x")
+    assert code == 2 and "nosuch" in err and "Traceback" not in err
+    code, _, err = call(capsys, "run", "--target", "opensearch:http://127.0.0.1:9/x")
+    assert code == 2 and "cannot read what its index holds; write a config" in err
 
 
 @pytest.mark.slow
@@ -73,7 +81,7 @@ def test_documents_alone_give_a_ranked_judged_report_and_a_config_that_repeats_i
 
     code, out, err = call(capsys, "run", "--docs", str(docs))  # the table; the drafts are reused
     assert code == 0, err
-    assert "drafted by an earlier run on these documents" in err
+    assert "drafted by an earlier run on help" in err
     text = " ".join(out.split())
     assert f"help: {asked} questions" in text and "★" in text
     assert f"{asked} of the questions are drafts a model wrote" in text and "from the cross-encoder judge" in text
@@ -84,3 +92,12 @@ def test_documents_alone_give_a_ranked_judged_report_and_a_config_that_repeats_i
     for setup in report["setups"]:
         assert again[setup["key"]]["per_question"]["metrics"] == setup["per_question"]["metrics"]
         assert again[setup["key"]]["graded"]["dcg"] == setup["graded"]["dcg"]
+
+    # the index that run built, pointed at with no documents: searched as it is, every method it allows
+    (index,) = tmp_path.glob(".vx/auto/help-*/index.db")
+    code, out, err = call(capsys, "run", "--target", f"sqlite:{index}", "--questions", "3", "--json")
+    assert code == 0, err
+    assert "found in index: 40 documents" in err and "dense models: bge-small, minilm" in " ".join(err.split())
+    found = json.loads(out)
+    assert found["judge"]["grades_from"]["judge"] > 0 and found["golden"]["drafts"] == len(found["question_ids"])
+    assert {s["key"] for s in found["setups"]} == {s["key"].replace("local.", "index.", 1) for s in report["setups"]}

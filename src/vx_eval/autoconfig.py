@@ -1,4 +1,5 @@
-"""A run with no configuration and no golden file: ``vx-eval run --docs corpus.jsonl``.
+"""A run with no configuration and no golden file: ``vx-eval run --docs corpus.jsonl``, or ``--target
+ENGINE:WHERE`` for an index that exists (its engine reads what it holds: `Engine.discover`).
 
 Everything a config would say is filled from the documents and from defaults made for the case (as
 Databricks' "Evaluate search quality" does): the embedded engine indexes the documents for every method it
@@ -16,6 +17,7 @@ written wherever ``--save-config`` says: running it again gives the same numbers
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -24,7 +26,7 @@ from typing import Any
 
 import yaml
 
-from vx_eval.core.engine import slug
+from vx_eval.core.engine import Discovered, slug
 from vx_eval.core.errors import ConfigError, GoldenError
 from vx_eval.core.golden import GoldenRow
 
@@ -34,20 +36,32 @@ MIX = {"fact": 0.35, "why": 0.15, "keyword": 0.5}
 QUESTIONS = 24
 WRITER = "local"
 JUDGE = "cross-encoder"
+GENERIC = {"docs", "documents", "corpus", "data", "passages", "collection"}
 
 
 @dataclass(frozen=True)
 class AutoConfig:
-    """The config a run with none was given: where it is kept, its text, and whether its questions were
-    drafted just now (else they were drafted by an earlier run on the same documents)."""
+    """The config a run with none was given: where it is kept, its text, what the target's engine found in
+    its index, and whether its questions were drafted just now (else by an earlier run on the same
+    documents or index)."""
 
     path: Path
     text: str
     drafted_now: bool
     questions: int
+    found: tuple[str, ...] = ()
 
 
-GENERIC = {"docs", "documents", "corpus", "data", "passages", "collection"}
+@dataclass(frozen=True)
+class Source:
+    """What the run searches: documents to index here, or an index an engine discovered."""
+
+    name: str
+    key: str
+    """The sha256 the workspace is named by: the documents', or the target's and what it holds."""
+    docs: Path | None = None
+    engine: str | None = None
+    discovered: Discovered | None = None
 
 
 def name_for(docs: Path) -> str:
@@ -57,34 +71,66 @@ def name_for(docs: Path) -> str:
     return slug(folder if stem.lower() in GENERIC and folder else stem)
 
 
-def workspace(docs: Path, root: Path) -> Path:
-    """Where the config, its drafted questions and its index are kept: named by the documents' sha256."""
+def from_docs(docs: Path) -> Source:
+    if not docs.is_file():
+        raise ConfigError(f"--docs {docs}: no such file; name a JSONL file of documents (id, text)")
     digest = hashlib.sha256()
     with docs.open("rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
             digest.update(block)
-    return root / ".vx" / "auto" / f"{name_for(docs)}-{digest.hexdigest()[:12]}"
+    return Source(name_for(docs), digest.hexdigest(), docs=docs)
 
 
-def config_data(docs: Path, work: Path, save_to: Path, here: Path, *, judge: str = JUDGE) -> dict[str, Any]:
-    """The config for `docs` whose questions and index are kept in `work`, with every path relative to
-    `here` (the folder it is written to)."""
+def from_target(spec: str, plugins: Any) -> Source:
+    """``ENGINE:WHERE``: the engine plugin reads the index at WHERE (``sqlite:.vx/help.db``)."""
+    engine, sep, where = spec.partition(":")
+    if not sep or not where:
+        raise ConfigError(f"--target {spec}: write ENGINE:WHERE, e.g. sqlite:.vx/help.db")
+    cls = plugins.engines.get(engine, where="--target")
+    discovered = cls().discover(where)
+    if discovered is None:
+        raise ConfigError(
+            f"--target {spec}: the {engine} engine cannot read what its index holds; write a config for it"
+        )
+    said = json.dumps([engine, discovered.options.model_dump(mode="json"), list(discovered.found)], sort_keys=True)
+    return Source(
+        slug(discovered.name), hashlib.sha256(said.encode()).hexdigest(), engine=engine, discovered=discovered
+    )
+
+
+def workspace(source: Source, root: Path) -> Path:
+    """Where the config, its drafted questions (and the index of documents) are kept."""
+    return root / ".vx" / "auto" / f"{source.name}-{source.key[:12]}"
+
+
+def config_data(source: Source, work: Path, save_to: Path, here: Path, *, judge: str = JUDGE) -> dict[str, Any]:
+    """The config for `source` whose questions are kept in `work`, with every path relative to `here` (the
+    folder it is written to)."""
 
     def rel(path: Path) -> str:
         return Path(os.path.relpath(os.path.abspath(path), os.path.abspath(here))).as_posix()
 
-    return {
-        "name": name_for(docs),
-        "corpus": rel(docs),
+    data: dict[str, Any] = {"name": source.name}
+    if source.docs is not None:
+        data["corpus"] = rel(source.docs)
+        options: dict[str, Any] = {
+            "path": rel(work / "index.db"),
+            "mode": "hybrid",
+            "dense_models": ["minilm", "bge-small"],
+        }
+        target = {"name": "Local", "engine": "sqlite", "options": options}
+    else:
+        assert source.discovered is not None and source.engine is not None
+        chosen = source.discovered.options
+        options = chosen.model_dump(mode="json", exclude_defaults=True)
+        for key in options:
+            if isinstance(getattr(chosen, key), Path):
+                options[key] = rel(getattr(chosen, key))
+        target = {"name": source.discovered.name, "engine": source.engine, "options": options}
+    data |= {
         "golden": rel(work / "golden.jsonl"),
         "save_to": rel(save_to),
-        "targets": [
-            {
-                "name": "Local",
-                "engine": "sqlite",
-                "options": {"path": rel(work / "index.db"), "mode": "hybrid", "dense_models": ["minilm", "bge-small"]},
-            }
-        ],
+        "targets": [target],
         "evaluation": {
             "metrics": list(METRICS),
             "primary": "dcg@10",
@@ -96,10 +142,11 @@ def config_data(docs: Path, work: Path, save_to: Path, here: Path, *, judge: str
         },
         "models": {"embeddings": rel(work / "embeddings.db"), "scores": rel(work / "scores.db")},
     }
+    return data
 
 
 def prepare(
-    docs: Path,
+    source: Source,
     *,
     questions: int = QUESTIONS,
     writer: str = WRITER,
@@ -107,17 +154,15 @@ def prepare(
     save_config: Path | None = None,
     progress: Any = None,
 ) -> AutoConfig:
-    """The config for `docs` (written to its workspace, and to `save_config` when given) with its golden
+    """The config for `source` (written to its workspace, and to `save_config` when given) with its golden
     questions drafted by `writer` if the workspace has none yet."""
     from vx_eval.api import write_golden_rows
     from vx_eval.core.golden import dump_rows
 
-    if not docs.is_file():
-        raise ConfigError(f"--docs {docs}: no such file; name a JSONL file of documents (id, text)")
-    work = workspace(docs, Path.cwd())
+    work = workspace(source, Path.cwd())
     runs = save_to or Path.cwd() / "runs"
     path = work / "config.yaml"
-    _write(path, config_data(docs, work, runs, work))
+    _write(path, config_data(source, work, runs, work))
     golden = work / "golden.jsonl"
     drafted_now = False
     if not golden.exists():
@@ -133,8 +178,9 @@ def prepare(
         drafted_now = True
     count = sum(1 for line in golden.read_text(encoding="utf-8").splitlines() if line.strip())
     if save_config is not None:
-        _write(save_config, config_data(docs, work, runs, save_config.parent))
-    return AutoConfig(path, path.read_text(encoding="utf-8"), drafted_now, count)
+        _write(save_config, config_data(source, work, runs, save_config.parent))
+    found = source.discovered.found if source.discovered else ()
+    return AutoConfig(path, path.read_text(encoding="utf-8"), drafted_now, count, found)
 
 
 def judged_only(row: GoldenRow) -> GoldenRow:
@@ -146,8 +192,8 @@ def judged_only(row: GoldenRow) -> GoldenRow:
 
 def _write(path: Path, data: Mapping[str, Any]) -> None:
     text = (
-        "# Filled in by `vx-eval run --docs`: the documents' own defaults, questions drafted by a model (marked\n"
-        "# draft: true) and graded by a judge. Run it again with `vx-eval run <this file>`.\n"
+        "# Filled in by `vx-eval run --docs` or `--target`: defaults from the documents or the index, questions\n"
+        "# drafted by a model (marked draft: true), graded by a judge. Run it again: `vx-eval run <this file>`.\n"
         + yaml.safe_dump(dict(data), sort_keys=False, allow_unicode=True)
     )
     path.parent.mkdir(parents=True, exist_ok=True)

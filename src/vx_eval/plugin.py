@@ -12,7 +12,9 @@ of each role has (the Protocols below are the ones the core itself annotates wit
   built-in setup providers compose every setup from those capabilities: offer ``dense:minilm``,
   ``passages`` and ``hybrid`` and you get dense, hybrid (fused here) and cross-encoder-reranked setups
   with no further code. An engine built from the config's corpus gets the same chunks and cached
-  vectors every other engine gets from `prepare` (and `IndexOptions` for its options).
+  vectors every other engine gets from `prepare` (and `IndexOptions` for its options). Optionally
+  ``discover(where) -> Discovered``: options that search an existing index as it is, read from the index
+  itself, for ``vx-eval run --target ENGINE:WHERE`` with no config.
 - **setup provider** (`SetupProvider`): ``setups(target) -> Iterable[Setup]``.
 - **store** (`Store`): ``Options``, ``handles``, ``read``/``write``/``exists``/``list`` (and optionally
   ``delete`` and ``inside``); `StoreNotFound` and `StoreDenied` tell the two failures apart.
@@ -43,6 +45,7 @@ from vx_eval.core.engine import (
     SERVICE_RANKER_PREFIX,
     SPARSE_PREFIX,
     Corpus,
+    Discovered,
     Document,
     Engine,
     EngineHandle,
@@ -112,6 +115,7 @@ __all__ = [
     "Corpus",
     "CrossEncoder",
     "DenseEncoder",
+    "Discovered",
     "Document",
     "Engine",
     "EngineError",

@@ -21,7 +21,7 @@ from pydantic import Field, model_validator
 
 from vx_eval import hookimpl
 from vx_eval.core.config import ConfigPath
-from vx_eval.core.engine import Corpus, Engine, EngineOptions, OpenContext, slug
+from vx_eval.core.engine import Corpus, Discovered, Engine, EngineOptions, OpenContext, slug
 from vx_eval.core.errors import EngineError
 from vx_eval.core.models import LateModel, RerankerModel
 from vx_eval.plugins.engines.prepare import IndexOptions, default_cache, sweep_building
@@ -100,6 +100,35 @@ class SqliteEngine(Engine):
                 )
         build_index(path, cache, corpus, options, fingerprint, context)
         return SqliteHandle(path, options, context.models)
+
+    def discover(self, where: str) -> Discovered:
+        """An index this engine built, searched as it is (``build: never``) with every method its contents
+        allow: the dense models it embedded, ColBERT-style where it kept late vectors, the graph where it
+        built one; fused and reranked setups need nothing more."""
+        path = Path(where).expanduser()
+        meta = _read_meta(path) if path.is_file() else {}
+        if "settings" not in meta:
+            raise EngineError(f"--target sqlite:{where}: no index built by vx-eval's sqlite engine there")
+        settings = json.loads(meta["settings"])
+        mode = "graph" if settings.get("graph") else "ultimate" if settings.get("late_model") else "hybrid"
+        options = SqliteOptions(
+            path=path,
+            mode=mode,
+            dense_models=settings.get("dense_models") or [],
+            late_model=settings.get("late_model") or "colbert-small",
+            tokenizer=settings.get("tokenizer") or SqliteOptions.model_fields["tokenizer"].default,
+            chunk_words=settings.get("chunk_words", 300),
+            chunk_overlap=settings.get("chunk_overlap", 50),
+            build="never",
+        )
+        found = (
+            f"{meta.get('documents', '?')} documents in {meta.get('chunks', '?')} chunks, indexed "
+            f"{meta.get('indexed_at', 'at an unknown time')} from {meta.get('corpus_source') or 'a corpus'}",
+            "dense models: " + (", ".join(options.dense_models) or "none"),
+            f"late-interaction vectors: {settings.get('late_model') or 'none'}; entity graph: "
+            + ("yes" if settings.get("graph") else "no"),
+        )
+        return Discovered(options, path.stem, found)
 
     @staticmethod
     def _fingerprint(corpus: Corpus, options: SqliteOptions) -> str:

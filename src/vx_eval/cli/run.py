@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from vx_eval.cli.common import config_argument, err_console, location, out_console, wide_option, write_page
+
+if TYPE_CHECKING:
+    from vx_eval.autoconfig import Source
 
 
 @click.command()
@@ -17,7 +21,15 @@ from vx_eval.cli.common import config_argument, err_console, location, out_conso
     type=click.Path(dir_okay=False, path_type=Path),
     help="No config: index these documents (JSONL), draft questions, judge the results (see below).",
 )
-@click.option("--save-config", type=click.Path(dir_okay=False, path_type=Path), help="With --docs: keep the config.")
+@click.option(
+    "--target",
+    "target_spec",
+    metavar="ENGINE:WHERE",
+    help="No config: an index that exists (sqlite:PATH), searched as it is; otherwise as --docs.",
+)
+@click.option(
+    "--save-config", type=click.Path(dir_okay=False, path_type=Path), help="With --docs or --target: keep the config."
+)
 @click.option(
     "--questions", default=24, show_default=True, type=click.IntRange(1, 1000), help="With --docs: questions drafted."
 )
@@ -48,6 +60,7 @@ from vx_eval.cli.common import config_argument, err_console, location, out_conso
 def run(
     config: Path | None,
     docs: Path | None,
+    target_spec: str | None,
     save_config: Path | None,
     questions: int,
     writer: str,
@@ -74,8 +87,9 @@ def run(
     With --docs FILE and no CONFIG, nothing else is needed: the documents are indexed for every method the
     embedded engine has, with and without the reranker; a model drafts questions from them (half natural
     language, half keywords; marked drafts); the cross-encoder judge grades every setup's top 10; DCG@10 ranks
-    the setups, grade 2 and up counting as relevant. The config it used is printed and kept (--save-config
-    writes it where you say): run it again for the same numbers."""
+    the setups, grade 2 and up counting as relevant. --target ENGINE:WHERE does the same on an index that
+    exists (sqlite:PATH), with every method what it holds allows. The config it used is printed and kept
+    (--save-config writes it where you say): run it again for the same numbers."""
     from vx_eval.cli.progress import FileProgress
     from vx_eval.core.config import load_config, with_overrides
     from vx_eval.core.plugins import load_plugins
@@ -83,14 +97,16 @@ def run(
     from vx_eval.core.stores import Stores
     from vx_eval.display import RichProgress, show_run
 
-    if (config is None) == (docs is None):
-        raise click.UsageError("name a CONFIG, or give --docs FILE to run with none (not both)")
-    if docs is None and save_config is not None:
-        raise click.UsageError("--save-config goes with --docs (a CONFIG is already a file)")
+    if sum(given is not None for given in (config, docs, target_spec)) != 1:
+        raise click.UsageError("name a CONFIG, or give --docs FILE or --target ENGINE:WHERE to run with none (one)")
+    if config is not None and save_config is not None:
+        raise click.UsageError("--save-config goes with --docs or --target (a CONFIG is already a file)")
     plugins = load_plugins()
-    if docs is not None:
-        config = _without_config(docs, questions, writer, save_to, save_config)
-    assert config is not None
+    if config is None:
+        from vx_eval.autoconfig import from_docs, from_target
+
+        source = from_docs(docs) if docs is not None else from_target(str(target_spec), plugins)
+        config = _without_config(source, questions, writer, save_to, save_config)
     experiment = with_overrides(load_config(config, plugins), location(golden), metrics, k_values)
     with RichProgress(err_console()) as shown:
         progress = FileProgress(progress_file, also=shown) if progress_file else shown
@@ -125,9 +141,9 @@ def run(
         sys.exit(1)
 
 
-def _without_config(docs: Path, questions: int, writer: str, save_to: str | None, save_config: Path | None) -> Path:
-    """`run --docs`: the config filled in for `docs` (its questions drafted when none are kept yet),
-    printed with where it is kept."""
+def _without_config(source: Source, questions: int, writer: str, save_to: str | None, save_config: Path | None) -> Path:
+    """`run --docs` / `--target`: the config filled in for `source` (its questions drafted when none are
+    kept yet), printed with where it is kept and what the target's engine found in its index."""
     from rich.syntax import Syntax
 
     from vx_eval.autoconfig import prepare
@@ -136,14 +152,16 @@ def _without_config(docs: Path, questions: int, writer: str, save_to: str | None
     err = err_console()
     with RichProgress(err) as progress:
         made = prepare(
-            docs,
+            source,
             questions=questions,
             writer=writer,
             save_to=Path(save_to) if save_to and not location(save_to) else None,
             save_config=save_config,
             progress=progress,
         )
-    how = "drafted now" if made.drafted_now else "drafted by an earlier run on these documents"
+    for line in made.found:
+        err.print(f"found in {source.name}: {line}", highlight=False)
+    how = "drafted now" if made.drafted_now else f"drafted by an earlier run on {source.name}"
     err.print(f"the configuration used ({made.questions} questions {how}; kept at {made.path}):", highlight=False)
     err.print(Syntax(made.text, "yaml", background_color="default"))
     again = save_config or made.path
