@@ -189,8 +189,9 @@ class Picker:
 
 
 def _reverse_key(key: str) -> tuple[int, ...]:
-    """Makes max() prefer the smaller key on a full tie (deterministic)."""
-    return tuple(-ord(c) for c in key)
+    """Makes max() prefer the smaller key on a full tie (deterministic); the closing 0 outranks any
+    character, so a key beats every longer key it begins (``dense.bge`` before ``dense.bge+minilm``)."""
+    return (*(-ord(c) for c in key), 0)
 
 
 def picks(

@@ -97,6 +97,20 @@ def test_a_time_difference_inside_the_noise_is_a_tie_and_goes_to_the_better_setu
         assert Picker(rows, "found@10").choose(balance=15, time=15).picks["best_for_time"] == "hybrid"
 
 
+def test_a_full_tie_goes_to_the_smaller_key_even_when_it_begins_the_other():
+    from vx_eval.core.picks import Picker
+
+    # level on every measure, times within the noise: the name decides, and the shorter key comes first
+    for seed in range(4):
+        rows = [
+            timed("local.reranked.bge-small+minilm", 1.0, 0.5, 190.0, seed=seed),
+            timed("local.reranked.bge-small", 1.0, 0.5, 192.0, seed=seed + 50),
+            timed("local.reranked.minilm", 1.0, 0.5, 191.0, seed=seed + 100),
+        ]
+        choice = Picker(rows, "found@10").choose(balance=4, time=8)
+        assert choice.picks["finds_the_most"] == "local.reranked.bge-small"
+
+
 def test_a_real_difference_in_speed_still_picks_the_faster():
     from vx_eval.core.picks import Picker, compare_times
 
