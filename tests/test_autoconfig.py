@@ -45,6 +45,9 @@ def test_docs_and_a_config_together_or_neither_are_refused(tmp_path, monkeypatch
     code, _, err = call(capsys, "run", "--target", "nosuch:x")
     assert code == 2 and "nosuch" in err and "Traceback" not in err
     code, _, err = call(capsys, "run", "--target", "opensearch:http://127.0.0.1:9/x")
+    assert code == 2 and "--target opensearch:http://127.0.0.1:9/x: cannot reach http://127.0.0.1:9" in err
+    assert "Traceback" not in err
+    code, _, err = call(capsys, "run", "--target", "azure-search:https://x.search.windows.net/docs")
     assert code == 2 and "cannot read what its index holds; write a config" in err
 
 
@@ -101,3 +104,52 @@ def test_documents_alone_give_a_ranked_judged_report_and_a_config_that_repeats_i
     found = json.loads(out)
     assert found["judge"]["grades_from"]["judge"] > 0 and found["golden"]["drafts"] == len(found["question_ids"])
     assert {s["key"] for s in found["setups"]} == {s["key"].replace("local.", "index.", 1) for s in report["setups"]}
+
+
+@pytest.mark.slow
+def test_a_qdrant_collection_pointed_at_is_searched_as_it_holds_with_its_saved_config(
+    tmp_path, monkeypatch, capsys, plugins
+):
+    """`--target qdrant:FOLDER/COLLECTION`: what the collection holds read (its named vectors, its BM25 sparse
+    vector), every setup it allows run and judged; the questions already in the workspace are reused."""
+    from vx_eval.autoconfig import from_target
+    from vx_eval.core.engine import OpenContext
+    from vx_eval.core.models import Models
+    from vx_eval.core.sources import FileCorpus
+    from vx_eval.plugins.engines.qdrant import QdrantEngine, QdrantOptions
+
+    monkeypatch.chdir(tmp_path)
+    corpus = FileCorpus(QUICKSTART_DOCS.read_bytes(), str(QUICKSTART_DOCS))
+    options = QdrantOptions.model_validate(
+        {"path": str(tmp_path / "qdrant"), "collection": "bank", "dense_models": ["minilm"], "mode": "dense"}
+    )
+    built_by = tmp_path / "elsewhere"  # its words index kept there, so keyword search is Qdrant's BM25 here
+    QdrantEngine().open(options, OpenContext("bank", built_by, corpus, models=Models(plugins.models))).close()
+    spec = f"qdrant:{tmp_path / 'qdrant'}/bank"
+    work = workspace(from_target(spec, plugins), tmp_path)
+    work.mkdir(parents=True)
+    questions = ["How do I defer a loan payment after a disaster?", "wire transfer fee", "lost card replacement"]
+    (work / "golden.jsonl").write_text(
+        "".join(
+            json.dumps({"id": f"q{i}", "question": q, "reference": "-", "draft": True}) + "\n"
+            for i, q in enumerate(questions)
+        )
+    )
+    code, out, err = call(capsys, "run", "--target", spec, "--save-config", "bank.yaml", "--json")
+    assert code == 0, err
+    said = " ".join(err.split())
+    assert "found in bank:" in said and "dense vectors: minilm (384 dims)" in said, said
+    assert "BM25 sparse vector: yes" in said
+    report = json.loads(out)
+    keys = {s["key"] for s in report["setups"]}
+    assert {"bank.dense.minilm", "bank.sparse.bm25"} <= keys, keys
+    assert report["judge"]["grades_from"]["judge"] > 0 and report["golden"]["drafts"] == 3
+    saved = yaml.safe_load(Path("bank.yaml").read_text())
+    assert saved["targets"][0]["engine"] == "qdrant" and saved["targets"][0]["options"]["build"] == "never"
+    code, out, err = call(capsys, "run", "bank.yaml", "--json")
+    assert code == 0, err
+    # the same numbers again (fused setups aside: which of the documents tied at RRF's last place Qdrant
+    # returns may change from call to call)
+    single = ("bank.dense.minilm", "bank.sparse.bm25")
+    again = {s["key"]: s["per_question"]["metrics"] for s in json.loads(out)["setups"] if s["key"] in single}
+    assert again == {s["key"]: s["per_question"]["metrics"] for s in report["setups"] if s["key"] in single}

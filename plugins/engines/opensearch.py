@@ -14,6 +14,7 @@ from the shared cross-encoder setup. Every search records the cluster's own ``to
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 from collections.abc import Iterable, Sequence
 from typing import Any, ClassVar, Literal
@@ -29,6 +30,7 @@ from vx_eval.core.engine import (
     KEYWORD,
     PASSAGES,
     RERANKER_PREFIX,
+    Discovered,
     Document,
     Engine,
     EngineOptions,
@@ -47,12 +49,15 @@ from vx_eval.plugins.engines.remote import (
     fingerprint,
     is_first_chunk,
     need,
+    options_for,
     payload_hit,
     prepare,
     stored_documents,
+    target_parts,
 )
 
 FORMAT = 1
+USER_ENV, PASSWORD_ENV = "OPENSEARCH_USER", "OPENSEARCH_PASSWORD"
 HIT_FIELDS = ["doc_id", "chunk_id", "page"]
 BULK_BATCH = 200
 
@@ -141,6 +146,44 @@ class OpenSearchEngine(Engine):
                 "declares no corpus; add `corpus:` to the config to build it, or name an existing index"
             )
         return OpenSearchHandle(client, call, index, pipeline, options, context.loaded)
+
+    def discover(self, where: str) -> Discovered:
+        """``URL/INDEX`` (the user and password from ``OPENSEARCH_USER`` and ``OPENSEARCH_PASSWORD`` when set):
+        an index of the shape this engine builds (``body`` text, ``doc_id``), searched as it is:
+        the cluster's BM25, k-NN per ``knn_vector`` field named after its model (``vector_<model>``), and the
+        hybrid pipeline vx-eval made where the cluster has it."""
+        base, index = target_parts(where, self.name, "https://localhost:9200/docs")
+        spec = f"opensearch:{where}"
+        fields: dict[str, Any] = {"url": base, "collection": index, "build": "never"}
+        fields |= {"user": os.environ[USER_ENV]} if os.environ.get(USER_ENV) else {}
+        fields |= {"password": {"env": PASSWORD_ENV}} if os.environ.get(PASSWORD_ENV) else {}
+        options = options_for(OpenSearchOptions, fields, spec)
+        client = make_client(options)
+        call = policy(options, f"--target {spec}")
+        try:
+            if not call(f"looking up index {index}", lambda: client.indices.exists(index=index)):
+                raise EngineError(f"--target {spec}: OpenSearch at {base} has no index '{index}'")
+            got = call(f"reading the mapping of {index}", lambda: client.indices.get_mapping(index=index))
+            chunks = int(call(f"counting the chunks of {index}", lambda: client.count(index=index))["count"])
+        finally:
+            client.close()
+        mapping = got.get(index, {}).get("mappings", {})
+        properties: dict[str, Any] = mapping.get("properties", {})
+        lacking = sorted({"body", "doc_id"} - set(properties))
+        if lacking:
+            raise EngineError(
+                f"--target {spec}: index '{index}' has no {', '.join(lacking)} field: it is not of the shape this "
+                "engine searches (see the README)"
+            )
+        knn = {name: p.get("dimension") for name, p in sorted(properties.items()) if p.get("type") == "knn_vector"}
+        fields["dense_models"] = [f.removeprefix("vector_") for f in knn]
+        fields["vectors"] = {f: f for f in knn if not f.startswith("vector_")}
+        built = (mapping.get("_meta") or {}).get("fingerprint")
+        found = (
+            f"{chunks} chunks in index {index}" + (" (built by vx-eval)" if built else ""),
+            "k-NN fields: " + (", ".join(f"{f} ({d} dims)" for f, d in knn.items()) or "none"),
+        )
+        return Discovered(options_for(OpenSearchOptions, fields, spec), index, found)
 
 
 def make_client(options: OpenSearchOptions, concurrency: int = 10) -> Any:

@@ -121,6 +121,28 @@ def table_exists(conn: Any, table: str) -> bool:
     return conn.execute("SELECT to_regclass(%s) IS NOT NULL", (table,)).fetchone()[0]
 
 
+def table_columns(conn: Any, table: str) -> dict[str, str]:
+    """Column -> its type as PostgreSQL writes it (``vector(384)``); empty when there is no such table."""
+    rows = conn.execute(
+        "SELECT attname, format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = to_regclass(%s) "
+        "AND attnum > 0 AND NOT attisdropped",
+        (table,),
+    ).fetchall()
+    return {name: kind for name, kind in rows}
+
+
+def table_counts(conn: Any, table: str) -> tuple[int, int, str, str | None]:
+    """Chunks, documents, the server's version and pgvector's (None when the extension is not there)."""
+    from psycopg import sql
+
+    chunks, documents = conn.execute(
+        sql.SQL("SELECT count(*), count(DISTINCT doc_id) FROM {}").format(sql.Identifier(table))
+    ).fetchone()
+    version = conn.execute("SHOW server_version").fetchone()[0]
+    extension = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
+    return int(chunks), int(documents), str(version), extension[0] if extension else None
+
+
 def stored_fingerprint(conn: Any, table: str) -> str | None:
     row = conn.execute("SELECT obj_description(to_regclass(%s), 'pg_class')", (table,)).fetchone()
     try:

@@ -25,6 +25,7 @@ is opened again by the retry. The server's own time for each search statement is
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable, Sequence
 from typing import Any, ClassVar, Literal
@@ -40,6 +41,7 @@ from vx_eval.core.engine import (
     KEYWORD,
     PASSAGES,
     RERANKER_PREFIX,
+    Discovered,
     Document,
     Engine,
     EngineOptions,
@@ -48,7 +50,7 @@ from vx_eval.core.engine import (
     Query,
     record_server_time,
 )
-from vx_eval.core.errors import EngineError, quoted
+from vx_eval.core.errors import ConfigError, EngineError, quoted
 from vx_eval.core.models import DENSE
 from vx_eval.plugins.engines.pgcalls import (
     FORMAT,
@@ -56,6 +58,8 @@ from vx_eval.plugins.engines.pgcalls import (
     build,
     policy,
     stored_fingerprint,
+    table_columns,
+    table_counts,
     table_exists,
     vector_text,
 )
@@ -64,8 +68,10 @@ from vx_eval.plugins.engines.remote import (
     collection_name,
     fingerprint,
     need,
+    options_for,
     prepare,
     stored_documents,
+    target_parts,
 )
 
 IDENTIFIER = r"^[a-z_][a-z0-9_]{0,50}$"
@@ -190,6 +196,56 @@ class PgvectorEngine(Engine):
             connections.close()
             raise
 
+    def discover(self, where: str) -> Discovered:
+        """``postgresql://USER@HOST:PORT/DBNAME/TABLE`` (the password from ``PGPASSWORD`` when that is set): a
+        table of the shape this engine builds (``chunk_id``, ``doc_id``, ``body``, ``tsv``), searched as it is:
+        PostgreSQL full text, and a dense setup per vector column named after its model (``emb_<model>``)."""
+        base, table = target_parts(where, self.name, "postgresql://me@localhost:5432/postgres/docs")
+        psycopg = need("psycopg", "pgvector")
+        spec = f"pgvector:{where}"
+        try:
+            parts = psycopg.conninfo.conninfo_to_dict(base)
+            port = int(parts.get("port") or 5432)
+        except (psycopg.ProgrammingError, ValueError):
+            raise ConfigError(f"--target {spec}: write postgresql://USER@HOST:PORT/DBNAME/TABLE") from None
+        if not re.match(IDENTIFIER, table):
+            raise ConfigError(
+                f"--target {spec}: {quoted(table)} cannot name a table; a lower-case SQL name (a-z, 0-9, _)"
+            )
+        fields: dict[str, Any] = {"host": parts.get("host") or "localhost", "port": port, "collection": table}
+        fields |= {"dbname": parts.get("dbname") or "postgres", "build": "never"}
+        fields |= {"user": parts["user"]} if parts.get("user") else {}
+        fields |= {"password": {"env": "PGPASSWORD"}} if os.environ.get("PGPASSWORD") else {}
+        options = options_for(PgvectorOptions, fields, spec)
+        conninfo, said = _conninfo(options)
+        connections = Connections(conninfo, options, policy(options, f"--target {spec}", said))
+        try:
+            columns = connections.read(f"reading table {table}", lambda c: table_columns(c, table))
+            lacking = sorted({"chunk_id", "doc_id", "body"} - set(columns))
+            if lacking:
+                what = (
+                    f"{said} has no table {table!r}"
+                    if not columns
+                    else f"table {table!r} has no "
+                    + (f"{', '.join(lacking)} column: it is not of the shape this engine searches (see the README)")
+                )
+                raise EngineError(f"--target {spec}: {what}")
+            built = connections.read(f"reading table {table}", lambda c: stored_fingerprint(c, table))
+            chunks, documents, version, pgvector = connections.read(
+                f"counting table {table}", lambda c: table_counts(c, table)
+            )
+        finally:
+            connections.close()
+        vectors = {c: kind for c, kind in columns.items() if kind.startswith("vector")}
+        fields["dense_models"] = sorted(c.removeprefix("emb_") for c in vectors)
+        fields["vectors"] = {c: c for c in vectors if not c.startswith("emb_")}
+        found = (
+            f"{documents} documents in {chunks} chunks in table {table}" + (" (built by vx-eval)" if built else ""),
+            "vector columns: " + (", ".join(f"{c} ({kind})" for c, kind in vectors.items()) or "none"),
+            f"full text (tsv): {'yes' if 'tsv' in columns else 'no'}; PostgreSQL {version}, pgvector {pgvector}",
+        )
+        return Discovered(options_for(PgvectorOptions, fields, spec), table, found)
+
 
 class PgvectorHandle:
     """An opened PostgreSQL table."""
@@ -201,20 +257,12 @@ class PgvectorHandle:
         self.keyword_ranking = f"{options.ranking}: PostgreSQL full text, not BM25"
         if options.keyword == "trigram":
             self.keyword_ranking = "word_similarity: pg_trgm trigrams"
-        columns = connections.read(f"reading table {table}", self._columns)
+        columns = connections.read(f"reading table {table}", lambda c: table_columns(c, table))
         self.dense = {m: c for m, c in self._models(columns).items()}
         self.has_tsv = "tsv" in columns
-        info = connections.read(f"counting table {table}", self._counts)
+        info = connections.read(f"counting table {table}", lambda c: table_counts(c, table))
         self.chunks, self.documents_count, self.version, self.pgvector = info
         self._ids: list[str] | None = None
-
-    def _columns(self, conn: Any) -> dict[str, str]:
-        rows = conn.execute(
-            "SELECT attname, format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = to_regclass(%s) "
-            "AND attnum > 0 AND NOT attisdropped",
-            (self.table,),
-        ).fetchall()
-        return {name: kind for name, kind in rows}
 
     def _models(self, columns: dict[str, str]) -> dict[str, str]:
         """Model -> vector column: the configured models whose columns the table has, and any other vector
@@ -225,16 +273,6 @@ class PgvectorHandle:
         for column in sorted(vector_columns - named):
             out[column.removeprefix("emb_")] = column
         return out
-
-    def _counts(self, conn: Any) -> tuple[int, int, str, str | None]:
-        from psycopg import sql
-
-        chunks, documents = conn.execute(
-            sql.SQL("SELECT count(*), count(DISTINCT doc_id) FROM {}").format(sql.Identifier(self.table))
-        ).fetchone()
-        version = conn.execute("SHOW server_version").fetchone()[0]
-        extension = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
-        return int(chunks), int(documents), str(version), extension[0] if extension else None
 
     def capabilities(self) -> frozenset[str]:
         if not self.chunks:

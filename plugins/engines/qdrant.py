@@ -16,11 +16,13 @@ its lexical search is the ``bm25`` sparse vector if it has one. Dense with sever
 
 from __future__ import annotations
 
+import os
 import re
 import uuid
 import zlib
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
@@ -36,6 +38,7 @@ from vx_eval.core.engine import (
     PASSAGES,
     RERANKER_PREFIX,
     SPARSE_PREFIX,
+    Discovered,
     Document,
     Engine,
     EngineOptions,
@@ -53,9 +56,11 @@ from vx_eval.plugins.engines.remote import (
     fingerprint,
     is_first_chunk,
     need,
+    options_for,
     payload_hit,
     prepare,
     stored_documents,
+    target_parts,
     words_path,
 )
 from vx_eval.plugins.engines.text import STOPWORDS
@@ -63,6 +68,7 @@ from vx_eval.plugins.engines.words import WordsIndex, build_words, read_fingerpr
 
 FORMAT = 1
 SPARSE = "bm25"
+API_KEY_ENV = "QDRANT_API_KEY"
 WORD = re.compile(r"\w+", re.UNICODE)
 K1, B = 1.2, 0.75
 UPSERT_BATCH = 128
@@ -193,7 +199,9 @@ class QdrantEngine(Engine):
     name: ClassVar[str] = "qdrant"
     Options: ClassVar[type[EngineOptions]] = QdrantOptions
 
-    def open(self, options: QdrantOptions, context: OpenContext) -> QdrantHandle:
+    @staticmethod
+    def _client(options: QdrantOptions) -> tuple[Any, str]:
+        """A client for where the options point, and that place as people read it."""
         client_module = need("qdrant_client", "qdrant")
         where = options.url or (str(options.path) if options.path else ":memory:")
         if options.url:
@@ -210,6 +218,10 @@ class QdrantEngine(Engine):
             client = client_module.QdrantClient(path=str(options.path))
         else:
             client = client_module.QdrantClient(location=":memory:")
+        return client, where
+
+    def open(self, options: QdrantOptions, context: OpenContext) -> QdrantHandle:
+        client, where = self._client(options)
         name = collection_name(options, context)
         call = _Caller(client, policy(options, context.target_name, where))
         exists = call("collection_exists", name)
@@ -217,7 +229,7 @@ class QdrantEngine(Engine):
         corpus = context.corpus
         if corpus is not None and options.build != "never":
             wanted = fingerprint(corpus, options.indexing(), FORMAT)
-            stored = (call("get_collection", name).config.metadata or {}).get("fingerprint") if exists else None
+            stored = _fingerprint_of(call, name) if exists else None
             stale = stored != wanted or read_fingerprint(words) != wanted
             if options.build == "always" or stale:
                 if stored is not None and stored != wanted:
@@ -228,8 +240,55 @@ class QdrantEngine(Engine):
                 f"target {context.target_name}: Qdrant at {where} has no collection '{name}' and the config declares "
                 "no corpus; add `corpus:` to the config to build it, or name an existing collection"
             )
-        held = words if read_fingerprint(words) is not None else None
+        # the words index answers keyword searches only for the build it was written with
+        kept = read_fingerprint(words)
+        held = words if kept is not None and kept == _fingerprint_of(call, name) else None
         return QdrantHandle(call, name, options, context.models, held, where)
+
+    def discover(self, where: str) -> Discovered:
+        """``URL/COLLECTION`` (a Qdrant server; its API key from ``QDRANT_API_KEY`` when that is set) or
+        ``FOLDER/COLLECTION`` (Qdrant's engine in process, the folder a ``path:`` target keeps): searched as it
+        is, with a dense setup per named vector (named after its model, as vx-eval names them), Qdrant's BM25
+        over the ``bm25`` sparse vector, and ColBERT-style reranking where a multivector is held."""
+        base, collection = target_parts(where, self.name, "http://localhost:6333/docs or .vx/qdrant/docs")
+        place: dict[str, Any] = {"path": Path(base).expanduser().resolve()}
+        if base.startswith(("http://", "https://")):
+            place = {"url": base} | ({"api_key": {"env": API_KEY_ENV}} if os.environ.get(API_KEY_ENV) else {})
+        elif not place["path"].is_dir():
+            raise EngineError(f"--target qdrant:{where}: no folder {base} (a path: target's folder, or a server URL)")
+        spec = f"qdrant:{where}"
+        options = options_for(QdrantOptions, {**place, "collection": collection, "build": "never"}, spec)
+        client, said = self._client(options)
+        call = _Caller(client, policy(options, f"--target qdrant:{where}", said))
+        try:
+            if not call("collection_exists", collection):
+                raise EngineError(f"--target qdrant:{where}: {said} has no collection '{collection}'")
+            info = call("get_collection", collection)
+        finally:
+            client.close()
+        params = info.config.params
+        named: dict[str, Any] = params.vectors if isinstance(params.vectors, dict) else {}
+        late = sorted(n for n, p in named.items() if p.multivector_config is not None)
+        dense = sorted(n for n in named if n not in late)
+        sparse = SPARSE in (params.sparse_vectors or {})
+        options = options_for(
+            QdrantOptions,
+            {**place, "collection": collection, "build": "never", "dense_models": dense, "sparse": sparse}
+            | ({"mode": "ultimate", "late_model": late[0]} if late else {}),
+            spec,
+        )
+        unnamed = "" if named or params.vectors is None else f"; one unnamed vector ({params.vectors.size} dims)"
+        found = (
+            f"{info.points_count or 0} points in collection {collection}"
+            + (" (built by vx-eval)" if (info.config.metadata or {}).get("fingerprint") else ""),
+            "dense vectors: " + (", ".join(f"{n} ({named[n].size} dims)" for n in dense) or "none") + unnamed,
+            f"BM25 sparse vector: {'yes' if sparse else 'no'}; multivectors: {', '.join(late) or 'none'}",
+        )
+        return Discovered(options, collection, found)
+
+
+def _fingerprint_of(call: _Caller, name: str) -> str | None:
+    return (call("get_collection", name).config.metadata or {}).get("fingerprint")
 
 
 DOING = {
@@ -404,7 +463,10 @@ class QdrantHandle:
         response = self.call(
             "query_points", self.name, with_payload=HIT_FIELDS, search_params=self.search_params, **kwargs
         )
-        return [payload_hit(p.payload or {}, p.score) for p in response.points]
+        hits = [payload_hit(p.payload or {}, p.score) for p in response.points]
+        # equal scores (common under RRF) come back from Qdrant in no fixed order; chunk-id order makes a
+        # ranking repeat run after run, as a tie-break in scoring would not for the caller's own order
+        return sorted(hits, key=lambda h: (-h.score, h.chunk_id or ""))
 
     def search(self, query: Query) -> list[Hit]:
         from qdrant_client import models as qm

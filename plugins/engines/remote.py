@@ -13,12 +13,13 @@ import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal, TypeVar
+from urllib.parse import urlsplit
 
 from pydantic import Field
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential
 
 from vx_eval.core.engine import Corpus, Document, Hit, OpenContext, slug
-from vx_eval.core.errors import EngineError
+from vx_eval.core.errors import ConfigError, EngineError, remember_secret
 from vx_eval.core.models import RerankerModel
 from vx_eval.plugins.engines.prepare import Built, Chunk, IndexOptions, prepare
 
@@ -121,6 +122,39 @@ def need(module: str, extra: str) -> Any:
         raise EngineError(
             f"this engine needs the Python package behind '{module}'; install it with: pip install 'vx-eval[{extra}]'"
         ) from None
+
+
+def target_parts(where: str, engine: str, example: str) -> tuple[str, str]:
+    """``ADDRESS/NAME`` as ``--target ENGINE:`` takes it for a remote engine: where the service or folder is,
+    and the collection, index or table. A password in the address is refused (it would be kept in the
+    config the run writes) and masked in anything printed after."""
+    password = urlsplit(where).password if "://" in where else None
+    if password:
+        remember_secret(password)
+        raise ConfigError(
+            f"--target {engine}:{where.replace(password, '***')}: the address carries a password, which the "
+            "config this run writes would keep; write it without one and export the password (PGPASSWORD, "
+            "QDRANT_API_KEY, OPENSEARCH_PASSWORD)"
+        )
+    base, _, name = where.rstrip("/").rpartition("/")
+    if not base or not name or base.endswith(":/"):
+        raise ConfigError(f"--target {engine}:{where}: write {engine}:ADDRESS/NAME, e.g. {engine}:{example}")
+    return base, name
+
+
+Opts = TypeVar("Opts", bound=RemoteOptions)
+
+
+def options_for(cls: type[Opts], fields: dict[str, Any], spec: str) -> Opts:
+    """The options a ``--target`` names, validated; what is wrong with them one line naming the target."""
+    from pydantic import ValidationError
+
+    try:
+        return cls.model_validate(fields)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        field = ".".join(str(part) for part in error["loc"]) or "the address"
+        raise ConfigError(f"--target {spec}: {field}: {error['msg']}") from None
 
 
 def words_path(options_path: Path | None, context: OpenContext) -> Path:

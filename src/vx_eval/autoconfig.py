@@ -20,7 +20,7 @@ import hashlib
 import json
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +29,7 @@ import yaml
 from vx_eval.core.engine import Discovered, slug
 from vx_eval.core.errors import ConfigError, GoldenError
 from vx_eval.core.golden import GoldenRow
+from vx_eval.core.models import DENSE, LATE, unknown_model
 
 METRICS = ("dcg@10", "ndcg@10", "found@10", "mrr", "recall@10")
 MIX = {"fact": 0.35, "why": 0.15, "keyword": 0.5}
@@ -92,10 +93,33 @@ def from_target(spec: str, plugins: Any) -> Source:
         raise ConfigError(
             f"--target {spec}: the {engine} engine cannot read what its index holds; write a config for it"
         )
+    discovered = known_models(discovered, plugins.models)
     said = json.dumps([engine, discovered.options.model_dump(mode="json"), list(discovered.found)], sort_keys=True)
     return Source(
         slug(discovered.name), hashlib.sha256(said.encode()).hexdigest(), engine=engine, discovered=discovered
     )
+
+
+def known_models(discovered: Discovered, models: Any) -> Discovered:
+    """What an engine found, searched with the models this installation has: a vector named after no model
+    vx-eval can load cannot embed a question, so it is left out and said so."""
+    options, notes = discovered.options, []
+    update: dict[str, Any] = {}
+    dense = list(getattr(options, "dense_models", None) or [])
+    kept = [m for m in dense if unknown_model(models, m, DENSE) is None]
+    if kept != dense:
+        update["dense_models"] = kept
+        notes.append(
+            f"not searched: {', '.join(m for m in dense if m not in kept)} (no model of that name is installed; "
+            "write a config naming the model that made those vectors)"
+        )
+    late = getattr(options, "late_model", None)
+    if late and unknown_model(models, late, LATE) is not None:
+        update |= {"late_model": None, "mode": "hybrid"}
+        notes.append(f"not searched: the multivector {late} (no late-interaction model of that name is installed)")
+    if not update:
+        return discovered
+    return replace(discovered, options=options.model_copy(update=update), found=(*discovered.found, *notes))
 
 
 def workspace(source: Source, root: Path) -> Path:

@@ -319,3 +319,38 @@ def test_a_question_that_fails_is_recorded_for_that_setup_and_the_run_goes_on_wi
     assert "500" in keyword["per_question"]["errors"][failed] and "***" in keyword["per_question"]["errors"][failed]
     saved = Path(result.location).read_text()
     assert "hunter2" not in saved and "***" in saved  # the echoed password is masked in the saved report
+
+
+def test_discover_reads_an_index_mapping_and_its_options_search_it_as_it_is(models, tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENSEARCH_USER", "reader")
+    monkeypatch.setenv("OPENSEARCH_PASSWORD", "os-password-not-shown")
+    with Replay() as server:
+        existing_index(server)
+        found = OpenSearchEngine().discover(f"{server.url}/{INDEX}")
+        options = found.options
+        assert isinstance(options, OpenSearchOptions) and found.name == INDEX
+        assert (options.url, options.collection, options.build, options.dense_models) == (
+            server.url, INDEX, "never", ["minilm"]
+        )  # fmt: skip
+        assert (
+            options.user == "reader" and options.password is not None and options.password.env == "OPENSEARCH_PASSWORD"
+        )
+        assert found.found == ("2 chunks in index docs (built by vx-eval)", "k-NN fields: vector_minilm (384 dims)")
+        handle = OpenSearchEngine().open(options, OpenContext("docs", tmp_path, None, models=models))
+        assert {KEYWORD, DENSE_PREFIX + "minilm", FUSION} <= handle.capabilities()
+        assert [h.doc_id for h in handle.search(Query("loan", 2, KEYWORD))] == ["a", "b"]
+        assert all(r.headers.get("authorization", "").startswith("Basic ") for r in server.requests)
+
+
+def test_discover_over_osmem_and_what_is_wrong_in_one_line(osmem, models, tmp_path):
+    corpus = FileCorpus("".join(json.dumps(d) + "\n" for d in DOCS).encode(), "docs.jsonl")
+    options = OpenSearchOptions(url=osmem, collection="discovered", dense_models=["minilm"], retries=0)
+    OpenSearchEngine().open(options, OpenContext("OS", tmp_path, corpus, models=models)).close()
+    found = OpenSearchEngine().discover(f"{osmem}/discovered")
+    assert (
+        found.options.dense_models == ["minilm"] and found.found[0] == "2 chunks in index discovered (built by vx-eval)"
+    )
+    with pytest.raises(EngineError, match=r"--target opensearch:.* has no index 'nosuch'"):
+        OpenSearchEngine().discover(f"{osmem}/nosuch")
+    with pytest.raises(EngineError, match=r"cannot reach"):
+        OpenSearchEngine().discover("http://127.0.0.1:9/docs")

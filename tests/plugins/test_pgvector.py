@@ -152,3 +152,43 @@ def test_a_wrong_password_is_one_clear_error_naming_the_target(tmp_path, postgre
     message = str(caught.value)
     assert message.startswith("PG: postgresql://127.0.0.1:") and "refused the user and password" in message
     assert "wrong-one" not in message
+
+
+def test_discover_reads_a_table_and_its_options_search_it_as_it_is(opened, postgres, tmp_path, plugins):
+    from vx_eval.core.engine import OpenContext
+    from vx_eval.core.models import Models
+    from vx_eval.plugins.engines.pgvector import PgvectorEngine, PgvectorOptions
+
+    found = PgvectorEngine().discover(f"{postgres.dsn}/faults")
+    options = found.options
+    assert isinstance(options, PgvectorOptions) and found.name == "faults"
+    assert (options.host, options.user, options.collection, options.build) == ("127.0.0.1", "vx", "faults", "never")
+    assert options.dense_models == ["minilm"] and options.dsn is None and options.password is None
+    assert found.found[0] == "95 documents in 95 chunks in table faults (built by vx-eval)"
+    assert found.found[1] == "vector columns: emb_minilm (vector(384))"
+    assert found.found[2].startswith("full text (tsv): yes; PostgreSQL 18")
+    handle = PgvectorEngine().open(options, OpenContext("faults", tmp_path, None, models=Models(plugins.models)))
+    try:
+        assert {KEYWORD, DENSE_PREFIX + "minilm", FUSION} <= handle.capabilities()
+        assert len(handle.search(Query("loan payment after a wildfire", 5, DENSE_PREFIX + "minilm"))) == 5
+    finally:
+        handle.close()
+
+
+def test_discover_says_what_is_wrong_with_a_table_in_one_line(postgres, monkeypatch):
+    from vx_eval.core.errors import ConfigError
+    from vx_eval.plugins.engines.pgvector import PgvectorEngine
+
+    with pytest.raises(EngineError, match=r"has no table 'nosuch'"):
+        PgvectorEngine().discover(f"{postgres.dsn}/nosuch")
+    with psycopg.connect(postgres.dsn, autocommit=True) as conn:
+        conn.execute("CREATE TABLE IF NOT EXISTS notes (id int, note text)")
+    with pytest.raises(EngineError, match=r"table 'notes' has no body, chunk_id, doc_id column"):
+        PgvectorEngine().discover(f"{postgres.dsn}/notes")
+    with pytest.raises(ConfigError, match=r"cannot name a table"):
+        PgvectorEngine().discover(f"{postgres.dsn}/Bad-Name")
+    with pytest.raises(ConfigError, match=r"carries a password") as caught:
+        PgvectorEngine().discover(postgres.dsn.replace("vx@", "vx:Sekr3t-pw@") + "/faults")
+    assert "Sekr3t-pw" not in str(caught.value)
+    monkeypatch.setenv("PGPASSWORD", "not-needed-here")
+    assert PgvectorEngine().discover(f"{postgres.dsn}/faults").options.password.env == "PGPASSWORD"

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from vx_eval.core.engine import LATE_PREFIX, OpenContext, Query
-from vx_eval.core.errors import EngineError
+from vx_eval.core.errors import ConfigError, EngineError
 from vx_eval.core.models import Models
 from vx_eval.core.sources import FileCorpus
 from vx_eval.plugins.engines import qdrant
@@ -135,3 +135,45 @@ def test_exactly_one_place_is_named():
         QdrantOptions.model_validate({})
     with pytest.raises(ValueError, match="location must be ':memory:'"):
         QdrantOptions.model_validate({"location": "somewhere"})
+
+
+def test_discover_reads_a_folders_collection_and_its_options_search_it_as_it_is(tmp_path, corpus, models):
+    open_qdrant(tmp_path, corpus, models, collection="docs", mode="ultimate", late_model="colbert-small").close()
+    found = QdrantEngine().discover(f"{tmp_path / 'q'}/docs")
+    options = found.options
+    assert isinstance(options, QdrantOptions) and found.name == "docs"
+    assert (options.path, options.collection, options.build) == ((tmp_path / "q").resolve(), "docs", "never")
+    assert (options.dense_models, options.late_model, options.mode, options.sparse) == (
+        ["minilm"], "colbert-small", "ultimate", True
+    )  # fmt: skip
+    assert found.found[0].endswith("points in collection docs (built by vx-eval)")
+    assert found.found[1] == "dense vectors: minilm (384 dims)"
+    assert found.found[2] == "BM25 sparse vector: yes; multivectors: colbert-small"
+    # no corpus and no words index: Qdrant's own BM25, dense and ColBERT-style, from what the collection holds
+    handle = QdrantEngine().open(options, OpenContext("docs", tmp_path / "elsewhere", None, Recording(), models))
+    assert {"dense:minilm", "sparse:bm25", LATE_PREFIX + "colbert-small"} <= handle.capabilities()
+    assert "keyword" not in handle.capabilities()
+    hits = handle.search(Query("Can a customer postpone a loan payment after a wildfire?", 5, "sparse:bm25"))
+    assert len(hits) == 5 and all(h.doc_id for h in hits)
+    handle.close()
+
+
+def test_discover_says_what_is_wrong_with_a_target_in_one_line(tmp_path, corpus, models, monkeypatch):
+    open_qdrant(tmp_path, corpus, models, collection="docs").close()
+    with pytest.raises(EngineError, match=r"has no collection 'nosuch'"):
+        QdrantEngine().discover(f"{tmp_path / 'q'}/nosuch")
+    with pytest.raises(EngineError, match=r"no folder .*missing"):
+        QdrantEngine().discover(f"{tmp_path / 'missing'}/docs")
+    with pytest.raises(ConfigError, match=r"write qdrant:ADDRESS/NAME"):
+        QdrantEngine().discover("docs")
+    with pytest.raises(ConfigError, match=r"carries a password") as caught:
+        QdrantEngine().discover("http://admin:Pa55-word-x@127.0.0.1:6333/docs")
+    assert "Pa55-word-x" not in str(caught.value)
+    monkeypatch.setenv("QDRANT_API_KEY", "discovery-key-not-shown")
+    exists = {"result": {"exists": False}, "status": "ok", "time": 0.0001}
+    with Replay() as server:
+        server.route("GET", r"/collections/docs/exists", (503, {"status": {"error": "busy"}}), (200, exists))
+        with pytest.raises(EngineError, match=r"--target qdrant:.*has no collection 'docs'"):
+            QdrantEngine().discover(f"{server.url}/docs")
+        asked = [r.headers["api-key"] for r in server.requests if r.path.endswith("/exists")]
+        assert asked == ["discovery-key-not-shown"] * 2  # the busy answer tried again, the key by the environment

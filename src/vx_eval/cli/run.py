@@ -25,7 +25,8 @@ if TYPE_CHECKING:
     "--target",
     "target_spec",
     metavar="ENGINE:WHERE",
-    help="No config: an index that exists (sqlite:PATH), searched as it is; otherwise as --docs.",
+    help="No config: an index that exists (sqlite:PATH, qdrant:URL/COLLECTION, pgvector:postgresql://USER@HOST/DB/"
+    "TABLE, opensearch:URL/INDEX), searched as it is; otherwise as --docs.",
 )
 @click.option(
     "--save-config", type=click.Path(dir_okay=False, path_type=Path), help="With --docs or --target: keep the config."
@@ -88,8 +89,10 @@ def run(
     embedded engine has, with and without the reranker; a model drafts questions from them (half natural
     language, half keywords; marked drafts); the cross-encoder judge grades every setup's top 10; DCG@10 ranks
     the setups, grade 2 and up counting as relevant. --target ENGINE:WHERE does the same on an index that
-    exists (sqlite:PATH), with every method what it holds allows. The config it used is printed and kept
-    (--save-config writes it where you say): run it again for the same numbers."""
+    exists (sqlite:PATH, qdrant:URL/COLLECTION, pgvector:postgresql://USER@HOST:PORT/DBNAME/TABLE,
+    opensearch:URL/INDEX; credentials from the environment), with every method what it holds allows. The
+    config it used is printed and kept (--save-config writes it where you say): run it again for the same
+    numbers."""
     from vx_eval.cli.progress import FileProgress
     from vx_eval.core.config import load_config, with_overrides
     from vx_eval.core.plugins import load_plugins
