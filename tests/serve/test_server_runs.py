@@ -60,9 +60,9 @@ class Served:
         self.port = free_port()
         self.server = None
 
-    def start(self) -> None:
+    def start(self, *more: str) -> None:
         argv = [sys.executable, "-m", "vx_eval", "serve", "--config", str(self.config), "--users", str(self.users),
-                "--port", str(self.port), "--workers", "1"]  # fmt: skip
+                "--port", str(self.port), "--workers", "1", *more]  # fmt: skip
         log = (self.folder / "server.log").open("ab")
         self.server = start_server(argv, port=self.port, what="vx-eval serve", cwd=self.folder, stderr=log)
 
@@ -202,3 +202,58 @@ def test_a_runner_starts_a_run_from_the_page_and_sees_it_progress_to_the_report(
     log = [json.loads(line) for line in (served.folder / "access.log").read_text().splitlines()]
     started = [e for e in log if e.get("event") == "run started"]
     assert [(e["run"], e["caller"], e["name"]) for e in started] == [(run_id, "person", "rui")]
+
+
+@pytest.mark.slow
+def test_a_runner_starts_a_run_on_a_target_with_no_configuration_and_it_ends_as_the_cli_run_does(
+    tmp_path, shared_cache
+):
+    """`serve --target help=sqlite:INDEX`: a runner names the target and nothing else; the run reads what the
+    index holds, takes the questions drafted for it (kept beside its config in the server's folder), grades
+    every top 10 with the judge, and gives what `vx-eval run --target` gives in the same folder."""
+    from vx_eval.autoconfig import from_target, workspace
+    from vx_eval.core.plugins import load_plugins
+
+    config = quickstart_copy(tmp_path, shared_cache, keyword_only=True)
+    subprocess.run(
+        [sys.executable, "-m", "vx_eval", "run", str(config), "--no-save", "--json"],
+        check=True,
+        capture_output=True,
+        cwd=tmp_path,
+    )  # fmt: skip  (builds the index the target names)
+    spec = f"sqlite:{tmp_path / '.vx' / 'quickstart.db'}"
+    work = workspace(from_target(spec, load_plugins()), tmp_path)
+    work.mkdir(parents=True)  # questions a writer drafted earlier for this index (drafting is tested elsewhere)
+    questions = ["Can a customer postpone a loan payment after a wildfire?", "wire fee abroad", "freeze lost card"]
+    (work / "golden.jsonl").write_text(
+        "".join(json.dumps({"id": f"d{i}", "question": q, "reference": "-", "draft": True}) + "\n"
+                for i, q in enumerate(questions))
+    )  # fmt: skip
+    served = Served(tmp_path, config)
+    served.start("--target", f"help={spec}")
+    try:
+        listed = served.call("GET", "/api/v1/experiments", who="rita").json()
+        assert listed == {"experiments": ["quickstart"], "targets": ["help"]}
+        for body, field in (({"target": "nope"}, "target"), ({"target": "help", "dataset": "x"}, None), ({}, None)):
+            refused = served.call("POST", "/api/v1/evaluations", json=body)
+            assert refused.status_code == 422, body
+            assert field is None or refused.json()["detail"][0]["loc"] == ["body", field]
+        assert served.call("POST", "/api/v1/evaluations", who="rita", json={"target": "help"}).status_code == 403
+        started = served.call("POST", "/api/v1/evaluations", json={"target": "help"})
+        assert started.status_code == 202 and started.json()["target"] == "help", started.text
+        assert served.call("POST", "/api/v1/evaluations", json={"target": "help"}).json()["id"] == started.json()["id"]
+        report = served.wait(started.json()["id"])
+        assert report["status"] == "completed", report
+        assert report["golden"]["drafts"] == 3 and report["judge"]["grades_from"]["judge"] > 0
+        assert report["settings"]["primary"] == "dcg@10" and report["setups"]
+        assert [s["key"] for s in report["setups"]] == ["quickstart.keyword"]  # a keyword-only index: one setup
+    finally:
+        served.stop()
+    cli = subprocess.run([sys.executable, "-m", "vx_eval", "run", "--target", spec, "--no-save", "--json"],
+                         capture_output=True, text=True, check=True, cwd=tmp_path)  # fmt: skip
+    theirs = json.loads(cli.stdout)
+    assert [s["key"] for s in report["setups"]] == [s["key"] for s in theirs["setups"]]
+    for ours, cli_setup in zip(report["setups"], theirs["setups"], strict=True):
+        assert ours["per_question"]["metrics"] == cli_setup["per_question"]["metrics"]
+    log = (tmp_path / "access.log").read_text()
+    assert '"target": "help"' in log

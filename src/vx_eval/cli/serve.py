@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -42,6 +44,14 @@ users_option = click.option(
     type=click.Path(file_okay=False, exists=True, path_type=Path),
     help="A folder of configs the server may run (each by its name); --config's is one too.",
 )
+@click.option(
+    "--target",
+    "targets",
+    multiple=True,
+    metavar="NAME=ENGINE:WHERE",
+    help="An index runners may start a run on with no configuration (questions drafted, grades a judge's), "
+    "by NAME; repeat for more.",
+)
 @click.option("--workers", default=2, show_default=True, type=click.IntRange(1, 64), help="Runs at once.")
 @click.option(
     "--jobs", "jobs_path", type=click.Path(file_okay=False, path_type=Path), help="Where started runs are queued."
@@ -56,6 +66,7 @@ def serve(
     secure_cookies: bool,
     config: Path | None,
     experiments: Path | None,
+    targets: tuple[str, ...],
     workers: int,
     jobs_path: Path | None,
 ) -> None:
@@ -82,6 +93,7 @@ def serve(
         stores = Stores(plugins, options=experiment.stores)
         store = store or experiment.config.save_to
         known[experiment.config.name] = config.resolve()
+    named = _targets(targets, plugins)
     served = location(store or os.environ.get("VX_EVAL_EVALUATIONS"))
     if not served:
         raise VxEvalError("name the runs to serve: --store LOCATION, --config CONFIG, or set VX_EVAL_EVALUATIONS")
@@ -94,6 +106,7 @@ def serve(
         access_log=access_log or users.with_name("access.log"),
         secure_cookies=secure_cookies,
         experiments=known,
+        targets=named,
         jobs=jobs_path.resolve() if jobs_path else None,
         workers=workers,
     )
@@ -102,6 +115,24 @@ def serve(
         f"serving the runs at {served} on http://{host}:{port} (access log: {settings.access_log})", highlight=False
     )
     uvicorn.run(app, host=host, port=port, log_level="warning")
+
+
+def _targets(given: tuple[str, ...], plugins: Any) -> dict[str, str]:
+    """``NAME=ENGINE:WHERE`` each: the engine must be installed (what its index holds is read by the run)."""
+    named: dict[str, str] = {}
+    for item in given:
+        name, _, spec = item.partition("=")
+        engine, sep, where = spec.partition(":")
+        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}", name) or not sep or not where:
+            raise click.BadParameter(
+                "write NAME=ENGINE:WHERE, e.g. help=sqlite:.vx/help.db (NAME: letters, digits, - _ .)",
+                param_hint="--target",
+            )
+        plugins.engines.get(engine, where="--target")
+        if name in named:
+            raise click.BadParameter(f"the name {name!r} is given twice", param_hint="--target")
+        named[name] = spec
+    return named
 
 
 @click.group()

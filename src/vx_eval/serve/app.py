@@ -54,6 +54,9 @@ class ServeSettings:
     secure_cookies: bool = False
     experiments: dict[str, Path] = field(default_factory=dict)
     """Configs the server may run, by name (`vx-eval serve --experiments FOLDER`, `--config`)."""
+    targets: dict[str, str] = field(default_factory=dict)
+    """Indexes the server may run with no configuration, by name: ``ENGINE:WHERE`` as ``run --target``
+    takes it (`vx-eval serve --target NAME=ENGINE:WHERE`)."""
     jobs: Path | None = None
     """Where the runs it starts are queued (default: `default_jobs`)."""
     workers: int = 2
@@ -144,8 +147,14 @@ class Service:
         self.checks = anyio.CapacityLimiter(auth.CHECKS_AT_ONCE)
         self.experiments = dict(settings.experiments)
         self.datasets = Datasets(stores, settings.store)
+        self.targets = dict(settings.targets)
         self.jobs = Jobs(
-            settings.jobs or default_jobs(settings), self.experiments, settings.store, stores, settings.workers
+            settings.jobs or default_jobs(settings),
+            self.experiments,
+            settings.store,
+            stores,
+            settings.workers,
+            self.targets,
         )
 
     def config_golden_sha(self, experiment: str) -> str | None:

@@ -23,8 +23,9 @@ import threading
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from vx_eval.autoconfig import QUESTIONS
 from vx_eval.core.report import REPORT_NAME, new_run_id, runs_folder
 from vx_eval.core.stores import Stores, join
 from vx_eval.processes import child_setup
@@ -34,7 +35,9 @@ ACTIVE = ("pending", "in_progress")
 
 
 class RunRequest(BaseModel):
-    """What a caller asks: an experiment by name, and what to change for this run."""
+    """What a caller asks: an experiment by name, or a target by name (an index the server was told of,
+    ``vx-eval serve --target NAME=ENGINE:WHERE``, run with no configuration: questions drafted, grades a
+    judge's), and what to change for this run."""
 
     model_config = ConfigDict(
         extra="forbid",
@@ -47,10 +50,14 @@ class RunRequest(BaseModel):
                     "metrics": ["recall", "ndcg"],
                     "k_values": [5, 10],
                 },
+                {"target": "help-index", "questions": 24},
             ]
         },
     )
-    experiment: str = Field(min_length=1, max_length=100)
+    experiment: str | None = Field(None, min_length=1, max_length=100)
+    target: str | None = Field(None, min_length=1, max_length=100)
+    questions: int | None = Field(None, ge=1, le=1000)
+    """With a target: how many questions to draft (24 when not given; drafted once per index, then kept)."""
     dataset: str | None = Field(None, max_length=64)
     dataset_version: str | None = Field(None, pattern=r"^[0-9a-f]{64}$")
     metrics: list[str] = Field(default_factory=list, max_length=50)
@@ -58,6 +65,21 @@ class RunRequest(BaseModel):
     k_multiples_of_relevant: list[int] = Field(default_factory=list, max_length=10)
     only: list[str] = Field(default_factory=list, max_length=200)
     skip: list[str] = Field(default_factory=list, max_length=20)
+
+    @model_validator(mode="after")
+    def _one_thing_to_run(self) -> RunRequest:
+        if (self.experiment is None) == (self.target is None):
+            raise ValueError("name one experiment or one target to run")
+        if self.target is not None and (self.dataset or self.dataset_version):
+            raise ValueError("a target drafts its own questions; a dataset goes with an experiment")
+        if self.experiment is not None and self.questions is not None:
+            raise ValueError("questions goes with a target (an experiment's questions are its golden file)")
+        return self
+
+    @property
+    def what(self) -> str:
+        """What is run, as people read it: ``experiment quickstart`` or ``target help-index``."""
+        return f"experiment {self.experiment}" if self.experiment is not None else f"target {self.target}"
 
     def measure_names(self) -> list[str]:
         """The measures asked for, with Mixpeek's cut-offs spelled out (``recall`` x [1r, 2r] is recall@1r…)."""
@@ -81,7 +103,8 @@ class Job(BaseModel):
 
     model_config = ConfigDict(extra="ignore")
     id: str
-    experiment: str
+    experiment: str | None = None
+    target: str | None = None
     request: RunRequest
     golden: str | None = None
     """The golden location the run reads (a dataset's version), or None for the config's own."""
@@ -105,9 +128,16 @@ class Jobs:
     """The queue and its workers (see the module). `experiments` maps names to config files."""
 
     def __init__(
-        self, folder: Path, experiments: dict[str, Path], store: str, stores: Stores, workers: int = 2
+        self,
+        folder: Path,
+        experiments: dict[str, Path],
+        store: str,
+        stores: Stores,
+        workers: int = 2,
+        targets: dict[str, str] | None = None,
     ) -> None:
         self.folder, self.experiments, self.store, self.stores = folder, experiments, store, stores
+        self.targets = dict(targets or {})
         self.workers = workers
         self.folder.mkdir(parents=True, exist_ok=True)
         self.lock = threading.RLock()
@@ -153,7 +183,7 @@ class Jobs:
                 if job.key == key and job.status in ACTIVE:
                     return job, False
             job = Job(
-                id=new_run_id(), experiment=request.experiment, request=request, golden=golden,
+                id=new_run_id(), experiment=request.experiment, target=request.target, request=request, golden=golden,
                 golden_sha256=golden_sha, key=key, created_at=_now(),
             )  # fmt: skip
             return self._save(job), True
@@ -181,7 +211,11 @@ class Jobs:
 
     def _argv(self, job: Job) -> list[str]:
         request = job.request
-        argv = [sys.executable, "-m", "vx_eval", "run", str(self.experiments[job.experiment]), "--save-to", self.store]
+        argv = [sys.executable, "-m", "vx_eval", "run", "--save-to", self.store]
+        if job.target is not None:
+            argv += ["--target", self.targets[job.target], "--questions", str(request.questions or QUESTIONS)]
+        else:
+            argv += [str(self.experiments[str(job.experiment)])]
         argv += ["--resume", job.id] if job.resume and self._checkpointed(job) else ["--run-id", job.id]
         argv += ["--progress-file", str(self.folder / f"{job.id}.progress")]
         if job.golden:
@@ -206,8 +240,10 @@ class Jobs:
         for job in waiting[: max(0, self.workers - len(self.running))]:
             if not self._claim(job.id):
                 continue  # another server on this folder runs it
-            if job.experiment not in self.experiments:
-                self._save(job.model_copy(update={"status": "failed", "reason": "the experiment is no longer known"}))
+            gone = job.target not in self.targets if job.target is not None else job.experiment not in self.experiments
+            if gone:
+                reason = f"the {job.request.what.split()[0]} is no longer known to this server"
+                self._save(job.model_copy(update={"status": "failed", "reason": reason}))
                 continue
             log = (self.folder / f"{job.id}.log").open("ab")
             process = subprocess.Popen(

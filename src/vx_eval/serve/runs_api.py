@@ -45,6 +45,7 @@ def job_view(job: Job) -> dict[str, Any]:
     return {
         "id": job.id,
         "experiment": job.experiment,
+        "target": job.target,
         "status": job.status,
         "reason": public_text(job.reason) if job.reason else None,
         "created_at": job.created_at,
@@ -66,7 +67,10 @@ def add_run_routes(app: FastAPI, service: Any) -> None:
     """The run and dataset routes, over the app's `Service` (`service.jobs`, `service.datasets`)."""
 
     def golden_for(request: RunRequest) -> tuple[str | None, str | None] | Response:
-        if request.experiment not in service.experiments:
+        if request.target is not None and request.target not in service.targets:
+            known = ", ".join(sorted(service.targets)) or "none"
+            return _invalid("target", f"no target {request.target!r} (the server knows: {known})")
+        if request.experiment is not None and request.experiment not in service.experiments:
             known = ", ".join(sorted(service.experiments)) or "none"
             return _invalid("experiment", f"no experiment {request.experiment!r} (the server knows: {known})")
         try:
@@ -82,6 +86,8 @@ def add_run_routes(app: FastAPI, service: Any) -> None:
             except StoreNotFound as exc:
                 return _invalid("dataset", public_text(str(exc)))
             return where, sha
+        if request.experiment is None:
+            return None, None  # a target's questions are drafted by the run, and kept beside its config
         return None, service.config_golden_sha(request.experiment)
 
     def submit(who: Principal, run: RunRequest) -> tuple[Job, bool] | Response:
@@ -90,7 +96,7 @@ def add_run_routes(app: FastAPI, service: Any) -> None:
             return found
         job, new = service.jobs.submit(run, *found)
         service.log.write(event="run started" if new else "run asked again", run=job.id, experiment=job.experiment,
-                          caller=who.kind, name=who.name)  # fmt: skip
+                          target=job.target, caller=who.kind, name=who.name)  # fmt: skip
         return job, new
 
     def start(who: Principal, run: RunRequest) -> Response:
@@ -100,7 +106,11 @@ def add_run_routes(app: FastAPI, service: Any) -> None:
         job, new = submitted
         return JSONResponse({**job_view(job), "new": new}, status_code=202)
 
-    @app.post("/api/v1/evaluations", status_code=202, summary="Start a run of an experiment the server knows")
+    @app.post(
+        "/api/v1/evaluations",
+        status_code=202,
+        summary="Start a run of an experiment the server knows, or of a target with no configuration",
+    )
     def start_run(request: Request, run: RunRequest = Body(...)) -> Response:  # noqa: B008 - FastAPI's way
         who = service.caller(request, "evaluation.start")
         return who if not isinstance(who, Principal) else start(who, run)
@@ -126,7 +136,11 @@ def add_run_routes(app: FastAPI, service: Any) -> None:
     @app.get("/api/v1/experiments", summary="The experiments this server can run")
     def experiments(request: Request) -> Response:
         who = service.caller(request, "evaluation.read")
-        return who if not isinstance(who, Principal) else JSONResponse({"experiments": sorted(service.experiments)})
+        return (
+            who
+            if not isinstance(who, Principal)
+            else JSONResponse({"experiments": sorted(service.experiments), "targets": sorted(service.targets)})
+        )
 
     @app.post("/api/v1/datasets", status_code=201, summary="Keep a dataset's new version")
     def keep_dataset(request: Request, dataset: DatasetIn = Body(...)) -> Response:  # noqa: B008
@@ -203,12 +217,13 @@ def progress_page(job: Job) -> HTMLResponse:
     p = job.progress
     done = f"{p.searches_done} of {p.searches_total} searches" if p.searches_total else "starting"
     body = Markup(
-        '<header><h1>Run {id}</h1><p>Experiment <b>{experiment}</b>{dataset}.</p></header><main class="progress">'
+        '<header><h1>Run {id}</h1><p>{kind} <b>{experiment}</b>{dataset}.</p></header><main class="progress">'
         '<p>Status: <b id="run-status">{status}</b>{stage} · <span id="run-progress">{done}</span></p>{bar}{reason}'
         '<p><a href="/">All runs</a></p></main>'
     ).format(
         id=job.id,
-        experiment=job.experiment,
+        kind="Experiment" if job.target is None else "Target",
+        experiment=job.experiment if job.target is None else job.target,
         dataset=Markup(", dataset <b>{}</b>").format(job.request.dataset) if job.request.dataset else "",
         status=job.status,
         stage=f" · {p.stage}" if p.stage else "",
