@@ -296,3 +296,19 @@ def test_the_openapi_description_has_the_run_and_dataset_routes_with_examples(ev
     refused = c.post("/api/v1/evaluations", json={"experiment": "quickstart", "metrics": 5}, headers=admin)
     assert refused.status_code == 422 and ["body", "metrics"] in [e["loc"] for e in refused.json()["detail"]]
     assert c.post("/api/v1/evaluations", json={"experiment": "quickstart"}).status_code == 403  # a guest
+
+
+def test_the_start_form_offers_the_targets_and_starts_a_run_on_one(evaluations, people, tmp_path):
+    c = client(evaluations, people, tmp_path, targets={"help": "sqlite:/nonexistent/help.db"}, jobs=tmp_path / "jobs")
+    assert "target:help" not in c.get("/").text  # a guest may not start runs
+    sign_in(c, "ada", "ada-password")
+    page = c.get("/").text
+    assert '<option value="target:help">help</option>' in page and "Indexes, no configuration" in page
+    refused = c.post("/evaluations/start", data={"experiment": "target:help", "dataset": "x"}, follow_redirects=False)
+    assert refused.status_code == 422 and "a dataset goes with an experiment" in refused.text
+    started = c.post("/evaluations/start", data={"experiment": "target:help"}, follow_redirects=False)
+    assert started.status_code == 303 and started.headers["location"].startswith("/runs/")
+    run_id = started.headers["location"].removeprefix("/runs/")
+    job = c.get(f"/api/v1/evaluations/{run_id}", headers={"X-API-Key": ADMIN_KEY}).json()
+    assert job["target"] == "help" and job["experiment"] is None
+    assert "Target <b>help</b>" in c.get(f"/runs/{run_id}").text

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
@@ -59,10 +59,12 @@ class Menu:
 
 @dataclass(frozen=True)
 class StartForm:
-    """What the served page's "Start a new evaluation" form offers: the server's experiments and datasets."""
+    """What the served page's "Start a new evaluation" form offers: the server's experiments, the targets it
+    may run with no configuration, and its datasets."""
 
     experiments: list[str]
     datasets: list[str]
+    targets: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

@@ -173,9 +173,9 @@ class Service:
         """Who the page is for, and what its "Start a new evaluation" form offers them (nothing: they may
         not start runs, or the server knows no experiment)."""
         name = who.name if who.kind == "person" else None
-        if not who.may("evaluation.start") or not self.experiments:
+        if not who.may("evaluation.start") or not (self.experiments or self.targets):
             return Account(name)
-        return Account(name, StartForm(sorted(self.experiments), self.datasets.names()))
+        return Account(name, StartForm(sorted(self.experiments), self.datasets.names(), sorted(self.targets)))
 
     def principal(self, request: Request) -> Principal | None:
         """The caller, or None when the credentials given are wrong (never silently a guest)."""

@@ -202,8 +202,12 @@ def add_run_routes(app: FastAPI, service: Any) -> None:
         who = service.caller(request, "evaluation.start")
         if not isinstance(who, Principal):
             return who
+        target = experiment.removeprefix("target:") if experiment.startswith("target:") else None
         try:
-            run = RunRequest(experiment=experiment, dataset=dataset or None)
+            if target is not None:  # an index the server runs with no configuration (the menu's second group)
+                run = RunRequest(target=target, dataset=dataset or None)
+            else:
+                run = RunRequest(experiment=experiment, dataset=dataset or None)
         except ValidationError as exc:
             return _invalid("experiment", str(exc.errors()[0]["msg"]))
         submitted = submit(who, run)
