@@ -25,7 +25,7 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from vx_eval.core.errors import ConfigError, did_you_mean, quoted, remember_secret
-from vx_eval.core.metrics import check_metrics
+from vx_eval.core.metrics import check_metrics, expand_cutoffs
 from vx_eval.core.validation import SECRET_KEY, dotted, format_validation_error, yaml_line
 from vx_eval.core.yamlio import YamlInputError, parse_yaml
 
@@ -471,18 +471,6 @@ def parse_config(
         writers=blocks["writers"],
         stores=blocks["stores"],
     )
-
-
-def expand_cutoffs(names: Sequence[str], k_values: Sequence[int]) -> list[str]:
-    """Measures named without a cut-off taken at each of `k_values` (Mixpeek's ``k_values``): ``recall`` with
-    [5, 10] is recall@5 and recall@10; a name with its cut-off (or with no k_values) is kept as it is."""
-    out: list[str] = []
-    for name in names:
-        if k_values and "@" not in name and "_" not in name.strip("_"):
-            out += [f"{name}@{k}" for k in k_values]
-        else:
-            out.append(name)
-    return list(dict.fromkeys(out))
 
 
 def with_overrides(

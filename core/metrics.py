@@ -11,7 +11,7 @@ thousand questions costs what scoring one costs in Python, times a few array ope
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -448,3 +448,15 @@ def relevance_distribution(batch: Batch, k: int | None) -> dict[str, float]:
     shares = {str(g): int(c) / total for g, c in zip(grades, counts, strict=True)}
     shares["unjudged"] = int((mask & ~batch.judged).sum()) / total
     return shares
+
+
+def expand_cutoffs(names: Sequence[str], k_values: Sequence[int]) -> list[str]:
+    """Measures named without a cut-off taken at each of `k_values` (Mixpeek's ``k_values``): ``recall`` with
+    [5, 10] is recall@5 and recall@10; a name with its cut-off (or with no k_values) is kept as it is."""
+    out: list[str] = []
+    for name in names:
+        if k_values and "@" not in name and "_" not in name.strip("_"):
+            out += [f"{name}@{k}" for k in k_values]
+        else:
+            out.append(name)
+    return list(dict.fromkeys(out))

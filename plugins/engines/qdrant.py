@@ -17,10 +17,6 @@ its lexical search is the ``bm25`` sparse vector if it has one. Dense with sever
 from __future__ import annotations
 
 import os
-import re
-import uuid
-import zlib
-from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Literal
@@ -48,7 +44,14 @@ from vx_eval.core.engine import (
 )
 from vx_eval.core.errors import EngineError
 from vx_eval.core.models import DENSE, LATE, LateModel
-from vx_eval.core.remote import RemotePolicy
+from vx_eval.plugins.engines.qdrant_calls import (
+    Caller,
+    bm25_documents,
+    bm25_query,
+    fingerprint_of,
+    point_id,
+    policy,
+)
 from vx_eval.plugins.engines.remote import (
     Built,
     RemoteOptions,
@@ -63,14 +66,11 @@ from vx_eval.plugins.engines.remote import (
     target_parts,
     words_path,
 )
-from vx_eval.plugins.engines.text import STOPWORDS
 from vx_eval.plugins.engines.words import WordsIndex, build_words, read_fingerprint
 
 FORMAT = 1
 SPARSE = "bm25"
 API_KEY_ENV = "QDRANT_API_KEY"
-WORD = re.compile(r"\w+", re.UNICODE)
-K1, B = 1.2, 0.75
 UPSERT_BATCH = 128
 HIT_FIELDS = ["doc_id", "chunk_id", "page"]
 
@@ -120,77 +120,7 @@ class QdrantOptions(RemoteOptions):
         }  # fmt: skip
 
 
-# ---------------------------------------------------------------------------------------------- BM25 terms
-
-
-_STEMMER: Any = None
-
-
-def terms(text: str) -> list[str]:
-    """Lower-cased, Snowball-stemmed words, stop words dropped."""
-    global _STEMMER
-    if _STEMMER is None:
-        _STEMMER = need("Stemmer", "qdrant").Stemmer("english")
-    words = [w.lower() for w in WORD.findall(text)]
-    return _STEMMER.stemWords([w for w in words if w not in STOPWORDS])
-
-
-def term_id(term: str) -> int:
-    return zlib.crc32(term.encode("utf-8")) & 0x7FFFFFFF
-
-
-def bm25_documents(bodies: Sequence[str]) -> list[tuple[list[int], list[float]]]:
-    """Each body's BM25 term weights without IDF (Qdrant's IDF modifier supplies it): tf saturated by k1, b."""
-    counted = [Counter(terms(b)) for b in bodies]
-    lengths = [sum(c.values()) for c in counted]
-    average = (sum(lengths) / len(lengths)) if lengths else 1.0
-    out = []
-    for counts, length in zip(counted, lengths, strict=True):
-        norm = K1 * (1 - B + B * length / (average or 1.0))
-        merged: dict[int, float] = {}
-        for term, tf in counts.items():
-            merged[term_id(term)] = merged.get(term_id(term), 0.0) + tf * (K1 + 1) / (tf + norm)
-        out.append((list(merged), list(merged.values())))
-    return out
-
-
-def bm25_query(text: str) -> tuple[list[int], list[float]]:
-    ids = sorted({term_id(t) for t in terms(text)})
-    return ids, [1.0] * len(ids)
-
-
-def point_id(chunk_id: str) -> str:
-    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"vx-eval:{chunk_id}"))
-
-
 # ---------------------------------------------------------------------------------------------- engine
-
-
-_TIMEOUTS = {"ReadTimeout", "ConnectTimeout", "WriteTimeout", "PoolTimeout", "RemoteProtocolError", "ReadError"}
-
-
-def _cause(exc: BaseException) -> str:
-    """The transport's own error under qdrant-client's (it wraps httpx's in `.source`)."""
-    return type(getattr(exc, "source", None) or exc.__cause__ or exc).__name__
-
-
-def policy(options: QdrantOptions, target: str, where: str) -> RemotePolicy:
-    """qdrant-client's errors (a server's; local mode raises none of them): 429 and 502-504, timeouts and
-    dropped connections tried again, 401/403 refused at once, a server that cannot be reached said once."""
-    from qdrant_client.http.exceptions import ApiException, ResponseHandlingException
-
-    return RemotePolicy(
-        target=target,
-        where=where,
-        retries=options.retries,
-        errors=(ApiException, ResponseHandlingException),
-        transient=lambda exc: getattr(exc, "status_code", None) in (429, 502, 503, 504) or _cause(exc) in _TIMEOUTS,
-        refused=lambda exc: getattr(exc, "status_code", None) in (401, 403),
-        unreachable=lambda exc: _cause(exc) == "ConnectError",
-        already_exists=lambda exc: getattr(exc, "status_code", None) == 409,
-        credentials="the request",
-        check="check the api_key the target names",
-    )
 
 
 class QdrantEngine(Engine):
@@ -223,13 +153,13 @@ class QdrantEngine(Engine):
     def open(self, options: QdrantOptions, context: OpenContext) -> QdrantHandle:
         client, where = self._client(options)
         name = collection_name(options, context)
-        call = _Caller(client, policy(options, context.target_name, where))
+        call = Caller(client, policy(options, context.target_name, where))
         exists = call("collection_exists", name)
         words = words_path(options.words, context)
         corpus = context.corpus
         if corpus is not None and options.build != "never":
             wanted = fingerprint(corpus, options.indexing(), FORMAT)
-            stored = _fingerprint_of(call, name) if exists else None
+            stored = fingerprint_of(call, name) if exists else None
             stale = stored != wanted or read_fingerprint(words) != wanted
             if options.build == "always" or stale:
                 if stored is not None and stored != wanted:
@@ -242,7 +172,7 @@ class QdrantEngine(Engine):
             )
         # the words index answers keyword searches only for the build it was written with
         kept = read_fingerprint(words)
-        held = words if kept is not None and kept == _fingerprint_of(call, name) else None
+        held = words if kept is not None and kept == fingerprint_of(call, name) else None
         return QdrantHandle(call, name, options, context.models, held, where)
 
     def discover(self, where: str) -> Discovered:
@@ -259,7 +189,7 @@ class QdrantEngine(Engine):
         spec = f"qdrant:{where}"
         options = options_for(QdrantOptions, {**place, "collection": collection, "build": "never"}, spec)
         client, said = self._client(options)
-        call = _Caller(client, policy(options, f"--target qdrant:{where}", said))
+        call = Caller(client, policy(options, f"--target qdrant:{where}", said))
         try:
             if not call("collection_exists", collection):
                 raise EngineError(f"--target qdrant:{where}: {said} has no collection '{collection}'")
@@ -287,43 +217,7 @@ class QdrantEngine(Engine):
         return Discovered(options, collection, found)
 
 
-def _fingerprint_of(call: _Caller, name: str) -> str | None:
-    return (call("get_collection", name).config.metadata or {}).get("fingerprint")
-
-
-DOING = {
-    "collection_exists": "looking up collection {}",
-    "get_collection": "reading collection {}",
-    "delete_collection": "deleting collection {}",
-    "create_collection": "creating collection {}",
-    "create_payload_index": "indexing the doc_id field of {}",
-    "upsert": "writing chunks to {}",
-    "update_collection": "writing the fingerprint of {}",
-    "query_points": "searching",
-    "retrieve": "reading passages from {}",
-    "scroll": "listing documents of {}",
-}
-"""What each client call is doing, for the error when it fails; the collection name fills the braces."""
-
-
-class _Caller:
-    """Client calls by name, every one under the remote policy."""
-
-    def __init__(self, client: Any, policy: RemotePolicy) -> None:
-        self.client = client
-        self.policy = policy
-
-    def _what(self, method: str, args: tuple[Any, ...]) -> str:
-        return DOING.get(method, method.replace("_", " ")).format(args[0] if args else "")
-
-    def __call__(self, method: str, *args: Any, **kwargs: Any) -> Any:
-        return self.policy(self._what(method, args), lambda: getattr(self.client, method)(*args, **kwargs))
-
-    def create(self, method: str, *args: Any, **kwargs: Any) -> Any:
-        return self.policy.create(self._what(method, args), lambda: getattr(self.client, method)(*args, **kwargs))
-
-
-def _build(call: _Caller, name: str, options: QdrantOptions, built: Built, wanted: str, words) -> None:
+def _build(call: Caller, name: str, options: QdrantOptions, built: Built, wanted: str, words) -> None:
     """(Re)create the collection, upsert every chunk, write the words index, then the fingerprint last."""
     from qdrant_client import models
 
@@ -378,7 +272,7 @@ def _build(call: _Caller, name: str, options: QdrantOptions, built: Built, wante
 class QdrantHandle:
     """An opened Qdrant collection."""
 
-    def __init__(self, call: _Caller, name: str, options: QdrantOptions, models: Any, words, where: str) -> None:
+    def __init__(self, call: Caller, name: str, options: QdrantOptions, models: Any, words, where: str) -> None:
         self.call = call
         self.name = name
         self.options = options

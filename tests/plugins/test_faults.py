@@ -14,7 +14,7 @@ import pytest
 
 from vx_eval.core.config import load_config
 from vx_eval.core.run import RunOptions, run_experiment
-from vx_eval.plugins.engines.qdrant import term_id, terms
+from vx_eval.plugins.engines.qdrant_calls import term_id, terms
 from vx_eval.testing.faults import FaultProxy
 from vx_eval.testing.qdrant_rest import QdrantRest
 from vx_eval.testing.replay import Replay

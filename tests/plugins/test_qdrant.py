@@ -13,7 +13,8 @@ from vx_eval.core.errors import ConfigError, EngineError
 from vx_eval.core.models import Models
 from vx_eval.core.sources import FileCorpus
 from vx_eval.plugins.engines import qdrant
-from vx_eval.plugins.engines.qdrant import QdrantEngine, QdrantOptions, bm25_documents, bm25_query, term_id
+from vx_eval.plugins.engines.qdrant import QdrantEngine, QdrantOptions
+from vx_eval.plugins.engines.qdrant_calls import bm25_documents, bm25_query, term_id
 from vx_eval.testing.conformance import collection
 from vx_eval.testing.replay import Replay
 
