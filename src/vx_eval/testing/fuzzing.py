@@ -354,20 +354,25 @@ def run_cli(invocation: Invocation) -> None:
             os.chdir(here)
 
 
+GOOD_CLI = Invocation(["golden", "check", "golden.jsonl"], {"golden.jsonl": GOOD_GOLDEN})
+
+
 @dataclass(frozen=True)
 class Reader:
     name: str
     inputs: st.SearchStrategy[Any]
     read: Callable[[Any], None]
+    good: Any
+    """A valid input of the kind, which the benchmark times beside the hostile ones."""
 
 
 READERS = [
-    Reader("golden", GOLDEN, read_golden_bytes),
-    Reader("corpus", CORPUS, read_corpus_bytes),
-    Reader("config", CONFIG, read_config_bytes),
-    Reader("qrels", QRELS, read_qrels_bytes),
-    Reader("run", RUN, read_run_bytes),
-    Reader("cli", CLI, run_cli),
+    Reader("golden", GOLDEN, read_golden_bytes, GOOD_GOLDEN),
+    Reader("corpus", CORPUS, read_corpus_bytes, GOOD_CORPUS),
+    Reader("config", CONFIG, read_config_bytes, GOOD_CONFIG),
+    Reader("qrels", QRELS, read_qrels_bytes, GOOD_QRELS),
+    Reader("run", RUN, read_run_bytes, GOOD_RUN),
+    Reader("cli", CLI, run_cli, GOOD_CLI),
 ]
 
 
