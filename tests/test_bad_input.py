@@ -157,6 +157,18 @@ def test_runs_show_of_a_300_character_id_is_refused_briefly(project, capsys):
     assert "a run id is at most 100 letters" in shown and len(shown) < 300
 
 
+def test_a_path_too_long_to_be_a_file_is_a_clear_line_or_an_empty_store(project, capsys):
+    """Found by benchmarks/fuzz.py's CLI reader: names past the file system's limit raised OSError."""
+    long = "x" * 300
+    qrels = project / "q.txt"
+    qrels.write_text("q1 0 d1 1\n", encoding="utf-8")
+    shown = refused(capsys, project, "eval", str(qrels), long)
+    assert "cannot be read: File name too long" in shown and "(300 characters)" in shown
+    assert "cannot be read" in refused(capsys, project, "eval", long, str(qrels))
+    code, out, err = call(capsys, "runs", "list", long)
+    assert code == 0 and "Traceback" not in err and "none of 0" in out
+
+
 def test_a_long_question_id_in_qrels_is_read(project, capsys):
     long_id = "q" * 20_000
     (project / "qrels.txt").write_text(f"{long_id} 0 d1 1\n", encoding="utf-8")

@@ -94,7 +94,7 @@ class LocalStore:
 
     def delete(self, location: str) -> None:
         path = self._path(location)
-        if path.is_dir():
+        if _is_dir(path):
             return  # only files: a folder is left to whoever made it
         path.unlink(missing_ok=True)
         with contextlib.suppress(OSError):
@@ -102,9 +102,17 @@ class LocalStore:
 
     def list(self, prefix: str) -> list[str]:
         root = self._path(prefix)
-        if not root.is_dir():
+        if not _is_dir(root):
             return []
         return sorted(str(p) for p in root.iterdir() if not p.name.startswith("."))
+
+
+def _is_dir(path: Path) -> bool:
+    """Whether `path` is a folder: not when its name is too long to be one (Python 3.11's `is_dir` raises)."""
+    try:
+        return path.is_dir()
+    except OSError:
+        return False
 
 
 @hookimpl

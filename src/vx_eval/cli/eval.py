@@ -95,10 +95,13 @@ def _trec_format(qrels: Path, run_file: Path, measures: tuple[str, ...], thresho
 
 def _run_path(run_file: Path) -> Path:
     """The run file, said to be missing (or a folder) before anything is read."""
-    from vx_eval.core.errors import VxEvalError
+    from vx_eval.core.errors import VxEvalError, quoted
 
-    if not run_file.exists():
-        raise VxEvalError(f"run file {run_file} does not exist")
-    if run_file.is_dir():
-        raise VxEvalError(f"run file {run_file} is a folder, not a file")
+    try:
+        if not run_file.exists():
+            raise VxEvalError(f"run file {quoted(run_file, 200)} does not exist")
+        if run_file.is_dir():
+            raise VxEvalError(f"run file {quoted(run_file, 200)} is a folder, not a file")
+    except OSError as exc:  # a name too long to be a file
+        raise VxEvalError(f"run file {quoted(run_file, 200)} cannot be read: {exc.strerror or exc}") from None
     return run_file
