@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -201,7 +200,7 @@ def latency_changes(
 def load_report(ref: str, stores: Stores, runs_at: str, *, rankings: bool = False) -> Report:
     """A report by path (the file or its run folder), by run id under `runs_at`, or ``latest`` there; with
     `rankings`, its rankings too (`core.rankings`)."""
-    if is_uri(ref) or Path(ref).exists():
+    if is_uri(ref) or stores.exists(ref):
         location = ref if ref.endswith(".json") else join(ref, REPORT_NAME)
         return read_location(stores, location, rankings=rankings)
     return read_report(stores, runs_at, ref, rankings=rankings)

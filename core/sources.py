@@ -8,12 +8,12 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from vx_eval.core.config import CorpusSource, GoldenSource, is_uri
+from vx_eval.core.config import CorpusSource, GoldenSource
 from vx_eval.core.engine import Document
 from vx_eval.core.errors import GoldenError, VxEvalError, brief, quoted
 from vx_eval.core.golden import GoldenSet, dump_rows, parse_golden
 from vx_eval.core.jsonio import JsonInputError, read_json
-from vx_eval.core.stores import Stores, join
+from vx_eval.core.stores import Stores, join, local_file, local_folder
 
 
 class CorpusError(VxEvalError):
@@ -21,7 +21,7 @@ class CorpusError(VxEvalError):
 
 
 def is_beir_folder(location: str) -> bool:
-    return not is_uri(location) and (Path(location) / "queries.jsonl").is_file()
+    return local_file(join(location, "queries.jsonl")) if local_folder(location) else False
 
 
 # ---------------------------------------------------------------------------------------------- golden
@@ -34,7 +34,7 @@ def read_golden(source: GoldenSource | str, stores: Stores) -> GoldenSet:
     beir = source.format == "beir" or (source.format == "auto" and is_beir_folder(source.path))
     if beir:
         raw, where = beir_golden_bytes(source.path, source.split), f"{source.path} (BEIR {source.split})"
-    elif not is_uri(source.path) and Path(source.path).is_dir():
+    elif local_folder(source.path):
         raise GoldenError(
             f"golden {source.path} is a folder without queries.jsonl; name a .jsonl file or a BEIR folder"
         )
@@ -75,7 +75,7 @@ def beir_golden_bytes(folder: str, split: str) -> bytes:
     """A BEIR folder's questions as golden JSONL: grade > 0 is expected; other grades go to `grades`."""
     root = Path(folder)
     qrels_path = root / "qrels" / f"{split}.tsv"
-    if not qrels_path.is_file():
+    if not local_file(str(qrels_path)):
         splits = sorted(p.stem for p in (root / "qrels").glob("*.tsv"))
         raise GoldenError(f"{qrels_path} does not exist; this BEIR folder has splits: {', '.join(splits) or 'none'}")
     qrels = read_qrels(qrels_path.read_text(encoding="utf-8"), str(qrels_path))
@@ -175,9 +175,9 @@ def read_corpus(source: CorpusSource | str, stores: Stores, keep: Iterable[str] 
     if isinstance(source, str):
         source = CorpusSource(path=source)
     location = source.path
-    if not is_uri(location) and Path(location).is_dir():
+    if local_folder(location):
         inner = join(location, "corpus.jsonl")
-        if not Path(inner).is_file():
+        if not local_file(inner):
             raise CorpusError(f"corpus {location} is a folder without corpus.jsonl; name the JSONL file")
         location = inner
     raw = stores.read(location)

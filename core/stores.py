@@ -6,7 +6,7 @@ import os
 import posixpath
 import re
 from dataclasses import dataclass, field
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 from typing import Any, ClassVar, Protocol
 
 from pydantic import ValidationError
@@ -58,6 +58,23 @@ class Fetcher(Protocol):
 
 
 _SAFE_PART = re.compile(r"^[A-Za-z0-9._=+-][A-Za-z0-9._=+@-]*$")
+
+
+def local_folder(location: str) -> bool:
+    """Whether `location` is a folder on this machine (never for a URI, nor for a name too long to be one:
+    Python 3.11's `Path.is_dir` raises for that)."""
+    try:
+        return not is_uri(location) and Path(location).is_dir()
+    except OSError:
+        return False
+
+
+def local_file(location: str) -> bool:
+    """Whether `location` is a file on this machine (as `local_folder`)."""
+    try:
+        return not is_uri(location) and Path(location).is_file()
+    except OSError:
+        return False
 
 
 def join(base: str, *parts: str) -> str:

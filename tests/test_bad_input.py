@@ -167,6 +167,7 @@ def test_a_path_too_long_to_be_a_file_is_a_clear_line_or_an_empty_store(project,
     assert "cannot be read" in refused(capsys, project, "eval", long, str(qrels))
     code, out, err = call(capsys, "runs", "list", long)
     assert code == 0 and "Traceback" not in err and "none of 0" in out
+    assert "a run id is at most 100 letters" in refused(capsys, project, "compare", long, long)
 
 
 def test_a_long_question_id_in_qrels_is_read(project, capsys):

@@ -14,7 +14,7 @@ from vx_eval import hookimpl
 from vx_eval.core.config import is_uri
 from vx_eval.core.errors import StoreError
 from vx_eval.core.leftovers import sweep
-from vx_eval.core.stores import StoreDenied, StoreNotFound
+from vx_eval.core.stores import StoreDenied, StoreNotFound, local_folder
 
 
 def _umask() -> int:
@@ -94,7 +94,7 @@ class LocalStore:
 
     def delete(self, location: str) -> None:
         path = self._path(location)
-        if _is_dir(path):
+        if local_folder(str(path)):
             return  # only files: a folder is left to whoever made it
         path.unlink(missing_ok=True)
         with contextlib.suppress(OSError):
@@ -102,17 +102,9 @@ class LocalStore:
 
     def list(self, prefix: str) -> list[str]:
         root = self._path(prefix)
-        if not _is_dir(root):
+        if not local_folder(str(root)):
             return []
         return sorted(str(p) for p in root.iterdir() if not p.name.startswith("."))
-
-
-def _is_dir(path: Path) -> bool:
-    """Whether `path` is a folder: not when its name is too long to be one (Python 3.11's `is_dir` raises)."""
-    try:
-        return path.is_dir()
-    except OSError:
-        return False
 
 
 @hookimpl

@@ -188,13 +188,13 @@ def golden_import(
     from vx_eval.core.importers import bedrock_golden_bytes, trec_golden_bytes
     from vx_eval.core.plugins import load_plugins
     from vx_eval.core.sources import beir_golden_bytes
-    from vx_eval.core.stores import Stores
+    from vx_eval.core.stores import Stores, local_folder
 
     stores = Stores(load_plugins())
     target = new_file(stores, out_file, force)
     note = ""
     if fmt == "beir":
-        if not source.is_dir():
+        if not local_folder(str(source)):
             raise GoldenError(f"{source} is not a BEIR folder (queries.jsonl + qrels/); name the folder")
         data = beir_golden_bytes(str(source), split)
     elif fmt == "bedrock":
