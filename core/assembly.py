@@ -6,7 +6,6 @@ import datetime as dt
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from vx_eval.core import headroom, metrics
 from vx_eval.core.config import Experiment
@@ -173,11 +172,3 @@ def assemble(experiment: Experiment, outcome: Outcome) -> Report:
         pairs=headroom.all_pairs(ranking.setups, outcome.settings),
         tuning=outcome.tuning,
     )
-
-
-def judge_info(info: Mapping[str, Any]) -> JudgeInfo:
-    """What `judging.judge_run` says of the grading, as the report keeps it (a judge's own words in
-    `details`)."""
-    known = {k: v for k, v in info.items() if k in JudgeInfo.model_fields and k != "details"}
-    extra = {k: v for k, v in info.items() if k not in JudgeInfo.model_fields}
-    return JudgeInfo(**known, details={**dict(info.get("details") or {}), **extra})
