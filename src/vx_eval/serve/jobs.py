@@ -138,6 +138,7 @@ class Jobs:
     ) -> None:
         self.folder, self.experiments, self.store, self.stores = folder, experiments, store, stores
         self.targets = dict(targets or {})
+        self.ended: set[str] = set()
         self.workers = workers
         self.folder.mkdir(parents=True, exist_ok=True)
         self.lock = threading.RLock()
@@ -170,6 +171,22 @@ class Jobs:
         jobs = [self.get(p.stem) for p in sorted(self.folder.glob("*.json"))]
         return [j for j in jobs if j is not None]
 
+    def active(self) -> list[Job]:
+        """The pending and running jobs. A job that ended never changes again, so its file is read once and
+        then passed over: the queue's loop stays as fast with thousands of finished runs kept."""
+        out = []
+        for path in sorted(self.folder.glob("*.json")):
+            if path.stem in self.ended:
+                continue
+            job = self.get(path.stem)
+            if job is None:
+                continue
+            if job.status in ACTIVE:
+                out.append(job)
+            else:
+                self.ended.add(job.id)
+        return out
+
     # ------------------------------------------------------------------------------------------ requests
 
     def submit(self, request: RunRequest, golden: str | None, golden_sha: str | None) -> tuple[Job, bool]:
@@ -179,8 +196,8 @@ class Jobs:
             json.dumps([request.model_dump(exclude={"dataset_version"}), golden_sha], sort_keys=True).encode()
         ).hexdigest()
         with self.lock:
-            for job in self.all():
-                if job.key == key and job.status in ACTIVE:
+            for job in self.active():
+                if job.key == key:
                     return job, False
             job = Job(
                 id=new_run_id(), experiment=request.experiment, target=request.target, request=request, golden=golden,
@@ -236,7 +253,7 @@ class Jobs:
         return Checkpoints(self.stores, self.store, job.id).manifest() is not None
 
     def _start(self) -> None:
-        waiting = [j for j in self.all() if j.status == "pending"]
+        waiting = [j for j in self.active() if j.status == "pending"]
         for job in waiting[: max(0, self.workers - len(self.running))]:
             if not self._claim(job.id):
                 continue  # another server on this folder runs it
