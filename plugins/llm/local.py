@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import importlib.metadata
 import importlib.util
+import io
 import os
 import shutil
 import tempfile
@@ -81,10 +82,13 @@ def smollm2_folder(gguf: Path | None = None) -> Path:
     folder.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
     try:
-        tokenizer = transformers.AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
-        model = transformers.AutoModelForCausalLM.from_pretrained(
-            str(gguf.parent), gguf_file=gguf.name, dtype="float32"
-        )
+        # transformers draws its own progress bars while it de-quantises the file (tqdm, straight to stderr);
+        # they are kept out of vx-eval's output, which says what it is doing itself
+        with contextlib.redirect_stderr(io.StringIO()):
+            tokenizer = transformers.AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+            model = transformers.AutoModelForCausalLM.from_pretrained(
+                str(gguf.parent), gguf_file=gguf.name, dtype="float32"
+            )
         # the weights are plain tensors once dequantised; only the marker saying where they came from stops
         # transformers from saving them
         model.hf_quantizer = None
