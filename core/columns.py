@@ -97,8 +97,8 @@ class Columns:
         same = np.zeros(self.rows, dtype=bool)
         if self.rows < 2:
             return same
-        h, lengths = self.hashes(column), self.lengths(column)
-        candidate = np.flatnonzero((lengths[1:] == lengths[:-1]) & (h[1:] == h[:-1])) + 1
+        lengths = self.lengths(column)  # neighbours mostly agree here, so bytes are compared without a hash
+        candidate = np.flatnonzero(lengths[1:] == lengths[:-1]) + 1
         same[candidate] = same_bytes(self, column, candidate - 1, self, column, candidate)
         return same
 
@@ -145,25 +145,39 @@ def _simple_numbers(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -
     return values, simple
 
 
+def _windows(data: np.ndarray) -> np.ndarray:
+    """Every 8-byte window of `data` (a view, no copy; data shorter than 8 bytes is padded first)."""
+    if len(data) < 8:
+        data = np.concatenate([data, np.zeros(8 - len(data), dtype=np.uint8)])
+    return np.lib.stride_tricks.as_strided(data, shape=(len(data) - 7, 8), strides=(data.strides[0], data.strides[0]))
+
+
+def _words(windows: np.ndarray, at: np.ndarray, left: np.ndarray) -> np.ndarray:
+    """The bytes at `at` (up to `left` of them, at most 8) as little-endian words, the bytes past `left` zero.
+    A position in the last seven bytes reads the last window, shifted (no padded copy of the data)."""
+    past = np.maximum(at - (len(windows) - 1), 0)
+    word = windows[at - past].view(np.uint64)[:, 0] >> (past.astype(np.uint64) * np.uint64(8))
+    left = np.minimum(left, 8).astype(np.uint64)
+    mask = np.where(left == 8, np.uint64(0xFFFFFFFFFFFFFFFF), (np.uint64(1) << (left * np.uint64(8))) - np.uint64(1))
+    return word & mask
+
+
 def _hash(raw: bytes, data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     """Short tokens: a polynomial hash over their bytes taken eight at a time (one vector pass per eight
     bytes, over the tokens that long); long tokens: BLAKE2b, one by one."""
     out = np.zeros(len(starts), dtype=np.uint64)
     short = np.flatnonzero(lengths <= SHORT)
     if len(short):
-        padded = np.concatenate([data, np.zeros(8, dtype=np.uint8)])
-        windows = np.lib.stride_tricks.as_strided(padded, shape=(max(len(data), 1), 8), strides=(1, 1))
+        windows = _windows(data)
         s, n = starts[short], lengths[short]
         h = np.zeros(len(short), dtype=np.uint64)
         with np.errstate(over="ignore"):
             for word in range(0, int(n.max(initial=0)), 8):
+                if (n > word).all():  # every token this long: no subset to take
+                    h = h * _P + _words(windows, s + word, n - word) + np.uint64(1)
+                    continue
                 live = np.flatnonzero(n > word)
-                taken = windows[s[live] + word].view(np.uint64)[:, 0]
-                left = np.minimum(n[live] - word, 8).astype(np.uint64)
-                mask = np.where(
-                    left == 8, np.uint64(0xFFFFFFFFFFFFFFFF), (np.uint64(1) << (left * np.uint64(8))) - np.uint64(1)
-                )
-                h[live] = h[live] * _P + (taken & mask) + np.uint64(1)
+                h[live] = h[live] * _P + _words(windows, s[live] + word, n[live] - word) + np.uint64(1)
             h ^= n.astype(np.uint64) * _MIX
         out[short] = h
     for row in np.flatnonzero(lengths > SHORT):
@@ -181,10 +195,13 @@ def same_bytes(a: Columns, a_col: int, a_rows: np.ndarray, b: Columns, b_col: in
     short = np.flatnonzero(same & (la <= SHORT))
     if len(short):
         sa, sb, n = a.starts[a_rows[short], a_col], b.starts[b_rows[short], b_col], la[short]
+        wa = _windows(a.data)
+        wb = wa if b.data is a.data else _windows(b.data)
         equal = np.ones(len(short), dtype=bool)
-        for j in range(int(n.max(initial=0))):
-            live = n > j
-            equal[live] &= a.data[sa[live] + j] == b.data[sb[live] + j]
+        for word in range(0, int(n.max(initial=0)), 8):  # eight bytes at a time
+            live = np.flatnonzero(n > word)
+            left = n[live] - word
+            equal[live] &= _words(wa, sa[live] + word, left) == _words(wb, sb[live] + word, left)
         same[short] = equal
     for i in np.flatnonzero(same & (la > SHORT)):
         same[i] = a.tokens(a_col, [a_rows[i]])[0] == b.tokens(b_col, [b_rows[i]])[0]

@@ -215,10 +215,14 @@ def _score_chunk(
     rows = np.flatnonzero(question >= 0)  # a question nobody judged is left out, as trec_eval leaves it out
     if not len(rows):
         return
-    part, q, s = columns.select(rows), question[rows], scores[rows]
+    if len(rows) == columns.rows:  # every line is of a judged question: nothing to leave out
+        part, q, s = columns, question, scores
+    else:
+        part, q, s = columns.select(rows), question[rows], scores[rows]
     starts = np.flatnonzero(np.concatenate([[True], q[1:] != q[:-1]]))
     order_q = q[starts]
-    if len(np.unique(order_q)) != len(order_q) or seen[order_q].any():
+    ordered = np.sort(order_q)  # (np.unique would import numpy.ma: a tenth of a small file's time)
+    if (ordered[1:] == ordered[:-1]).any() or seen[order_q].any():
         raise Unstreamable("a question's lines are not together")
     seen[order_q] = True
     with np.errstate(over="ignore"):
@@ -236,6 +240,9 @@ def _score_chunk(
 
 
 def _twice(part: Columns, q: np.ndarray, pair: np.ndarray) -> bool:
+    ordered = np.sort(pair)  # (a plain sort answers "no two alike" fastest; the order is wanted only if some are)
+    if not (ordered[1:] == ordered[:-1]).any():
+        return False
     order = np.argsort(pair, kind="stable")
     at = np.flatnonzero(pair[order][1:] == pair[order][:-1])
     if not len(at):
