@@ -33,6 +33,9 @@ arrays stay in the processor's caches and the memory held stays low (measured: 2
 10 million lines in both)."""
 BLOCK = 1 << 24
 """Bytes Arrow reads at a time."""
+WHOLE = 1 << 24
+"""A file up to this many bytes (about half a million lines) is scored as one chunk: splitting it saves no
+memory worth having and costs a second pass of the per-chunk work."""
 _MIX = np.int64(0x9E3779B97F4A7C15 - (1 << 64))
 
 
@@ -170,11 +173,12 @@ def score_stream(path: Path, judged: Judged, measures: list[metrics.Measure], th
     seen = np.zeros(nq, dtype=bool)
     pending: list[Any] = []
     held = 0
+    limit = CHUNK_LINES if path.stat().st_size > WHOLE else float("inf")
     try:
         for batch in _reader(path):
             pending.append(batch)
             held += batch.num_rows
-            if held >= CHUNK_LINES:
+            if held >= limit:
                 table = pa.Table.from_batches(pending)
                 keep = _before_last_question(table)
                 if keep:

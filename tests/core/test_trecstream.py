@@ -48,6 +48,7 @@ def _both(q: Path, r: Path, threshold: int = 1):
 @pytest.mark.parametrize("shape", ["sorted", "shuffled lines", "tabs, three fields"])
 def test_streamed_equals_careful_across_chunk_boundaries(name, shape, tmp_path, monkeypatch):
     monkeypatch.setattr(trecstream, "CHUNK_LINES", 997)  # many chunks, boundaries inside questions
+    monkeypatch.setattr(trecstream, "WHOLE", 0)  # (small files are otherwise one chunk)
     qrels = load_qrels(name)
     run = draw_run(qrels, seed=7)  # coarse scores: many ties; some questions without results
     run["unjudged-question"] = {"d1": 1.0}
