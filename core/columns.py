@@ -155,11 +155,19 @@ def _windows(data: np.ndarray) -> np.ndarray:
 def _words(windows: np.ndarray, at: np.ndarray, left: np.ndarray) -> np.ndarray:
     """The bytes at `at` (up to `left` of them, at most 8) as little-endian words, the bytes past `left` zero.
     A position in the last seven bytes reads the last window, shifted (no padded copy of the data)."""
-    past = np.maximum(at - (len(windows) - 1), 0)
-    word = windows[at - past].view(np.uint64)[:, 0] >> (past.astype(np.uint64) * np.uint64(8))
-    left = np.minimum(left, 8).astype(np.uint64)
-    mask = np.where(left == 8, np.uint64(0xFFFFFFFFFFFFFFFF), (np.uint64(1) << (left * np.uint64(8))) - np.uint64(1))
-    return word & mask
+    last = len(windows) - 1
+    if len(at) and int(at.max()) > last:
+        past = np.maximum(at - last, 0)
+        word = windows[at - past].view(np.uint64)[:, 0] >> (past.astype(np.uint64) * np.uint64(8))
+    else:
+        word = windows[at].view(np.uint64)[:, 0]
+    if int(left.min(initial=8)) >= 8:
+        return word
+    return word & _MASKS[np.minimum(left, 8)]
+
+
+_MASKS = np.array([(1 << (8 * k)) - 1 for k in range(9)], dtype=np.uint64)
+"""The low k bytes of a word, for k = 0..8."""
 
 
 def _hash(raw: bytes, data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
