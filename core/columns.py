@@ -14,7 +14,6 @@ gives); anything else goes through `float()` itself.
 
 from __future__ import annotations
 
-import hashlib
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -188,7 +187,10 @@ def _hash(raw: bytes, data: np.ndarray, starts: np.ndarray, lengths: np.ndarray)
                 h[live] = h[live] * _P + _words(windows, s[live] + word, n[live] - word) + np.uint64(1)
             h ^= n.astype(np.uint64) * _MIX
         out[short] = h
-    for row in np.flatnonzero(lengths > SHORT):
+    long = np.flatnonzero(lengths > SHORT)
+    if len(long):
+        import hashlib
+    for row in long:
         start = int(starts[row])
         digest = hashlib.blake2b(raw[start : start + int(lengths[row])], digest_size=8).digest()
         out[row] = np.frombuffer(digest, dtype=np.uint64)[0]

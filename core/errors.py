@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import re
 import reprlib
 from collections.abc import Iterable
@@ -70,6 +69,8 @@ def brief(value: object) -> str:
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str:
     """Return `"; did you mean 'x'?"` for the closest choice, or `""` when nothing is close."""
+    import difflib
+
     close = difflib.get_close_matches(word, sorted(set(choices)), n=1, cutoff=0.6)
     return f"; did you mean '{close[0]}'?" if close else ""
 

@@ -5,7 +5,6 @@ This command imports only numpy and the measures: it starts as fast as the scori
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -62,6 +61,8 @@ def eval_command(
         click.echo(f"warning: {warning}", err=True)
     means = evaluation.means()
     if as_json:
+        import json
+
         if per_query:
             rows = {
                 q: dict(zip(evaluation.measures, map(float, v), strict=True))
