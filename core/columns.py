@@ -96,9 +96,17 @@ class Columns:
         same = np.zeros(self.rows, dtype=bool)
         if self.rows < 2:
             return same
-        lengths = self.lengths(column)  # neighbours mostly agree here, so bytes are compared without a hash
-        candidate = np.flatnonzero(lengths[1:] == lengths[:-1]) + 1
-        same[candidate] = same_bytes(self, column, candidate - 1, self, column, candidate)
+        lengths, starts = self.lengths(column), self.starts[:, column]
+        equal = lengths[1:] == lengths[:-1]
+        long = np.flatnonzero(equal & (lengths[1:] > SHORT)) + 1
+        windows = _windows(self.data)
+        for word in range(0, int(np.minimum(lengths, SHORT).max(initial=0)), 8):
+            # each row's word read once and compared with the row before's (neighbours mostly agree here)
+            words = _words(windows, starts + word, np.clip(lengths - word, 0, 8))
+            equal &= words[1:] == words[:-1]
+        same[1:] = equal
+        if len(long):  # past the first SHORT bytes: compared whole
+            same[long] = same_bytes(self, column, long - 1, self, column, long)
         return same
 
     def floats(self, column: int, what: str) -> np.ndarray:

@@ -89,6 +89,29 @@ def test_hashes_tell_tokens_apart_and_equal_tokens_agree():
     assert not same_bytes(cols, 1, rows[:-1], cols, 1, rows[1:]).any()
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_neighbours_and_byte_comparisons_agree_with_python_on_random_tokens(seed):
+    """Runs of equal tokens, equal lengths that differ in one byte (first, middle, last, past the eighth,
+    past SHORT), tokens at the very end of the data, and non-UTF-8 bytes: as Python's own comparison says."""
+    rng = random.Random(seed)
+    alphabet = [b"a", b"b", b"\xff", b"7"]
+    tokens: list[bytes] = []
+    while len(tokens) < 400:
+        base = b"".join(rng.choice(alphabet) for _ in range(rng.choice([1, 3, 7, 8, 9, 15, 16, 17, 63, 64, 65, 130])))
+        tokens += [base] * rng.randint(1, 3)
+        if rng.random() < 0.5:  # the same length, one byte changed
+            i = rng.randrange(len(base))
+            tokens.append(base[:i] + (b"b" if base[i : i + 1] != b"b" else b"a") + base[i + 1 :])
+    cols = scan(b"".join(b"q " + t + b" 1\n" for t in tokens)[:-1], THREE, "f")  # the last token ends the data
+    expected = [False] + [tokens[i] == tokens[i - 1] for i in range(1, len(tokens))]
+    assert cols.same_as_previous(1).tolist() == expected
+    a = np.array([rng.randrange(len(tokens)) for _ in range(300)])
+    b = np.array([rng.randrange(len(tokens)) for _ in range(300)])
+    assert same_bytes(cols, 1, a, cols, 1, b).tolist() == [tokens[i] == tokens[j] for i, j in zip(a, b, strict=True)]
+    h = cols.hashes(1)
+    assert all(h[i] == h[j] for i, j in zip(a, b, strict=True) if tokens[i] == tokens[j])
+
+
 def test_time_and_memory_stay_linear_with_one_huge_id():
     """A 20 KB question id in a few hundred KB used to make a rows x longest-token matrix (3 GiB), and a
     100 KB id took 35 s to hash."""
