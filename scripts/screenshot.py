@@ -20,15 +20,6 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 PICTURE = REPO / "docs" / "evaluate-page.png"
 INPUTS = REPO / "docs" / "evaluate-page.json"
-FLAGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 
 
 def inputs() -> dict[str, str]:
@@ -42,10 +33,11 @@ def inputs() -> dict[str, str]:
 
 def main() -> None:
     sys.path.insert(0, str(REPO))
+    from vx_eval.testing.browser import FLAGS, chromium
     from vx_eval.testing.processes import free_port, start_server
 
-    chromium = shutil.which("chromium") or "/usr/bin/chromium"
-    if not Path(chromium).exists():
+    found = chromium()
+    if found is None:
         sys.exit("screenshot: needs Debian's chromium (apt-get install -y chromium)")
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
@@ -59,7 +51,7 @@ def main() -> None:
             from playwright.sync_api import sync_playwright
 
             with sync_playwright() as p:
-                browser = p.chromium.launch(executable_path=chromium, args=FLAGS)
+                browser = p.chromium.launch(executable_path=str(found), args=FLAGS)
                 page = browser.new_page(viewport={"width": 1100, "height": 900})
                 page.goto(server.url + "/")
                 page.wait_for_selector("svg.scatter g.mark")

@@ -3,13 +3,13 @@ Playwright) with a fresh tab per test that fails the test when the page's script
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from vx_eval.serve.auth import Users
+from vx_eval.testing.browser import FLAGS, chromium
 
 
 @pytest.fixture(scope="session")
@@ -22,28 +22,17 @@ def people(tmp_path_factory) -> tuple[Path, dict[str, str]]:
     return folder / "users.json", keys
 
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-FLAGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
-
-
 @pytest.fixture(scope="module")
 def browser() -> Iterator:
-    if not Path(CHROMIUM).exists():
+    found = chromium()
+    if found is None:
         pytest.fail("the browser tests need Debian's chromium: apt-get install -y chromium (CI installs it)")
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
-        yield chromium
-        chromium.close()
+        chromium_browser = p.chromium.launch(executable_path=str(found), args=FLAGS)
+        yield chromium_browser
+        chromium_browser.close()
 
 
 @pytest.fixture
