@@ -170,10 +170,7 @@ class QdrantEngine(Engine):
                 f"target {context.target_name}: Qdrant at {where} has no collection '{name}' and the config declares "
                 "no corpus; add `corpus:` to the config to build it, or name an existing collection"
             )
-        # the words index answers keyword searches only for the build it was written with
-        kept = read_fingerprint(words)
-        held = words if kept is not None and kept == fingerprint_of(call, name) else None
-        return QdrantHandle(call, name, options, context.models, held, where)
+        return QdrantHandle(call, name, options, context.models, words, where)
 
     def discover(self, where: str) -> Discovered:
         """``URL/COLLECTION`` (a Qdrant server; its API key from ``QDRANT_API_KEY`` when that is set) or
@@ -289,8 +286,10 @@ class QdrantHandle:
         self.dense = {by_vector.get(n, n): n for n in named if n not in self.late}
         self.late_models = {by_vector.get(n, n): n for n in self.late}
         self.sparse = SPARSE in (params.sparse_vectors or {})
-        self.words = WordsIndex(words) if words is not None else None
         self.metadata = info.config.metadata or {}
+        # the words index answers keyword searches only for the build it was written with
+        built = self.metadata.get("fingerprint")
+        self.words = WordsIndex(words) if built is not None and read_fingerprint(words) == built else None
         self._ids: list[str] | None = None
         self.search_params = None
         if options.exact:
