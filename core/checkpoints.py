@@ -14,7 +14,7 @@ from vx_eval.core.errors import VxEvalError, redact
 from vx_eval.core.executors import ShardPart
 from vx_eval.core.jsonio import JsonInputError, read_json
 from vx_eval.core.report import REPORT_NAME, new_run_id, runs_folder
-from vx_eval.core.stores import StoreNotFound, Stores, join
+from vx_eval.core.stores import StoreFull, StoreNotFound, Stores, join
 
 CHECKPOINTS = "checkpoints"
 MANIFEST = "run.json"
@@ -55,7 +55,14 @@ class Checkpoints:
         return f"{key}.shard{shard:05d}.json"
 
     def save(self, key: str, shard: int, part: ShardPart) -> None:
-        self.stores.write(join(self.folder, self._name(key, shard)), redact(part.model_dump_json()).encode())
+        try:
+            self.stores.write(join(self.folder, self._name(key, shard)), redact(part.model_dump_json()).encode())
+        except StoreFull as exc:
+            raise self.resumable(exc) from None
+
+    def resumable(self, exc: StoreFull) -> StoreFull:
+        """`exc` saying how to finish this run once there is room: what it finished is kept."""
+        return StoreFull(f"{exc}: free space and run `vx-eval run CONFIG --resume {self.run_id}`")
 
     def done(self, keys: Sequence[str], shards: int) -> dict[tuple[str, int], ShardPart]:
         """Every checkpointed part of these setups, read back (a part that cannot be read is searched again)."""

@@ -24,7 +24,7 @@ from vx_eval.core.schema import JudgeInfo, Report, Settings, SetupResult, Tuning
 from vx_eval.core.search import SetupRun, search_all
 from vx_eval.core.selection import enumerate_setups, measures_for, timing_sample
 from vx_eval.core.sources import read_golden
-from vx_eval.core.stores import Stores
+from vx_eval.core.stores import StoreFull, Stores
 from vx_eval.core.targets import check_missing, close_targets, describe, missing_notes, open_targets
 from vx_eval.core.units import units_for
 
@@ -280,7 +280,10 @@ def run_experiment(experiment: Experiment, plugins: Any, options: RunOptions | N
     report = assembly.assemble(experiment, outcome)
     location = None
     if options.save:
-        report, location = save_report(report, golden.raw, stores, options.save_to or config.save_to)
+        try:
+            report, location = save_report(report, golden.raw, stores, options.save_to or config.save_to)
+        except StoreFull as exc:
+            raise checkpoints.resumable(exc) if checkpoints is not None else exc from None
         if checkpoints is not None:
             checkpoints.clear()  # the report holds everything they did
     return RunResult(report, location)

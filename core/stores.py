@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import posixpath
 import re
@@ -21,6 +22,23 @@ class StoreNotFound(StoreError):
 
 class StoreDenied(StoreError):
     """The location exists (or may) but the credentials in use may not read or write it."""
+
+
+class StoreFull(StoreError):
+    """Nothing more can be written there: no space left on the device, a quota reached, or a read-only file
+    system. What was written before is whole; free space (or make it writable) and go on."""
+
+
+FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS})
+"""The `OSError` numbers that mean "this place takes no more writes" rather than a bug or a bad path."""
+
+
+def full_error(exc: OSError, where: str) -> StoreFull | None:
+    """A `StoreFull` naming `where` for a full or read-only file system, else None."""
+    if exc.errno not in FULL_ERRNOS:
+        return None
+    why = "it is a read-only file system" if exc.errno == errno.EROFS else "no space left on device"
+    return StoreFull(f"{why} at {where}")
 
 
 class Store(Protocol):

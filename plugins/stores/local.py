@@ -14,7 +14,7 @@ from vx_eval import hookimpl
 from vx_eval.core.config import is_uri
 from vx_eval.core.errors import StoreError
 from vx_eval.core.leftovers import sweep
-from vx_eval.core.stores import StoreDenied, StoreNotFound, local_folder
+from vx_eval.core.stores import StoreDenied, StoreNotFound, full_error, local_folder
 
 
 def _umask() -> int:
@@ -65,7 +65,8 @@ class LocalStore:
         except PermissionError:
             raise StoreDenied(f"no permission to write in {path.parent}") from None
         except OSError as exc:
-            raise StoreError(f"cannot write {path}: {exc.strerror or exc}") from None
+            failed = full_error(exc, str(path.parent)) or StoreError(f"cannot write {path}: {exc.strerror or exc}")
+            raise failed from None
         try:
             with os.fdopen(fd, "wb") as handle:
                 handle.write(data)
@@ -73,6 +74,12 @@ class LocalStore:
                 os.fsync(handle.fileno())
             os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; a report is as readable as any file written here
             os.replace(tmp, path)
+        except OSError as exc:  # a full disk: the temporary file goes, what was at `path` before stays whole
+            Path(tmp).unlink(missing_ok=True)
+            full = full_error(exc, str(path.parent))
+            if full is None:
+                raise
+            raise full from None
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise

@@ -17,7 +17,7 @@ of each role has (the Protocols below are the ones the core itself annotates wit
   itself, for ``vx-eval run --target ENGINE:WHERE`` with no config.
 - **setup provider** (`SetupProvider`): ``setups(target) -> Iterable[Setup]``.
 - **store** (`Store`): ``Options``, ``handles``, ``read``/``write``/``exists``/``list`` (and optionally
-  ``delete`` and ``inside``); `StoreNotFound` and `StoreDenied` tell the two failures apart.
+  ``delete`` and ``inside``); `StoreNotFound`, `StoreDenied` and `StoreFull` tell the failures apart.
 - **model** (`ModelPlugin`): ``name``, ``kind`` (`DENSE`, `RERANKER`, `LATE`), ``label``,
   ``load(settings)`` giving a `DenseEncoder`, `CrossEncoder` or `LateEncoder`.
 - **judge** (`Judge`): ``Options``, ``__init__(options, models)``, ``fingerprint``, ``describe``,
@@ -90,7 +90,7 @@ from vx_eval.core.models import (
 )
 from vx_eval.core.plugins import Registry
 from vx_eval.core.remote import RemotePolicy
-from vx_eval.core.stores import Store, StoreDenied, StoreNotFound
+from vx_eval.core.stores import Store, StoreDenied, StoreFull, StoreNotFound
 from vx_eval.core.template import QuestionWriter, Unit, WriteOutcome, WriterDescription, WriteRequest
 from vx_eval.plugins.engines.prepare import Built, Chunk, IndexOptions, prepare
 
@@ -144,6 +144,7 @@ __all__ = [
     "Store",
     "StoreDenied",
     "StoreError",
+    "StoreFull",
     "StoreNotFound",
     "Target",
     "TargetDescription",

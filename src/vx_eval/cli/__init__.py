@@ -105,3 +105,11 @@ def main(argv: list[str] | None = None) -> None:
     except VxEvalError as exc:
         _show_error(exc)
         sys.exit(exc.exit_code)
+    except OSError as exc:  # a full or read-only disk wherever it is met (an index, a cache): one line, exit 2
+        from vx_eval.core.stores import full_error
+
+        full = full_error(exc, exc.filename or "a file vx-eval was writing")
+        if full is None:
+            raise
+        _show_error(f"{full}: free space and run the command again")
+        sys.exit(2)

@@ -65,5 +65,8 @@ class FileProgress:
             self.written = now
             data = {"stage": self.current, "stages": self.stages, "notes": self.notes[-20:], **self.size}
             partial = self.path.with_name(f".{self.path.name}.{os.getpid()}.partial")
-            partial.write_text(json.dumps(data), encoding="utf-8")
-            partial.replace(self.path)
+            try:
+                partial.write_text(json.dumps(data), encoding="utf-8")
+                partial.replace(self.path)
+            except OSError:  # a full disk: progress is told again at the next step; the run goes on
+                partial.unlink(missing_ok=True)
