@@ -11,6 +11,7 @@ from typing import Any
 import click
 
 from vx_eval.cli.common import config_option, err_console, location
+from vx_eval.serve.bounds import MIB, Limits
 
 
 def users_file(value: str | None) -> Path:
@@ -56,6 +57,30 @@ users_option = click.option(
 @click.option(
     "--jobs", "jobs_path", type=click.Path(file_okay=False, path_type=Path), help="Where started runs are queued."
 )
+@click.option(
+    "--max-body", default=Limits.max_body // MIB, show_default=True, type=click.IntRange(1, 1024), metavar="MIB",
+    help="Largest request body, in MiB (413 past it, refused before it is read whole).",
+)  # fmt: skip
+@click.option(
+    "--max-dataset-rows", default=Limits.max_rows, show_default=True, type=click.IntRange(1, 10_000_000),
+    help="Most questions in one dataset (any JSON array in a body), 413 past it.",
+)  # fmt: skip
+@click.option(
+    "--max-queued", default=Limits.max_queued, show_default=True, type=click.IntRange(1, 1_000_000),
+    help="Most runs waiting or running at once, from everyone (429 past it).",
+)  # fmt: skip
+@click.option(
+    "--max-queued-per-person", default=Limits.max_queued_per_person, show_default=True,
+    type=click.IntRange(1, 1_000_000), help="Most runs waiting or running at once per person and per key (429).",
+)  # fmt: skip
+@click.option(
+    "--keep-jobs-days", default=Limits.keep_jobs_days, show_default=True, type=click.FloatRange(0, 36_500),
+    help="Days a finished run's job files (status, log, progress) are kept; its report stays in the store.",
+)  # fmt: skip
+@click.option(
+    "--keep-jobs", default=Limits.keep_jobs, show_default=True, type=click.IntRange(0),
+    help="Most finished runs whose job files are kept (the newest).",
+)  # fmt: skip
 def serve(
     store: str | None,
     users_path: str | None,
@@ -69,6 +94,12 @@ def serve(
     targets: tuple[str, ...],
     workers: int,
     jobs_path: Path | None,
+    max_body: int,
+    max_dataset_rows: int,
+    max_queued: int,
+    max_queued_per_person: int,
+    keep_jobs_days: float,
+    keep_jobs: int,
 ) -> None:
     """Serve the Evaluate page (newest run, older runs, each setup's page) and the REST routes over a store."""
     from vx_eval.core.config import load_config
@@ -109,6 +140,14 @@ def serve(
         targets=named,
         jobs=jobs_path.resolve() if jobs_path else None,
         workers=workers,
+        limits=Limits(
+            max_body=max_body * MIB,
+            max_rows=max_dataset_rows,
+            max_queued=max_queued,
+            max_queued_per_person=max_queued_per_person,
+            keep_jobs_days=keep_jobs_days,
+            keep_jobs=keep_jobs,
+        ),
     )
     app = create_app(settings, stores)
     err_console().print(

@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import functools
 import json
 import math
+import sys
 import threading
+import traceback
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
@@ -22,12 +25,15 @@ from urllib.parse import quote, urlsplit
 import anyio
 import anyio.to_thread
 from fastapi import FastAPI, Form, Query, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from pydantic import ValidationError
 from starlette.middleware.sessions import SessionMiddleware
 
-from vx_eval.core.errors import StoreError, VxEvalError
-from vx_eval.core.history import golden_bytes, has_golden, list_runs, newest_report, read_report
+from vx_eval.core.config import Experiment
+from vx_eval.core.errors import StoreError, VxEvalError, redact
+from vx_eval.core.history import golden_bytes, has_golden, list_runs, newest_report, read_head, read_report
+from vx_eval.core.plugins import Plugins
 from vx_eval.core.report import check_run_id
 from vx_eval.core.schema import Report
 from vx_eval.core.stores import StoreNotFound, Stores
@@ -35,8 +41,10 @@ from vx_eval.html import page_for
 from vx_eval.html.render import Account, Menu, MenuEntry, StartForm
 from vx_eval.serve import auth
 from vx_eval.serve.auth import GUEST, SESSION_HOURS, Busy, Principal, Session, Throttle, Users, session_secret
+from vx_eval.serve.bounds import Limits
 from vx_eval.serve.datasets import Datasets
 from vx_eval.serve.jobs import Jobs
+from vx_eval.serve.limits import BodyLimit, strict_route, validation_error
 from vx_eval.serve.public import public_report, public_text
 from vx_eval.serve.runs_api import add_run_routes, first_page, job_view, progress_page
 
@@ -61,6 +69,8 @@ class ServeSettings:
     """Where the runs it starts are queued (default: `default_jobs`)."""
     workers: int = 2
     """Runs at once, each in a process of its own."""
+    limits: Limits = field(default_factory=Limits)
+    """Bodies, dataset rows, runs queued per person and in all, how long finished jobs' files stay."""
 
 
 def default_jobs(settings: ServeSettings) -> Path:
@@ -148,6 +158,8 @@ class Service:
         self.experiments = dict(settings.experiments)
         self.datasets = Datasets(stores, settings.store)
         self.targets = dict(settings.targets)
+        self._configs: dict[str, tuple[int, Experiment]] = {}
+        self._setups: dict[str, tuple[set[str], set[str]]] = {}
         self.jobs = Jobs(
             settings.jobs or default_jobs(settings),
             self.experiments,
@@ -155,17 +167,61 @@ class Service:
             stores,
             settings.workers,
             self.targets,
+            settings.limits,
         )
+
+    @functools.cached_property
+    def plugins(self) -> Plugins:
+        from vx_eval.core.plugins import load_plugins
+
+        return load_plugins()
+
+    def experiment(self, name: str) -> Experiment | None:
+        """An experiment's config as it is now (read again when its file changes), or None where it cannot
+        be read here (the run says why)."""
+        from vx_eval.core.config import load_config
+
+        path = self.experiments[name]
+        try:
+            stamp = path.stat().st_mtime_ns
+            cached = self._configs.get(name)
+            if cached is not None and cached[0] == stamp:
+                return cached[1]
+            loaded = load_config(path, self.plugins)
+        except (VxEvalError, OSError):
+            return None
+        self._configs[name] = (stamp, loaded)
+        return loaded
+
+    def setups_of(self, experiment: str) -> tuple[set[str], set[str]] | None:
+        """The setup keys and methods of the experiment's newest completed run here, or None (it has not
+        run here, or its report cannot be read)."""
+        try:
+            entries, _ = list_runs(self.stores, self.settings.store, limit=50)
+        except StoreError:
+            return None
+        for entry in entries:
+            if entry.name != experiment or entry.status not in (None, "completed"):
+                continue
+            if entry.id not in self._setups:
+                try:
+                    head = read_head(self.stores, self.settings.store, entry.id)
+                except (StoreError, ValueError):
+                    continue
+                keys = {str(s["key"]) for s in head.setups if "key" in s}
+                self._setups[entry.id] = (keys, {str(s["method"]) for s in head.setups if "method" in s})
+            return self._setups[entry.id]
+        return None
 
     def config_golden_sha(self, experiment: str) -> str | None:
         """The sha256 of the golden file an experiment's config names as it is now (None: unreadable here)."""
-        from vx_eval.core.config import load_config
-        from vx_eval.core.plugins import load_plugins
         from vx_eval.core.sources import read_golden
 
+        loaded = self.experiment(experiment)
+        if loaded is None:
+            return None
         try:
-            loaded = load_config(self.experiments[experiment], load_plugins())
-            return read_golden(loaded.config.golden_source, Stores(load_plugins(), options=loaded.stores)).sha256
+            return read_golden(loaded.config.golden_source, Stores(self.plugins, options=loaded.stores)).sha256
         except (VxEvalError, OSError):
             return None
 
@@ -358,11 +414,18 @@ def create_app(settings: ServeSettings, stores: Stores, throttle: Throttle | Non
         docs_url="/docs",
         redoc_url=None,
     )
+    app.router.route_class = strict_route(settings.limits.max_rows)
+    app.add_exception_handler(RequestValidationError, validation_error)
+    app.add_middleware(BodyLimit, max_body=settings.limits.max_body)  # inside the access log: its 413s are logged
     app.state.service = service
 
     @app.middleware("http")
     async def access(request: Request, call_next: Any) -> Any:
-        response = await call_next(request)
+        try:
+            response = await call_next(request)
+        except Exception:  # a bug: logged as the 500 it is, its traceback (secrets masked) on stderr
+            sys.stderr.write(redact(traceback.format_exc()))
+            response = JSONResponse({"detail": "the server failed on this request; see its log"}, status_code=500)
         who = getattr(request.state, "vx_principal", None)
         service.log.write(
             method=request.method,
@@ -447,9 +510,11 @@ def create_app(settings: ServeSettings, stores: Stores, throttle: Throttle | Non
 
     add_run_routes(app, service)
 
-    @app.get("/healthz")
-    async def health() -> dict[str, str]:
-        return {"status": "ok"}
+    @app.get("/healthz", summary="Whether the server can answer and run jobs (503 when its queue cannot)")
+    async def health() -> Response:
+        queue = service.jobs.health()
+        body = {"status": "ok" if queue.ok else "unhealthy", "queue": queue.model_dump()}
+        return JSONResponse(body, status_code=200 if queue.ok else 503)
 
     return app
 

@@ -64,6 +64,8 @@ class Principal:
     kind: str  # "person", "key" or "guest"
     name: str | None
     role: str
+    key_id: str | None = None
+    """Which API key, for a key (its id, never the secret)."""
 
     def may(self, action: str) -> bool:
         """Whether this caller may do `action`; question text (the golden download, a dataset's rows) also
@@ -235,14 +237,14 @@ class Users:
     def key(self, token: str, admin_key: str | None = None) -> Principal | None:
         """The principal of an API key; the server's own admin key is an admin key, never a person."""
         if admin_key and hmac.compare_digest(token.encode(), admin_key.encode()):
-            return Principal("key", "server admin key", "admin")
+            return Principal("key", "server admin key", "admin", "server-admin-key")
         if not token.startswith(KEY_PREFIX):
             return None
         key_id = token[len(KEY_PREFIX) :].split("_", 1)[0]
         entry = self.load().keys.get(key_id)
         if entry is None or not hmac.compare_digest(entry.sha256, _key_hash(token)):
             return None
-        return Principal("key", entry.name, entry.role)
+        return Principal("key", entry.name, entry.role, key_id)
 
 
 class Busy(Exception):

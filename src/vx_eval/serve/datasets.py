@@ -16,11 +16,16 @@ import json
 import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from vx_eval.core.errors import GoldenError, StoreError
 from vx_eval.core.golden import dump_rows, parse_golden
 from vx_eval.core.stores import StoreNotFound, Stores, join
+
+
+class DamagedFile(StoreError):
+    """A file the server keeps under the store cannot be read (its index.json): listed as damaged, with why."""
+
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
@@ -157,8 +162,16 @@ class Datasets:
         except StoreNotFound:
             raise StoreNotFound(f"no dataset {name!r}") from None
         except ValueError:
-            raise StoreError(f"the index of dataset {name!r} cannot be read") from None
-        return DatasetInfo.model_validate(data)
+            raise DamagedFile(f"dataset {name!r} is damaged: its index.json is not JSON") from None
+        try:
+            info = DatasetInfo.model_validate(data)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(map(str, first["loc"])) or "(top)"
+            raise DamagedFile(f"dataset {name!r} is damaged: its index.json has {where}: {first['msg']}") from None
+        if info.current not in {v.sha256 for v in info.versions}:
+            raise DamagedFile(f"dataset {name!r} is damaged: its index.json names a current version it does not list")
+        return info
 
     def names(self) -> list[str]:
         try:

@@ -20,15 +20,20 @@ import signal
 import subprocess
 import sys
 import threading
+import time
+import traceback
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from vx_eval.autoconfig import QUESTIONS
-from vx_eval.core.report import REPORT_NAME, new_run_id, runs_folder
-from vx_eval.core.stores import Stores, join
+from vx_eval.core.errors import StoreError, redact
+from vx_eval.core.report import REPORT_NAME, RUN_ID, new_run_id, runs_folder
+from vx_eval.core.stores import Stores, full_error, join
 from vx_eval.processes import child_setup
+from vx_eval.serve.bounds import Limits
+from vx_eval.serve.public import public_text
 
 Status = Literal["pending", "in_progress", "completed", "failed", "cancelled"]
 ACTIVE = ("pending", "in_progress")
@@ -61,8 +66,8 @@ class RunRequest(BaseModel):
     dataset: str | None = Field(None, max_length=64)
     dataset_version: str | None = Field(None, pattern=r"^[0-9a-f]{64}$")
     metrics: list[str] = Field(default_factory=list, max_length=50)
-    k_values: list[int] = Field(default_factory=list, max_length=20)
-    k_multiples_of_relevant: list[int] = Field(default_factory=list, max_length=10)
+    k_values: list[Annotated[int, Field(ge=1, le=100_000)]] = Field(default_factory=list, max_length=20)
+    k_multiples_of_relevant: list[Annotated[int, Field(ge=1, le=100)]] = Field(default_factory=list, max_length=10)
     only: list[str] = Field(default_factory=list, max_length=200)
     skip: list[str] = Field(default_factory=list, max_length=20)
 
@@ -110,6 +115,10 @@ class Job(BaseModel):
     """The golden location the run reads (a dataset's version), or None for the config's own."""
     golden_sha256: str | None = None
     key: str
+    owner: str | None = None
+    """Who started it (a person's name; an API key counts as the person it was made for)."""
+    key_id: str | None = None
+    """The API key it was started with, if any."""
     status: Status = "pending"
     reason: str | None = None
     created_at: str
@@ -124,8 +133,49 @@ def _now() -> str:
     return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
 
 
+class QueueFull(Exception):
+    """A run not queued: too many are waiting, from everyone or from this caller (429 with Retry-After)."""
+
+    retry_after = 60
+
+
+class Health(BaseModel):
+    """The queue as `/healthz` tells it: whether it can run jobs now, and why not."""
+
+    ok: bool
+    loop_age_s: float
+    """Seconds since the queue's loop last went round (it goes every 0.3 s)."""
+    loop_alive: bool
+    workers: int
+    running: int
+    pending: int
+    disk_writable: bool
+    problem: str | None = None
+    damaged: dict[str, str] = Field(default_factory=dict)
+    """Job files that cannot be read, by run id, with why (at most 20)."""
+
+
+LOOP_EVERY_S = 0.3
+STALE_AFTER_S = 10.0
+PROBE_EVERY_S = 5.0
+RETIRE_EVERY_S = 60.0
+JOB_FILES = (".json", ".log", ".progress", ".claim")
+
+
+def valid_run_id(run_id: str) -> bool:
+    """The rule every run id from outside meets before a path is made of it (`core.report.check_run_id`)."""
+    return bool(RUN_ID.match(run_id)) and ".." not in run_id
+
+
 class Jobs:
-    """The queue and its workers (see the module). `experiments` maps names to config files."""
+    """The queue and its workers (see the module). `experiments` maps names to config files.
+
+    The jobs waiting and running are kept in memory (an index, read from the folder once at start and kept
+    up to date by every change this server makes), so the loop's cost does not grow with the queue. A job
+    file another server adds to the same folder is found when the folder changes. A change is applied in
+    memory first and written after: a write that fails (a full disk) is tried again every loop, and the
+    loop itself survives any error, which `/healthz` reports.
+    """
 
     def __init__(
         self,
@@ -135,18 +185,37 @@ class Jobs:
         stores: Stores,
         workers: int = 2,
         targets: dict[str, str] | None = None,
+        limits: Limits | None = None,
     ) -> None:
         self.folder, self.experiments, self.store, self.stores = folder, experiments, store, stores
         self.targets = dict(targets or {})
-        self.ended: set[str] = set()
+        self.limits = limits or Limits()
         self.workers = workers
         self.folder.mkdir(parents=True, exist_ok=True)
         self.lock = threading.RLock()
         self.running: dict[str, subprocess.Popen[Any]] = {}
+        self.waiting: dict[str, Job] = {}
+        """Pending and running jobs by id: the index the loop and the requests read."""
+        self.ended: dict[str, str] = {}
+        """Finished jobs whose files are kept: id -> when it finished (for retention)."""
+        self.damaged: dict[str, str] = {}
+        self.unsaved: dict[str, Job] = {}
+        """Changes not yet written (the disk was full): written as soon as it takes them."""
         self.stop = threading.Event()
-        for job in self.all():  # a restart: interrupted runs resume under their ids, pending ones wait their turn
+        self.last_loop = time.monotonic()
+        self.problem: str | None = None
+        self.writable = True
+        self._probed = 0.0
+        self._retired = 0.0
+        self._folder_mtime = -1
+        self._mtimes: dict[str, int] = {}
+        """Each waiting job file's modification time when this server last wrote or read it."""
+        for leftover in self.folder.glob(".*.partial"):
+            leftover.unlink(missing_ok=True)  # a write a killed server did not finish
+        self._scan()
+        for job in list(self.waiting.values()):  # a restart: interrupted runs resume under their ids
             if job.status == "in_progress":
-                self._save(job.model_copy(update={"status": "pending", "resume": True}))
+                self._change(job.model_copy(update={"status": "pending", "resume": True}))
         self.thread = threading.Thread(target=self._loop, name="vx-eval-jobs", daemon=True)
         self.thread.start()
 
@@ -155,55 +224,146 @@ class Jobs:
     def _path(self, run_id: str) -> Path:
         return self.folder / f"{run_id}.json"
 
-    def _save(self, job: Job) -> Job:
+    def _write(self, job: Job) -> None:
+        """The job's file, written whole (a temporary file renamed); nothing is left behind when it fails."""
         partial = self.folder / f".{job.id}.json.partial"
-        partial.write_text(job.model_dump_json(indent=1), encoding="utf-8")
-        partial.replace(self._path(job.id))
+        try:
+            partial.write_text(job.model_dump_json(indent=1), encoding="utf-8")
+            partial.replace(self._path(job.id))
+            self._mtimes[job.id] = self._path(job.id).stat().st_mtime_ns
+        except OSError as exc:
+            partial.unlink(missing_ok=True)
+            self.writable = False
+            raise full_error(exc, str(self.folder)) or StoreError(
+                f"cannot write the job file of run {job.id}: {exc.strerror or exc}"
+            ) from None
+
+    def _index(self, job: Job) -> None:
+        if job.status in ACTIVE:
+            self.waiting[job.id] = job
+            self.ended.pop(job.id, None)
+        else:
+            self.waiting.pop(job.id, None)
+            self._mtimes.pop(job.id, None)
+            self.ended[job.id] = job.finished_at or job.created_at
+
+    def _save(self, job: Job) -> Job:
+        """Index and write `job`; a failed write is an error (the caller is told: a new run is not queued)."""
+        self._write(job)
+        with self.lock:
+            self.unsaved.pop(job.id, None)
+            self._index(job)
         return job
 
-    def get(self, run_id: str) -> Job | None:
-        try:
-            return Job.model_validate_json(self._path(run_id).read_text(encoding="utf-8"))
-        except (FileNotFoundError, ValueError):
-            return None
+    def _change(self, job: Job) -> Job:
+        """Index `job` and write it if the disk takes it; if not, it is written by a later loop."""
+        with self.lock:
+            self._index(job)
+            self.unsaved[job.id] = job
+        self._flush()
+        return job
 
-    def all(self) -> list[Job]:
-        jobs = [self.get(p.stem) for p in sorted(self.folder.glob("*.json"))]
-        return [j for j in jobs if j is not None]
+    def _flush(self) -> None:
+        for run_id, job in list(self.unsaved.items()):
+            try:
+                self._write(job)
+            except StoreError as exc:
+                self.problem = str(exc)
+                return
+            if self.unsaved.get(run_id) is job:
+                del self.unsaved[run_id]
+        self.writable = True
+
+    def _read(self, run_id: str) -> Job | None:
+        try:
+            job = Job.model_validate_json(self._path(run_id).read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError) as exc:
+            why = exc.strerror if isinstance(exc, OSError) else "it is not a job record"
+            self.damaged[run_id] = f"its job file cannot be read ({why})"
+            return None
+        self.damaged.pop(run_id, None)
+        return job
+
+    def _scan(self) -> None:
+        """Read the job files this server has not seen (all of them at start), and those of waiting jobs
+        that another server changed: only when the folder changed, and only files whose time moved."""
+        try:
+            mtime = self.folder.stat().st_mtime_ns
+            if mtime == self._folder_mtime:
+                return
+            entries = [e for e in os.scandir(self.folder) if e.name.endswith(".json")]
+        except OSError:
+            return
+        self._folder_mtime = mtime
+        for entry in entries:
+            run_id = entry.name[: -len(".json")]
+            if run_id in self.ended or run_id in self.running or run_id in self.unsaved:
+                continue
+            try:
+                changed = entry.stat().st_mtime_ns
+            except OSError:
+                continue
+            if self._mtimes.get(run_id) == changed:
+                continue
+            job = self._read(run_id)
+            self._mtimes[run_id] = changed
+            if job is not None:
+                self._index(job)
+
+    def get(self, run_id: str) -> Job | None:
+        if not valid_run_id(run_id):
+            return None
+        with self.lock:
+            job = self.unsaved.get(run_id) or self.waiting.get(run_id)
+        return job if job is not None else self._read(run_id)
 
     def active(self) -> list[Job]:
-        """The pending and running jobs. A job that ended never changes again, so its file is read once and
-        then passed over: the queue's loop stays as fast with thousands of finished runs kept."""
-        out = []
-        for path in sorted(self.folder.glob("*.json")):
-            if path.stem in self.ended:
-                continue
-            job = self.get(path.stem)
-            if job is None:
-                continue
-            if job.status in ACTIVE:
-                out.append(job)
-            else:
-                self.ended.add(job.id)
-        return out
+        """The pending and running jobs, oldest first, from the index (no file is read)."""
+        with self.lock:
+            return sorted(self.waiting.values(), key=lambda j: (j.created_at, j.id))
 
     # ------------------------------------------------------------------------------------------ requests
 
-    def submit(self, request: RunRequest, golden: str | None, golden_sha: str | None) -> tuple[Job, bool]:
+    def submit(
+        self,
+        request: RunRequest,
+        golden: str | None,
+        golden_sha: str | None,
+        owner: str | None = None,
+        key_id: str | None = None,
+    ) -> tuple[Job, bool]:
         """The run for `request`: a new pending one, or the one already pending or running for the same
-        experiment, golden sha256 and overrides (and False for "not new")."""
+        experiment, golden sha256 and overrides (and False for "not new"). `QueueFull` past the limits;
+        `StoreError` (`StoreFull` for a full disk) when the job cannot be written: then nothing is queued."""
         key = hashlib.sha256(
             json.dumps([request.model_dump(exclude={"dataset_version"}), golden_sha], sort_keys=True).encode()
         ).hexdigest()
         with self.lock:
-            for job in self.active():
+            for job in self.waiting.values():
                 if job.key == key:
                     return job, False
+            self._check_room(owner, key_id)
             job = Job(
                 id=new_run_id(), experiment=request.experiment, target=request.target, request=request, golden=golden,
-                golden_sha256=golden_sha, key=key, created_at=_now(),
+                golden_sha256=golden_sha, key=key, created_at=_now(), owner=owner, key_id=key_id,
             )  # fmt: skip
             return self._save(job), True
+
+    def _check_room(self, owner: str | None, key_id: str | None) -> None:
+        limits = self.limits
+        if len(self.waiting) >= limits.max_queued:
+            raise QueueFull(f"the server has {len(self.waiting)} runs waiting or running, its limit; try again later")
+        for who, mine in (("you have", owner), ("this key has", key_id)):
+            if mine is None:
+                continue
+            count = sum(1 for j in self.waiting.values() if (j.owner if who == "you have" else j.key_id) == mine)
+            if count >= limits.max_queued_per_person:
+                raise QueueFull(
+                    f"{who} {count} runs waiting or running, the limit per person "
+                    "(vx-eval serve --max-queued-per-person); wait for one to finish"
+                )
 
     def cancel(self, run_id: str) -> Job | None:
         with self.lock:
@@ -211,20 +371,85 @@ class Jobs:
             if job is None or job.status not in ACTIVE:
                 return job
             if job.status == "pending":
-                return self._save(job.model_copy(update={"status": "cancelled", "finished_at": _now()}))
-            self._save(job.model_copy(update={"cancel": True}))
+                return self._change(job.model_copy(update={"status": "cancelled", "finished_at": _now()}))
+            job = self._change(job.model_copy(update={"cancel": True}))
             process = self.running.get(run_id)
         if process is not None and process.poll() is None:
             os.killpg(process.pid, signal.SIGTERM)  # the run's checkpoints stay; its report is never written
-        return self.get(run_id)
+        return job
+
+    # ------------------------------------------------------------------------------------------ health
+
+    def health(self) -> Health:
+        """What `/healthz` says of the queue (memory only: answered at once however busy the server is)."""
+        age = time.monotonic() - self.last_loop
+        alive = self.thread.is_alive() and not self.stop.is_set()
+        running = sum(1 for p in list(self.running.values()) if p.poll() is None)
+        problem = self.problem
+        if not alive:
+            problem = "the queue's loop is not running"
+        elif age > STALE_AFTER_S:
+            problem = f"the queue's loop last ran {age:.0f} s ago"
+        elif not self.writable:
+            problem = problem or f"the jobs folder {self.folder.name} cannot be written"
+        ok = alive and age <= STALE_AFTER_S and self.writable
+        return Health(
+            ok=ok, loop_age_s=round(age, 3), loop_alive=alive, workers=self.workers, running=running,
+            pending=sum(1 for j in self.waiting.values() if j.status == "pending"), disk_writable=self.writable,
+            problem=None if ok else problem, damaged=dict(list(self.damaged.items())[:20]),
+        )  # fmt: skip
+
+    def _probe(self) -> None:
+        """Whether the jobs folder takes a write (every few seconds, and after a failed one)."""
+        if time.monotonic() - self._probed < PROBE_EVERY_S and self.writable:
+            return
+        self._probed = time.monotonic()
+        probe = self.folder / f".probe.{os.getpid()}.partial"
+        try:
+            probe.write_bytes(b"ok")
+            self.writable = True
+        except OSError as exc:
+            self.writable = False
+            full = full_error(exc, str(self.folder))
+            self.problem = str(full) if full else f"the jobs folder cannot be written: {exc.strerror or exc}"
+        finally:
+            probe.unlink(missing_ok=True)
+        if self.writable and not self.unsaved:
+            self.problem = None
+
+    # ------------------------------------------------------------------------------------------ retention
+
+    def _retire(self) -> None:
+        """Remove the files of finished jobs past `keep_jobs_days`, or past the newest `keep_jobs`."""
+        if time.monotonic() - self._retired < RETIRE_EVERY_S:
+            return
+        self._retired = time.monotonic()
+        cutoff = (dt.datetime.now(dt.UTC) - dt.timedelta(days=self.limits.keep_jobs_days)).isoformat()
+        newest_first = sorted(self.ended.items(), key=lambda item: item[1], reverse=True)
+        gone = [run_id for i, (run_id, when) in enumerate(newest_first) if i >= self.limits.keep_jobs or when < cutoff]
+        for run_id in gone:
+            for suffix in JOB_FILES:
+                (self.folder / f"{run_id}{suffix}").unlink(missing_ok=True)
+            del self.ended[run_id]
 
     # ------------------------------------------------------------------------------------------ workers
 
     def _loop(self) -> None:
-        while not self.stop.wait(0.3):
-            with self.lock:
-                self._reap()
-                self._start()
+        """Every 0.3 s: reap the finished workers, start waiting jobs, write what is unsaved. Any error is
+        kept for `/healthz` and the loop goes on (a dead loop would leave every run waiting for good)."""
+        while not self.stop.wait(LOOP_EVERY_S):
+            try:
+                with self.lock:
+                    self._flush()
+                    self._scan()
+                    self._reap()
+                    self._start()
+                    self._retire()
+                self._probe()
+            except Exception as exc:  # a bug or the file system: said by /healthz and on stderr, never fatal
+                self.problem = public_text(redact(f"the queue's loop failed: {exc}"))[:300]
+                traceback.print_exc()
+            self.last_loop = time.monotonic()
 
     def _argv(self, job: Job) -> list[str]:
         request = job.request
@@ -255,21 +480,30 @@ class Jobs:
     def _start(self) -> None:
         waiting = [j for j in self.active() if j.status == "pending"]
         for job in waiting[: max(0, self.workers - len(self.running))]:
-            if not self._claim(job.id):
-                continue  # another server on this folder runs it
+            try:
+                if not self._claim(job.id):
+                    continue  # another server on this folder runs it
+            except OSError:
+                self.writable = False  # no claim can be written: it waits until the disk takes one
+                return
             gone = job.target not in self.targets if job.target is not None else job.experiment not in self.experiments
             if gone:
                 reason = f"the {job.request.what.split()[0]} is no longer known to this server"
-                self._save(job.model_copy(update={"status": "failed", "reason": reason}))
+                self._change(job.model_copy(update={"status": "failed", "reason": reason, "finished_at": _now()}))
                 continue
-            log = (self.folder / f"{job.id}.log").open("ab")
-            process = subprocess.Popen(
-                self._argv(job), stdout=subprocess.DEVNULL, stderr=log, stdin=subprocess.DEVNULL,
-                preexec_fn=child_setup(os.getpid(), None), env={**os.environ, "COLUMNS": "120"},
-            )  # fmt: skip
-            log.close()
+            try:
+                log = (self.folder / f"{job.id}.log").open("ab")
+            except OSError:
+                (self.folder / f"{job.id}.claim").unlink(missing_ok=True)
+                self.writable = False
+                return
+            with log:
+                process = subprocess.Popen(
+                    self._argv(job), stdout=subprocess.DEVNULL, stderr=log, stdin=subprocess.DEVNULL,
+                    preexec_fn=child_setup(os.getpid(), None), env={**os.environ, "COLUMNS": "120"},
+                )  # fmt: skip
             self.running[job.id] = process
-            self._save(job.model_copy(update={"status": "in_progress", "started_at": _now(), "cancel": False}))
+            self._change(job.model_copy(update={"status": "in_progress", "started_at": _now(), "cancel": False}))
 
     def _claim(self, run_id: str) -> bool:
         """This server takes the run: a claim file naming its PID, created only where none is, or where the
@@ -290,12 +524,19 @@ class Jobs:
         return True
 
     def _reap(self) -> None:
+        """Wait for each worker that ended (no zombie is left) and record how its run ended; a running one's
+        progress is recorded when it moved."""
         for run_id, process in list(self.running.items()):
-            job = self.get(run_id)
-            if job is None:
+            job = self.unsaved.get(run_id) or self.waiting.get(run_id)
+            ended = process.poll() is not None
+            if job is None:  # its record was removed by hand: the worker is reaped all the same
+                if ended:
+                    del self.running[run_id]
                 continue
-            if process.poll() is None:
-                self._save(job.model_copy(update={"progress": self._progress(job)}))
+            progress = self._progress(job)
+            if not ended:
+                if progress != job.progress:
+                    self._change(job.model_copy(update={"progress": progress}))
                 continue
             del self.running[run_id]
             (self.folder / f"{run_id}.claim").unlink(missing_ok=True)
@@ -306,11 +547,8 @@ class Jobs:
                 status, reason = "completed", None
             else:
                 status, reason = "failed", self._reason(run_id, process.returncode)
-            self._save(
-                job.model_copy(
-                    update={"status": status, "reason": reason, "finished_at": _now(), "progress": self._progress(job)}
-                )
-            )
+            update = {"status": status, "reason": reason, "finished_at": _now(), "progress": progress}
+            self._change(job.model_copy(update=update))
 
     def _progress(self, job: Job) -> Progress:
         try:
@@ -327,8 +565,6 @@ class Jobs:
         )
 
     def _reason(self, run_id: str, code: int | None) -> str:
-        from vx_eval.serve.public import public_text
-
         try:
             lines = (self.folder / f"{run_id}.log").read_text(encoding="utf-8", errors="replace").splitlines()
         except FileNotFoundError:

@@ -9,6 +9,7 @@ golden download does. Every action is in the access log.
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 from typing import Any
 
@@ -21,8 +22,8 @@ from vx_eval.core.errors import GoldenError, MetricError, StoreError
 from vx_eval.core.stores import StoreNotFound
 from vx_eval.html.render import Account, small_page, start_form
 from vx_eval.serve.auth import Principal
-from vx_eval.serve.datasets import DatasetIn
-from vx_eval.serve.jobs import Job, RunRequest
+from vx_eval.serve.datasets import DamagedFile, DatasetIn
+from vx_eval.serve.jobs import Job, QueueFull, RunRequest
 from vx_eval.serve.public import public_text
 
 
@@ -37,6 +38,61 @@ class NowRequest(BaseModel):
 def _invalid(field: str, message: str) -> Response:
     """A 422 naming the field, shaped as FastAPI's own validation errors."""
     return JSONResponse({"detail": [{"loc": ["body", field], "msg": message, "type": "value_error"}]}, status_code=422)
+
+
+def _cannot_keep(what: str, exc: StoreError) -> Response:
+    """507 where the store or the jobs folder takes no more writes (a full disk, a read-only file system, no
+    permission); 409 where a file already there is damaged."""
+    if isinstance(exc, DamagedFile):
+        return _damaged(exc)
+    return JSONResponse({"detail": f"the server cannot keep {what}: {public_text(str(exc))}"}, status_code=507)
+
+
+def _damaged(exc: StoreError) -> Response:
+    """409 for a file under the store that cannot be read: the server's state, not the request, is wrong."""
+    return JSONResponse({"detail": public_text(str(exc)), "damaged": True}, status_code=409)
+
+
+def check_request(service: Any, request: RunRequest) -> Response | None:
+    """A run request checked as `vx-eval run` would check it, before anything is queued: the measures
+    (spelling, and no cut-off deeper than the experiment searches), the cut-offs, and `only`/`skip` against
+    the setups the experiment's newest run had (where it has run here before)."""
+    from vx_eval.core.config import expand_cutoffs, with_overrides
+    from vx_eval.core.errors import ConfigError
+    from vx_eval.core.metrics import parse
+
+    names = expand_cutoffs(request.measure_names(), request.k_values)
+    try:
+        for name in names:
+            parse(name)
+    except MetricError as exc:
+        return _invalid("metrics", str(exc))
+    if request.experiment is None:
+        return None
+    experiment = service.experiment(request.experiment)
+    if experiment is None:
+        return None  # its config cannot be read here now: the run says why
+    depth = experiment.config.evaluation.depth
+    deep = [k for k in request.k_values if k > depth]
+    if deep:
+        return _invalid("k_values", f"a cut-off of {deep[0]} is deeper than the experiment searches (depth {depth})")
+    try:
+        with_overrides(experiment, None, request.measure_names(), request.k_values)
+    except ConfigError as exc:
+        return _invalid("metrics", str(exc))
+    setups = service.setups_of(request.experiment)
+    if setups is not None:
+        keys, methods = setups
+        for pattern in request.only:
+            if not any(fnmatch.fnmatchcase(key, pattern) for key in keys):
+                return _invalid("only", f"no setup matches {pattern!r}; setups: {', '.join(sorted(keys))}")
+        for method in request.skip:
+            if method not in methods:
+                known = ", ".join(sorted(methods))
+                return _invalid("skip", f"{method!r} is no method of these setups; methods: {known}")
+        if request.skip and not methods - set(request.skip):
+            return _invalid("skip", "skipping those methods leaves no setup to run")
+    return None
 
 
 def job_view(job: Job) -> dict[str, Any]:
@@ -73,17 +129,13 @@ def add_run_routes(app: FastAPI, service: Any) -> None:
         if request.experiment is not None and request.experiment not in service.experiments:
             known = ", ".join(sorted(service.experiments)) or "none"
             return _invalid("experiment", f"no experiment {request.experiment!r} (the server knows: {known})")
-        try:
-            from vx_eval.core.metrics import parse
-
-            for name in request.measure_names():
-                parse(name)
-        except MetricError as exc:
-            return _invalid("metrics", str(exc))
+        refused = check_request(service, request)
+        if refused is not None:
+            return refused
         if request.dataset:
             try:
                 where, sha = service.datasets.version(request.dataset, request.dataset_version)
-            except StoreNotFound as exc:
+            except StoreError as exc:
                 return _invalid("dataset", public_text(str(exc)))
             return where, sha
         if request.experiment is None:
@@ -94,7 +146,13 @@ def add_run_routes(app: FastAPI, service: Any) -> None:
         found = golden_for(run)
         if isinstance(found, Response):
             return found
-        job, new = service.jobs.submit(run, *found)
+        try:
+            job, new = service.jobs.submit(run, *found, owner=who.name or who.kind, key_id=who.key_id)
+        except QueueFull as exc:
+            service.log.write(event="run refused: queue full", caller=who.kind, name=who.name)
+            return JSONResponse({"detail": str(exc)}, status_code=429, headers={"Retry-After": str(exc.retry_after)})
+        except StoreError as exc:
+            return _cannot_keep("the run", exc)
         service.log.write(event="run started" if new else "run asked again", run=job.id, experiment=job.experiment,
                           target=job.target, caller=who.kind, name=who.name)  # fmt: skip
         return job, new
@@ -151,6 +209,8 @@ def add_run_routes(app: FastAPI, service: Any) -> None:
             info = service.datasets.keep(dataset)
         except GoldenError as exc:
             return _invalid("rows" if dataset.rows is not None else "queries", str(exc))
+        except StoreError as exc:
+            return _cannot_keep("the dataset", exc)
         service.log.write(event="dataset kept", dataset=info.name, sha256=info.current, caller=who.kind, name=who.name)
         return JSONResponse(info.model_dump(), status_code=201)
 
@@ -159,11 +219,12 @@ def add_run_routes(app: FastAPI, service: Any) -> None:
         who = service.caller(request, "dataset.list")
         if not isinstance(who, Principal):
             return who
-        rows = []
+        rows: list[dict[str, Any]] = []
         for name in service.datasets.names():
             try:
                 info = service.datasets.info(name)
-            except StoreError:
+            except StoreError as exc:  # damaged: listed with why; the others are still served
+                rows.append({"name": name, "damaged": public_text(str(exc))})
                 continue
             current = next(v for v in info.versions if v.sha256 == info.current)
             rows.append({"name": name, "current": info.current, "versions": len(info.versions),
@@ -179,6 +240,8 @@ def add_run_routes(app: FastAPI, service: Any) -> None:
             return JSONResponse(service.datasets.info(name).model_dump())
         except StoreNotFound as exc:
             return JSONResponse({"detail": public_text(str(exc))}, status_code=404)
+        except StoreError as exc:
+            return _damaged(exc)
 
     @app.get("/api/v1/datasets/{name}/rows", summary="A dataset's questions (admins signed in as a person)")
     def dataset_rows(request: Request, name: str, version: str | None = None) -> Response:
@@ -190,6 +253,8 @@ def add_run_routes(app: FastAPI, service: Any) -> None:
             data = service.datasets.rows(name, version)
         except StoreNotFound as exc:
             return JSONResponse({"detail": public_text(str(exc))}, status_code=404)
+        except StoreError as exc:
+            return _damaged(exc)
         sha = hashlib.sha256(data).hexdigest()
         service.log.write(event="dataset text read", dataset=name, sha256=sha, person=who.name)
         return Response(data, media_type="application/x-ndjson", headers={"Cache-Control": "no-store"})
