@@ -7,7 +7,9 @@ own (`workers` at a time, each stopped with the server and started again when th
 progress to a file the server reads. Every job is a JSON file in the jobs folder, written whole, so the
 queue survives a restart: a pending run starts, an interrupted one resumes from its checkpoints under the
 same id. Two requests for the same experiment, golden sha256 and overrides while one is pending or running
-get that run.
+get that run. The queue is bounded (`serve.bounds.Limits`: in all, per person, per key), a full disk never
+stops it (a write it refuses is made once it takes it; `health()` says so meanwhile), and finished jobs'
+files are removed past a stated age and count.
 """
 
 from __future__ import annotations
@@ -264,6 +266,8 @@ class Jobs:
         return job
 
     def _flush(self) -> None:
+        if not self.unsaved:
+            return  # whether the folder takes writes is then `_probe`'s to say
         for run_id, job in list(self.unsaved.items()):
             try:
                 self._write(job)
@@ -428,6 +432,8 @@ class Jobs:
         newest_first = sorted(self.ended.items(), key=lambda item: item[1], reverse=True)
         gone = [run_id for i, (run_id, when) in enumerate(newest_first) if i >= self.limits.keep_jobs or when < cutoff]
         for run_id in gone:
+            if run_id in self.unsaved:
+                continue  # not yet written: retired once it is
             for suffix in JOB_FILES:
                 (self.folder / f"{run_id}{suffix}").unlink(missing_ok=True)
             del self.ended[run_id]
