@@ -15,8 +15,7 @@ import math
 import sys
 import threading
 import traceback
-from collections import OrderedDict
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -32,9 +31,8 @@ from starlette.middleware.sessions import SessionMiddleware
 
 from vx_eval.core.config import Experiment
 from vx_eval.core.errors import StoreError, VxEvalError, redact
-from vx_eval.core.history import golden_bytes, has_golden, list_runs, newest_report, read_head, read_report
+from vx_eval.core.history import golden_bytes, list_runs, read_head
 from vx_eval.core.plugins import Plugins
-from vx_eval.core.report import check_run_id
 from vx_eval.core.schema import Report
 from vx_eval.core.stores import StoreNotFound, Stores
 from vx_eval.html import page_for
@@ -46,10 +44,10 @@ from vx_eval.serve.datasets import Datasets
 from vx_eval.serve.jobs import Jobs
 from vx_eval.serve.limits import BodyLimit, strict_route, validation_error
 from vx_eval.serve.public import public_report, public_text
+from vx_eval.serve.reports import Reports
 from vx_eval.serve.runs_api import add_run_routes, first_page, job_view, progress_page
 
 MENU_SIZE = 12
-CACHED_REPORTS = 8
 
 
 @dataclass
@@ -97,52 +95,6 @@ class AccessLog:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             with self.path.open("a", encoding="utf-8") as f:
                 f.write(line)
-
-
-class Reports:
-    """Finished reports never change, so the last few read are kept in memory."""
-
-    def __init__(self, stores: Stores, save_to: str) -> None:
-        self.stores, self.save_to = stores, save_to
-        self._cache: OrderedDict[str, Report] = OrderedDict()
-        self._json: OrderedDict[tuple[str, bool, str, bool], bytes] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, run_id: str) -> Report:
-        """A run's report by id, or the newest that can be read for ``latest``."""
-        if run_id == "latest":
-            return newest_report(self.stores, self.save_to, read=self.get)
-        run_id = check_run_id(run_id)
-        with self._lock:
-            if run_id in self._cache:
-                self._cache.move_to_end(run_id)
-                return self._cache[run_id]
-        report = read_report(self.stores, self.save_to, run_id)
-        with self._lock:
-            self._cache[run_id] = report
-            while len(self._cache) > CACHED_REPORTS:
-                self._cache.popitem(last=False)
-        return report
-
-    def has_golden(self, report: Report) -> bool:
-        return has_golden(self.stores, self.save_to, report)
-
-    def json(self, report: Report, admin: bool, fields: str, golden: bool, shown: Callable[..., Report]) -> bytes:
-        """The report as the API sends it, serialised once per (run, who may see what, fields): a finished
-        report never changes, and serialising a large one is most of a request's time."""
-        key = (report.id, admin, fields, golden)
-        with self._lock:
-            if key in self._json:
-                self._json.move_to_end(key)
-                return self._json[key]
-        exclude = {"setups": {"__all__": {"per_question"}}} if fields == "summary" else None
-        body = shown(report).model_dump(mode="json", exclude=exclude)
-        data = json.dumps({**body, "golden_download": golden}, separators=(",", ":")).encode()
-        with self._lock:
-            self._json[key] = data
-            while len(self._json) > CACHED_REPORTS * 4:
-                self._json.popitem(last=False)
-        return data
 
 
 class Service:
