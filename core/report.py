@@ -27,10 +27,15 @@ def new_run_id(now: dt.datetime | None = None) -> str:
     return now.strftime("%Y%m%dT%H%M%S%fZ") + "-" + secrets.token_hex(3)
 
 
+def is_run_id(run_id: str) -> bool:
+    """Whether `run_id` is one plain name of at most 100 letters, digits, '.', '_' and '-' (the ids vx-eval
+    makes are 29): the rule a run id from outside meets before any path or store is asked."""
+    return bool(RUN_ID.match(run_id)) and ".." not in run_id
+
+
 def check_run_id(run_id: str) -> str:
-    """A run id named from outside (the command line, a URL), refused before any store is asked: one plain
-    name of at most 100 letters, digits, '.', '_' and '-' (the ids vx-eval makes are 29)."""
-    if not RUN_ID.match(run_id) or ".." in run_id:
+    """A run id named from outside (the command line, a URL), refused before any store is asked (`is_run_id`)."""
+    if not is_run_id(run_id):
         from vx_eval.core.stores import StoreNotFound
 
         raise StoreNotFound(

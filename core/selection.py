@@ -44,25 +44,33 @@ def enumerate_setups(
         caps = {t.name: sorted(t.capabilities) for t in targets}
         raise EngineError(f"no setup can search these targets (capabilities: {caps}); is anything indexed?")
     chosen = list(setups.values())
-    if only:
-        for pattern in only:
-            if not any(fnmatch.fnmatchcase(s.key, pattern) for s in chosen):
-                raise VxEvalError(
-                    f"no setup matches {quoted(pattern)} (of those to run only); setups: {', '.join(setups)}"
-                )
-        chosen = [s for s in chosen if any(fnmatch.fnmatchcase(s.key, p) for p in only)]
-    if skip:
-        methods = {s.method for s in chosen}
-        for method in skip:
-            if method not in methods:
-                raise VxEvalError(
-                    f"{quoted(method)} (of the methods to skip) is no method of these setups; methods: "
-                    f"{', '.join(sorted(methods))}"
-                )
-        chosen = [s for s in chosen if s.method not in skip]
-        if not chosen:
-            raise VxEvalError("skipping those methods leaves no setup to run")
-    return chosen
+    problem = selection_problem(list(setups), {s.method for s in chosen if _kept(s.key, only)}, only, skip)
+    if problem is not None:
+        raise VxEvalError(problem[1])
+    return [s for s in chosen if _kept(s.key, only) and s.method not in skip]
+
+
+def _kept(key: str, only: Sequence[str]) -> bool:
+    return not only or any(fnmatch.fnmatchcase(key, p) for p in only)
+
+
+def selection_problem(
+    keys: Sequence[str], methods: set[str], only: Sequence[str] = (), skip: Sequence[str] = ()
+) -> tuple[str, str] | None:
+    """What is wrong with `only` (key globs) and `skip` (methods) over these setup keys and the methods of
+    those `only` keeps: ("only" or "skip", the message), or None. The CLI and the server say the same."""
+    for pattern in only:
+        if not any(fnmatch.fnmatchcase(key, pattern) for key in keys):
+            return "only", f"no setup matches {quoted(pattern)} (of those to run only); setups: {', '.join(keys)}"
+    for method in skip:
+        if method not in methods:
+            return "skip", (
+                f"{quoted(method)} (of the methods to skip) is no method of these setups; methods: "
+                f"{', '.join(sorted(methods))}"
+            )
+    if skip and not methods - set(skip):
+        return "skip", "skipping those methods leaves no setup to run"
+    return None
 
 
 def timing_sample(questions: int, size: int | None, seed: int) -> set[int] | None:

@@ -29,12 +29,12 @@ from typing import Any
 
 from vx_eval.autoconfig import QUESTIONS
 from vx_eval.core.errors import StoreError, redact
-from vx_eval.core.report import REPORT_NAME, new_run_id, runs_folder
+from vx_eval.core.report import REPORT_NAME, is_run_id, new_run_id, runs_folder
 from vx_eval.core.stores import Stores, full_error, join
 from vx_eval.processes import child_setup
 from vx_eval.serve.bounds import Limits
 from vx_eval.serve.public import public_text
-from vx_eval.serve.records import ACTIVE, Health, Job, Progress, QueueFull, RunRequest, valid_run_id
+from vx_eval.serve.records import ACTIVE, Health, Job, Progress, QueueFull, RunRequest
 
 __all__ = ["Job", "Jobs", "QueueFull", "RunRequest"]
 
@@ -198,7 +198,7 @@ class Jobs:
                 self._index(job)
 
     def get(self, run_id: str) -> Job | None:
-        if not valid_run_id(run_id):
+        if not is_run_id(run_id):
             return None
         with self.lock:
             job = self.unsaved.get(run_id) or self.waiting.get(run_id)
@@ -240,10 +240,10 @@ class Jobs:
         limits = self.limits
         if len(self.waiting) >= limits.max_queued:
             raise QueueFull(f"the server has {len(self.waiting)} runs waiting or running, its limit; try again later")
-        for who, mine in (("you have", owner), ("this key has", key_id)):
+        for who, mine, of in (("you have", owner, "owner"), ("this key has", key_id, "key_id")):
             if mine is None:
                 continue
-            count = sum(1 for j in self.waiting.values() if (j.owner if who == "you have" else j.key_id) == mine)
+            count = sum(1 for j in self.waiting.values() if getattr(j, of) == mine)
             if count >= limits.max_queued_per_person:
                 raise QueueFull(
                     f"{who} {count} runs waiting or running, the limit per person "

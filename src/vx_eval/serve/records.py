@@ -1,14 +1,11 @@
 """What the runs queue keeps and answers with: the request a caller sends (`RunRequest`), the job kept for it
-(`Job`, one JSON file), its progress, the queue's health for `/healthz`, and the one rule a run id from
-outside meets before a path is made of it."""
+(`Job`, one JSON file), its progress, and the queue's health for `/healthz`."""
 
 from __future__ import annotations
 
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
-
-from vx_eval.core.report import RUN_ID
 
 Status = Literal["pending", "in_progress", "completed", "failed", "cancelled"]
 ACTIVE = ("pending", "in_progress")
@@ -124,8 +121,3 @@ class Health(BaseModel):
     problem: str | None = None
     damaged: dict[str, str] = Field(default_factory=dict)
     """Job files that cannot be read, by run id, with why (at most 20)."""
-
-
-def valid_run_id(run_id: str) -> bool:
-    """The rule every run id from outside meets before a path is made of it (`core.report.check_run_id`)."""
-    return bool(RUN_ID.match(run_id)) and ".." not in run_id

@@ -9,7 +9,6 @@ golden download does. Every action is in the access log.
 
 from __future__ import annotations
 
-import fnmatch
 import hashlib
 from typing import Any
 
@@ -60,6 +59,7 @@ def check_request(service: Any, request: RunRequest) -> Response | None:
     from vx_eval.core.config import expand_cutoffs, with_overrides
     from vx_eval.core.errors import ConfigError
     from vx_eval.core.metrics import parse
+    from vx_eval.core.selection import selection_problem
 
     names = expand_cutoffs(request.measure_names(), request.k_values)
     try:
@@ -83,15 +83,9 @@ def check_request(service: Any, request: RunRequest) -> Response | None:
     setups = service.setups_of(request.experiment)
     if setups is not None:
         keys, methods = setups
-        for pattern in request.only:
-            if not any(fnmatch.fnmatchcase(key, pattern) for key in keys):
-                return _invalid("only", f"no setup matches {pattern!r}; setups: {', '.join(sorted(keys))}")
-        for method in request.skip:
-            if method not in methods:
-                known = ", ".join(sorted(methods))
-                return _invalid("skip", f"{method!r} is no method of these setups; methods: {known}")
-        if request.skip and not methods - set(request.skip):
-            return _invalid("skip", "skipping those methods leaves no setup to run")
+        problem = selection_problem(sorted(keys), methods, request.only, request.skip)
+        if problem is not None:
+            return _invalid(*problem)
     return None
 
 
