@@ -4,28 +4,32 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import os
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
-from urllib.parse import urlsplit
 
 import yaml
 from pydantic import (
-    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
     ValidationError,
-    ValidationInfo,
     model_validator,
 )
-from pydantic_core import PydanticCustomError
 
-from vx_eval.core.errors import ConfigError, did_you_mean, quoted, remember_secret
+from vx_eval.core.endpoints import ModelEndpoint
+from vx_eval.core.errors import ConfigError, did_you_mean, quoted
+from vx_eval.core.fields import (  # noqa: F401  (re-exported: plugins have always imported them from here)
+    CREDENTIALS_IN_URL,
+    ConfigPath,
+    Location,
+    SecretRef,
+    ServiceUrl,
+    is_uri,
+)
 from vx_eval.core.metrics import check_metrics, expand_cutoffs
+from vx_eval.core.models import ModelCatalog
 from vx_eval.core.validation import SECRET_KEY, dotted, format_validation_error, yaml_line
 from vx_eval.core.yamlio import YamlInputError, parse_yaml
 
@@ -33,77 +37,7 @@ if TYPE_CHECKING:
     from vx_eval.core.engine import EngineHandle
     from vx_eval.core.golden import GoldenSet
 
-URI = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://")
-
 DEFAULT_METRICS = ("found@1", "found@3", "found@5", "found@10", "found@20", "mrr", "recall@10", "ndcg@10")
-
-
-def is_uri(location: str) -> bool:
-    """True for ``s3://…``, ``https://…`` and other scheme-qualified locations."""
-    return bool(URI.match(location))
-
-
-def _resolve_location(value: str, info: ValidationInfo) -> str:
-    base = (info.context or {}).get("base_dir")
-    if is_uri(value) or base is None:
-        return value
-    return str((Path(base) / Path(value).expanduser()).resolve())
-
-
-def _resolve_path(value: Path, info: ValidationInfo) -> Path:
-    base = (info.context or {}).get("base_dir")
-    value = value.expanduser()
-    return value if base is None or value.is_absolute() else (Path(base) / value).resolve()
-
-
-def _no_credentials(value: str) -> str:
-    """A service's address, refused when it carries a user or a password (``http://admin:pw@host``): the
-    address goes into reports and onto pages; credentials are named by reference in options of their own."""
-    parts = urlsplit(value)
-    if parts.username or parts.password:
-        raise PydanticCustomError(
-            CREDENTIALS_IN_URL,
-            "the address carries credentials; write it without them and name them by reference "
-            "(user: NAME, password: {env: VARIABLE}, or api_key: {env: VARIABLE})",
-        )
-    return value
-
-
-CREDENTIALS_IN_URL = "credentials_in_url"
-
-ServiceUrl = Annotated[str, Field(min_length=1), AfterValidator(_no_credentials)]
-"""The address of a service (a search engine, a chat endpoint): never with credentials in it."""
-
-Location = Annotated[str, Field(min_length=1), AfterValidator(_resolve_location)]
-"""A path (resolved against the config's folder) or a URI such as ``s3://bucket/key``."""
-
-ConfigPath = Annotated[Path, AfterValidator(_resolve_path)]
-"""A local path in a plugin's options, resolved against the config's folder."""
-
-
-class SecretRef(BaseModel):
-    """A secret named by reference: ``api_key: {env: AZURE_SEARCH_KEY}``. Its value never enters a report."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    env: str = Field(min_length=1)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _by_reference(cls, data: Any) -> Any:
-        if isinstance(data, str | int | float) and not isinstance(data, bool):
-            raise ValueError(
-                "a secret is never written into a config: write {env: VARIABLE} and export VARIABLE with it"
-            )
-        return data
-
-    def value(self) -> str:
-        try:
-            return remember_secret(os.environ[self.env])
-        except KeyError:
-            raise ConfigError(f"environment variable {self.env} is not set; export it before the run") from None
-
-    def __repr__(self) -> str:
-        return f"SecretRef(env={self.env!r})"
 
 
 class Strict(BaseModel):
@@ -227,6 +161,11 @@ class ModelsConfig(Strict):
     embeddings: ConfigPath = Field(Path(".vx/embeddings.db"), validate_default=True)
     """Vectors kept by content across runs and targets: every engine built from the corpus reads them here
     (a target's own ``cache`` option overrides it)."""
+    endpoints: dict[Annotated[str, Field(pattern=r"^[A-Za-z0-9][\w.-]{0,63}$")], ModelEndpoint] = Field(
+        default_factory=dict
+    )
+    """Served models by the names this config gives them (`core.endpoints`): named in ``dense_models``,
+    ``reranker`` and the rest exactly as a built-in model is."""
 
 
 class ExperimentConfig(Strict):
@@ -413,6 +352,28 @@ class _Checker:
                     out[key][name] = value
         return out
 
+    def endpoints(self, endpoints: dict[str, ModelEndpoint]) -> None:
+        """Each served model's provider is installed and serves its kind; its name is not a built-in's."""
+        for name, endpoint in endpoints.items():
+            loc = ("models", "endpoints", name)
+            if name in self.plugins.models:
+                self.problem(loc, f"'{name}' is the name of an installed model; give the endpoint another name")
+            providers = self.plugins.providers
+            if endpoint.provider not in providers:
+                names = providers.names()
+                self.problem(
+                    (*loc, "provider"),
+                    f"no model provider named {quoted(endpoint.provider)}{did_you_mean(endpoint.provider, names)} "
+                    f"(installed: {', '.join(names) or 'none'})",
+                )
+                continue
+            provider = providers.get(endpoint.provider)
+            absent = getattr(provider, "missing", lambda: None)()
+            if absent:
+                self.problem((*loc, "provider"), f"provider {endpoint.provider}: {absent}")
+            if endpoint.kind not in provider.kinds:
+                self.problem((*loc, "kind"), f"provider {endpoint.provider} serves no {endpoint.kind} models")
+
     def evaluation(self, data: dict[str, Any], judges: dict[str, Any]) -> None:
         """The measures (and the depth they need), and the judge the evaluation names."""
         raw = data.get("evaluation")
@@ -426,6 +387,20 @@ class _Checker:
             value = self.plugin_block("judges", "judge", judge, {}, ("evaluation", "judge"))
             if value is not None:
                 judges[judge] = value
+
+
+def declared_endpoints(data: dict[str, Any]) -> dict[str, ModelEndpoint]:
+    """The served models a raw config declares that are well formed (the rest are named as problems when
+    the whole config is validated), so that target options naming them can be checked."""
+    raw = data.get("models")
+    block = raw.get("endpoints") if isinstance(raw, dict) else None
+    found: dict[str, ModelEndpoint] = {}
+    for name, value in (block if isinstance(block, dict) else {}).items():
+        try:
+            found[str(name)] = ModelEndpoint.model_validate(value)
+        except ValidationError:
+            continue
+    return found
 
 
 def parse_config(
@@ -446,9 +421,12 @@ def parse_config(
     if not isinstance(data, dict):
         what = "nothing" if data is None else f"a YAML {type(data).__name__}"
         raise ConfigError(f"{source}: a config is a YAML mapping with name, golden, targets; this file holds {what}")
+    endpoints = declared_endpoints(data)
+    catalog = ModelCatalog(plugins.models, endpoints)
     checker = _Checker(
-        plugins, parsed.root, source, {"base_dir": path.parent if path else Path.cwd(), "models": plugins.models}
+        plugins, parsed.root, source, {"base_dir": path.parent if path else Path.cwd(), "models": catalog}
     )
+    checker.endpoints(endpoints)
     config = None
     try:
         config = ExperimentConfig.model_validate(data, context=checker.context)

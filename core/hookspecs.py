@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 import pluggy
 
 if TYPE_CHECKING:
+    from vx_eval.core.endpoints import Provider
     from vx_eval.core.engine import Adapter, Engine, SetupProvider
     from vx_eval.core.judging import Judge
     from vx_eval.core.models import ModelPlugin
@@ -92,4 +93,16 @@ def vx_eval_register_adapters(register: Registry[Adapter]) -> None:
     An adapter has a ``name``, ``accepts(obj)`` and ``handle(obj, name, options) -> EngineHandle``: it lets
     `vx_eval.evaluate` search anything of its kind given from Python. The first adapter that accepts an
     object wraps it, in registration order. Returns nothing.
+    """
+
+
+@hookspec
+def vx_eval_register_providers(register: Registry[Provider]) -> None:
+    """Called once when plugins load. Add `Provider` classes that speak a served model's wire format.
+
+    A provider has a ``name`` (``provider:`` of an endpoint under ``models.endpoints``), ``kinds`` (``dense``,
+    ``reranker``), ``max_batch``, ``default_url``, ``errors`` (its client's exception classes), is made as
+    ``cls(endpoint, key)`` and has ``embed(texts, input_type) -> Embedded``, ``rerank(query, documents) ->
+    Reranked`` and ``failure(exc) -> Failure`` (see `vx_eval.core.endpoints`). vx-eval batches, rate-limits,
+    retries, caches and counts its calls. Returns nothing.
     """

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Protocol
@@ -11,6 +11,7 @@ from typing import Annotated, Any, ClassVar, Protocol
 import numpy as np
 from pydantic import AfterValidator, ValidationInfo
 
+from vx_eval.core.endpoints import ModelEndpoint, ServedUsage
 from vx_eval.core.errors import EngineError, did_you_mean, quoted
 from vx_eval.core.keyed import KeyedCache, pair_key
 
@@ -19,6 +20,50 @@ DENSE, RERANKER, LATE = "dense", "reranker", "late"
 
 class ModelError(EngineError):
     """A model is unknown, or its package is not installed, or it cannot load offline."""
+
+
+@dataclass(frozen=True)
+class ServedModel:
+    """A served model a config declares (``models.endpoints``), standing where a model plugin would."""
+
+    name: str
+    endpoint: ModelEndpoint
+    provider: Any
+    """The provider plugin's class (`core.endpoints.Provider`); None while a config is only being checked."""
+    cache: Path | None = None
+
+    @property
+    def kind(self) -> str:
+        return self.endpoint.kind
+
+    @property
+    def label(self) -> str:
+        return self.endpoint.label or self.endpoint.model
+
+    def load(self, settings: ModelSettings) -> Any:
+        from vx_eval.core.served import load_served
+
+        return load_served(self.name, self.endpoint, self.provider, self.cache)
+
+
+@dataclass(frozen=True)
+class ModelCatalog:
+    """Every model a run can name: the registered model plugins, and the served models its config declares."""
+
+    registry: Any
+    endpoints: Mapping[str, ModelEndpoint] = field(default_factory=dict)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.endpoints or name in self.registry
+
+    def get(self, name: str) -> Any:
+        if name in self.endpoints:
+            return ServedModel(name, self.endpoints[name], None)
+        return self.registry.get(name)
+
+    def __iter__(self) -> Iterator[Any]:
+        yield from self.registry
+        yield from (ServedModel(name, e, None) for name, e in self.endpoints.items())
 
 
 def _fallback(registry: Any, kind: str) -> list[Any]:
@@ -34,6 +79,8 @@ def unknown_model(registry: Any, name: str, kind: str) -> str | None:
         return None  # a sentence-transformers id, loaded by the plugin that accepts any
     known = [cls.name for cls in registry if cls.kind == kind and not getattr(cls, "accepts_any_name", False)]
     installed = ", ".join(known) or "none"
+    if getattr(registry, "endpoints", None) is not None:
+        installed += "; or declare a served model under models.endpoints"
     hint = (
         "; a sentence-transformers model id such as sentence-transformers/all-MiniLM-L6-v2 also works where it "
         "can be downloaded"
@@ -141,9 +188,19 @@ class Models:
     pair_scores: PairScores | None = None
     embeddings: Path | None = None
     """Where engines keep embeddings by content (`models.embeddings` in the config)."""
+    endpoints: Mapping[str, ModelEndpoint] = field(default_factory=dict)
+    """Served models the config declares (`models.endpoints`), by the names it gives them."""
+    providers: Any = None
+    """The provider plugins' registry (`Plugins.providers`), which speak the endpoints' wire formats."""
+    _served: dict[str, Any] = field(default_factory=dict, init=False, repr=False)
+    """Served models loaded for this run (never shared across runs: each counts what it sends)."""
 
     def plugin(self, name: str, kind: str) -> Any:
-        if name in self.registry:
+        if name in self.endpoints:
+            endpoint = self.endpoints[name]
+            provider = self.providers.get(endpoint.provider, where=f"models.endpoints.{name}.provider")
+            plugin: Any = ServedModel(name, endpoint, provider, self.embeddings)
+        elif name in self.registry:
             plugin = self.registry.get(name)()
         else:
             problem = unknown_model(self.registry, name, kind)
@@ -155,7 +212,24 @@ class Models:
         return plugin
 
     def label(self, name: str) -> str:
+        if name in self.endpoints:
+            endpoint = self.endpoints[name]
+            return endpoint.label or endpoint.model
         return self.registry.get(name).label if name in self.registry else name.split("/")[-1]
+
+    def cache_space(self, name: str) -> str:
+        """Where what model `name` computed is kept by content: a served model's provider, model and size
+        (two configs may give it different names), else the name itself."""
+        if name in self.endpoints:
+            from vx_eval.core.served import cache_space
+
+            return cache_space(self.endpoints[name], "document")
+        return name
+
+    def usage(self) -> list[ServedUsage]:
+        """What this run sent to each served model it loaded."""
+        with _LOCK:
+            return [model.calls.usage() for _, model in sorted(self._served.items())]
 
     def dense(self, name: str) -> DenseEncoder:
         """The dense encoder `name` (``minilm``, ``bge-small``, or a hub id where it can be downloaded)."""
@@ -173,6 +247,11 @@ class Models:
     def get(self, name: str, kind: str) -> Any:
         """The loaded model (loading it the first time in this process); its kind is checked on every call."""
         plugin = self.plugin(name, kind)
+        if isinstance(plugin, ServedModel):
+            with _LOCK:
+                if name not in self._served:
+                    self._served[name] = plugin.load(self.settings)
+                return self._served[name]
         key = (name, self.settings)
         with _LOCK:
             if key not in _LOADED:

@@ -14,6 +14,7 @@ from vx_eval.core import hookspecs
 from vx_eval.core.errors import PluginError, did_you_mean
 
 if TYPE_CHECKING:
+    from vx_eval.core.endpoints import Provider
     from vx_eval.core.engine import Adapter, Engine, SetupProvider
     from vx_eval.core.judging import Judge
     from vx_eval.core.models import ModelPlugin
@@ -81,6 +82,7 @@ class Plugins:
     judges: Registry[Judge] = field(default_factory=lambda: Registry("judge"))
     models: Registry[ModelPlugin] = field(default_factory=lambda: Registry("model"))
     adapters: Registry[Adapter] = field(default_factory=lambda: Registry("adapter"))
+    providers: Registry[Provider] = field(default_factory=lambda: Registry("model provider"))
 
     def distributions(self) -> list[dict[str, Any]]:
         """One row per loaded plugin: its name, the distribution that ships it and its version."""
@@ -135,4 +137,5 @@ def load_plugins(pm: pluggy.PluginManager | None = None) -> Plugins:
     hook.vx_eval_register_judges(register=plugins.judges)
     hook.vx_eval_register_models(register=plugins.models)
     hook.vx_eval_register_adapters(register=plugins.adapters)
+    hook.vx_eval_register_providers(register=plugins.providers)
     return plugins

@@ -44,6 +44,10 @@ class RemotePolicy:
     unreachable: Classifier = _never
     already_exists: Classifier = _never
     status: Callable[[BaseException], object] = field(default=lambda exc: getattr(exc, "status_code", None))
+    retry_after: Callable[[BaseException], float | None] = field(default=lambda exc: None)
+    """Seconds the service asked to wait before the next try (a 429's Retry-After): waited, at most
+    `max_retry_after`, instead of the backoff when longer."""
+    max_retry_after: float = 60.0
     credentials: str = "the credentials"
     """What was refused, in words: "the key named by api_key (env X)"."""
     check: str = "check the key or password the target names"
@@ -53,6 +57,8 @@ class RemotePolicy:
     sleep: Callable[[float], None] = time.sleep
     calls: int = 0
     """Calls made (tries included): a bound tests can read."""
+    retried: int = 0
+    """Tries after a transient failure."""
 
     def __call__(self, what: str, call: Callable[[], T], *, expected: tuple[type[BaseException], ...] = ()) -> T:
         """`call()`, under the policy; `what` says in words what it does ("creating index x"). Errors of the
@@ -83,7 +89,9 @@ class RemotePolicy:
                 if not (self.transient(exc) or self.unreachable(exc)) or last:
                     raise self._error(what, exc, attempt + 1) from None
                 retried = True
-                self.sleep(wait)
+                self.retried += 1
+                asked = self.retry_after(exc)
+                self.sleep(min(max(wait, asked), self.max_retry_after) if asked is not None else wait)
                 wait = min(wait * 2, self.max_wait)
         raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
 

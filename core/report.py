@@ -8,10 +8,12 @@ import platform
 import re
 import secrets
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 from vx_eval import __version__
 from vx_eval.core import rankings
+from vx_eval.core.endpoints import ServedUsage
 from vx_eval.core.errors import quoted, redact
 from vx_eval.core.schema import PluginRow, Provenance, Report
 from vx_eval.core.stores import Stores, join
@@ -52,7 +54,7 @@ def golden_copy_location(save_to: str, sha256: str) -> str:
     return join(save_to, "golden_dataset", f"{sha256}.jsonl")
 
 
-def provenance(plugins: Any, models: dict[str, list[str]]) -> Provenance:
+def provenance(plugins: Any, models: dict[str, list[str]], served: Sequence[ServedUsage] = ()) -> Provenance:
     packages: dict[str, str | None] = {}
     for name in PACKAGES:
         try:
@@ -66,6 +68,7 @@ def provenance(plugins: Any, models: dict[str, list[str]]) -> Provenance:
         packages=packages,
         plugins=[PluginRow(**row) for row in plugins.distributions()],
         models=models,
+        served=list(served),
     )
 
 

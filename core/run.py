@@ -247,6 +247,7 @@ def run_experiment(experiment: Experiment, plugins: Any, options: RunOptions | N
             agreement = measured(stores, options.save_to or config.save_to, judged)
             judged = judged.model_copy(update={"agreement": agreement})
         described = {t.name: describe(t) for t in targets}
+        served = targets[0].models.usage() if targets else []
         settings = assembly.run_settings(
             experiment,
             measures,
@@ -274,7 +275,7 @@ def run_experiment(experiment: Experiment, plugins: Any, options: RunOptions | N
         settings=settings,
         ranking=ranking.rank(results, settings),
         judge=judged,
-        provenance=provenance(plugins, {name: t.models for name, t in described.items()}),
+        provenance=provenance(plugins, {name: t.models for name, t in described.items()}, served),
         tuning=tuning_info,
     )
     report = assembly.assemble(experiment, outcome)

@@ -12,15 +12,9 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationError
 
+from vx_eval.core.endpoints import ServedUsage
 from vx_eval.core.errors import StoreError
-from vx_eval.core.views import (
-    AllPairs,
-    Frozen,
-    Headroom,
-    Interval,
-    TieView,
-    Tuning,
-)
+from vx_eval.core.views import AllPairs, Frozen, Headroom, Interval, TieView, Tuning
 
 FORMAT = 3
 """1: reports before the typed model (read through `core.upgrade`); 2: the typed model; 3: runs derived from
@@ -364,6 +358,8 @@ class Provenance(Frozen):
     packages: dict[str, str | None] = Field(default_factory=dict)
     plugins: list[PluginRow] = Field(default_factory=list)
     models: dict[str, list[str]] = Field(default_factory=dict)
+    served: list[ServedUsage] = Field(default_factory=list)
+    """What the run sent to each served model (`models.endpoints`): requests, texts, tokens, estimated cost."""
 
 
 class RankingsFile(Frozen):

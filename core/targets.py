@@ -44,6 +44,8 @@ def open_targets(
         ModelSettings(settings.threads, settings.batch_size, settings.passage_tokens),
         PairScores(settings.scores),
         settings.embeddings,
+        settings.endpoints,
+        plugins.providers,
     )
     targets: list[Target] = []
     try:

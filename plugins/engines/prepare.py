@@ -121,21 +121,28 @@ def _embed_missing(
     context: OpenContext,
     encode: Callable[[list[str]], Iterable[Any]],
     serialise: Callable[[Any], bytes],
+    space: str | None = None,
+    on_cached: Callable[[int], None] | None = None,
 ) -> list[str]:
-    """Encode the bodies the cache lacks (each distinct text once) into the cache; every body's cache key."""
+    """Encode the bodies the cache lacks (each distinct text once) into the cache; every body's cache key.
+    `space`: where the model's vectors are kept when not under its name (a served model's); `on_cached` is told
+    how many distinct texts the cache held (a served model counts what it did not send)."""
     keys = [content_key(b) for b in bodies]
     known: set[str] = set()
+    space = space or name
     for start in range(0, len(keys), 2000):  # ask in slices: token matrices are large
-        known |= set(cache.vectors(table, name, keys[start : start + 2000], keys_only=True))
+        known |= set(cache.vectors(table, space, keys[start : start + 2000], keys_only=True))
     todo = list(dict.fromkeys(k for k in keys if k not in known))
     text_of = dict(zip(keys, bodies, strict=True))
+    if on_cached is not None:
+        on_cached(len(set(keys) & known))
     if todo:
         label = context.loaded.label(name)
         advance = context.progress.start(f"Embedding {context.target_name} · {label}", len(todo))
         for start in range(0, len(todo), EMBED_SLICE):
             batch = todo[start : start + EMBED_SLICE]
             vectors = encode([text_of[k] for k in batch])
-            cache.keep(table, name, {k: serialise(v) for k, v in zip(batch, vectors, strict=True)})
+            cache.keep(table, space, {k: serialise(v) for k, v in zip(batch, vectors, strict=True)})
             advance(len(batch))
     return keys
 
@@ -144,9 +151,13 @@ def dense_matrix(cache: EmbeddingCache, name: str, bodies: Sequence[str], contex
     """One unit vector per body for the dense model `name` (rows in the order of `bodies`), float32."""
     encoder = context.loaded.get(name, DENSE)
     to_bytes = lambda v: np.asarray(v, np.float32).tobytes()  # noqa: E731
-    keys = _embed_missing(cache, "dense", name, bodies, context, encoder.encode_documents, to_bytes)
-    found = cache.vectors("dense", name, keys)
-    return np.frombuffer(b"".join(found[k] for k in keys), dtype=np.float32).reshape(len(bodies), encoder.dim)
+    space = context.loaded.cache_space(name)
+    counted = getattr(encoder, "note_cached", None)
+    keys = _embed_missing(cache, "dense", name, bodies, context, encoder.encode_documents, to_bytes, space, counted)
+    if not keys:
+        return np.zeros((0, encoder.dim), dtype=np.float32)
+    found = cache.vectors("dense", space, keys)
+    return np.frombuffer(b"".join(found[k] for k in keys), dtype=np.float32).reshape(len(bodies), -1)
 
 
 def token_matrices(

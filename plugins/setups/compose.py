@@ -30,13 +30,14 @@ class Reranker:
             passages = self.target.handle.passages(todo)
             stored = self.target.models.pair_scores
             keys = [PairScores.key(question, p) for p in passages]
-            known = stored.scores(self.model, keys) if stored and reuse else {}
+            space = self.target.models.cache_space(self.model)
+            known = stored.scores(space, keys) if stored and reuse else {}
             missing = [i for i, key in enumerate(keys) if key not in known]
             if missing:
                 fresh = self.target.models.get(self.model, RERANKER).score(question, [passages[i] for i in missing])
                 computed = {keys[i]: float(s) for i, s in zip(missing, fresh, strict=True)}
                 if stored:
-                    stored.keep(self.model, computed)
+                    stored.keep(space, computed)
                 known.update(computed)
             for hit, key in zip(todo, keys, strict=True):
                 self.scores[(question, hit_key(hit))] = known[key]

@@ -141,7 +141,11 @@ def write_golden_rows(
         threshold=threshold,
         answers=config_models.scores.with_name("answers.db"),
         models=Models(
-            plugins.models, ModelSettings(threads=config_models.threads, max_tokens=config_models.passage_tokens)
+            plugins.models,
+            ModelSettings(threads=config_models.threads, max_tokens=config_models.passage_tokens),
+            embeddings=config_models.embeddings,
+            endpoints=config_models.endpoints,
+            providers=plugins.providers,
         ),
         advance=progress.start(f"Writing ({writer_plugin})", n),
     )

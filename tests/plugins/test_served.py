@@ -1,0 +1,197 @@
+"""Served models (`models.endpoints`): the packaged MiniLM and cross-encoder served over OpenAI's, Cohere's and
+Voyage's wire formats by a stand-in on 127.0.0.1 must score exactly as in process; a second run sends no
+document; a 429 storm is survived with bounded retries; the key is never written or printed."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from vx_eval.core.config import load_config
+from vx_eval.core.errors import ConfigError, EngineError
+from vx_eval.core.plugins import load_plugins
+from vx_eval.core.run import RunOptions, run_experiment
+from vx_eval.testing.conformance import collection
+from vx_eval.testing.served import DENSE_MODEL, RERANK_MODEL, ServedStandIn
+
+KEY = "sk-served-test-0123456789abcdef"
+ENV = "VX_TEST_SERVED_KEY"
+
+
+@pytest.fixture(scope="module")
+def server() -> Any:
+    with ServedStandIn(key=KEY) as running:
+        yield running
+
+
+@pytest.fixture(autouse=True)
+def _key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(ENV, KEY)
+
+
+def project(folder: Path, endpoints: dict[str, Any], dense: list[str], reranker: str, **models: Any) -> Path:
+    docs, golden = collection()
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "docs.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs), encoding="utf-8")
+    (folder / "golden.jsonl").write_text("".join(json.dumps(g) + "\n" for g in golden), encoding="utf-8")
+    config = {
+        "name": "served",
+        "golden": "golden.jsonl",
+        "corpus": "docs.jsonl",
+        "targets": [
+            {
+                "name": "Local",
+                "engine": "sqlite",
+                "options": {"mode": "hybrid", "dense_models": dense, "reranker": reranker, "chunk_words": 0},
+            }
+        ],
+        "evaluation": {"depth": 10, "bootstrap": 0, "permutations": 0},
+        "models": {"endpoints": endpoints, **models},
+    }
+    path = folder / "config.yaml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+    return path
+
+
+def endpoint(server: ServedStandIn, provider: str, kind: str = "dense", **extra: Any) -> dict[str, Any]:
+    base = {"openai": server.url + "/v1", "voyage": server.url + "/v1", "cohere": server.url}[provider]
+    model = DENSE_MODEL if kind == "dense" else RERANK_MODEL
+    return {
+        "provider": provider,
+        "model": model,
+        "kind": kind,
+        "base_url": base,
+        "api_key": {"env": ENV},
+        "batch": 64,
+        **extra,
+    }
+
+
+def run(path: Path) -> Any:
+    plugins = load_plugins()
+    return run_experiment(load_config(path, plugins), plugins, RunOptions(save=False)).report
+
+
+def per_question(report: Any, key: str) -> dict[str, dict[str, float]]:
+    metrics = report.setup(key).per_question.metrics
+    assert metrics, key
+    return {name: list(values) for name, values in metrics.items()}
+
+
+@pytest.mark.parametrize("provider", ["openai", "cohere", "voyage"])
+def test_served_minilm_and_reranker_score_exactly_as_in_process(
+    tmp_path: Path, server: ServedStandIn, provider: str
+) -> None:
+    endpoints = {"served-minilm": endpoint(server, provider), "served-rerank": endpoint(server, provider, "reranker")}
+    served = run(project(tmp_path / "served", endpoints, ["served-minilm"], "served-rerank"))
+    local = run(project(tmp_path / "local", {}, ["minilm"], "ms-marco-minilm"))
+    for method in ("dense", "hybrid", "hybrid_reranked"):
+        ours = per_question(served, f"local.{method}.served-minilm")
+        theirs = per_question(local, f"local.{method}.minilm")
+        assert ours == theirs, method
+    (usage_dense, usage_rerank) = sorted(served.provenance.served, key=lambda u: u.kind)
+    assert usage_dense.name == "served-minilm" and usage_dense.texts >= 52 and usage_dense.tokens
+    assert usage_rerank.kind == "reranker" and usage_rerank.texts > 0
+
+
+def test_second_run_sends_no_document(tmp_path: Path, server: ServedStandIn) -> None:
+    """The index is built again (build: always), its vectors read from the cache by content: only the
+    questions are sent, as every timed search embeds its question as a caller's would."""
+    path = project(tmp_path, {"te": endpoint(server, "openai")}, ["te"], "ms-marco-minilm")
+    first = run(path)
+    docs, golden = collection()
+    assert first.provenance.served[0].texts >= len(docs)
+    config = yaml.safe_load(path.read_text())
+    config["targets"][0]["options"]["build"] = "always"
+    path.write_text(yaml.safe_dump(config))
+    before = len(server.embedded)
+    second = run(path)
+    usage = second.provenance.served[0]
+    sent = server.embedded[before:]
+    assert len(sent) == usage.texts
+    assert usage.cached >= len(docs)
+    questions = {g["question"] for g in golden}
+    assert set(sent) <= questions, "no document is sent again"
+
+
+def test_a_429_storm_on_a_fifth_of_calls_is_survived(tmp_path: Path) -> None:
+    with ServedStandIn(key=KEY, storm=0.2) as stormy:
+        path = project(tmp_path, {"te": endpoint(stormy, "openai", batch=8)}, ["te"], "ms-marco-minilm")
+        report = run(path)
+        usage = report.provenance.served[0]
+        assert stormy.refused > 0
+        assert usage.retried == stormy.refused
+        assert usage.requests + usage.retried == stormy.requests
+
+
+def test_a_storm_that_never_ends_stops_after_bounded_retries(tmp_path: Path) -> None:
+    with ServedStandIn(key=KEY, storm=1.0) as refusing:
+        path = project(tmp_path, {"te": endpoint(refusing, "openai", retries=2)}, ["te"], "ms-marco-minilm")
+        with pytest.raises(EngineError, match=r"model te: .* failed after 3 tries while embedding"):
+            run(path)
+        assert refusing.requests == 3
+
+
+def test_a_wrong_key_is_one_line_naming_the_variable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with ServedStandIn(key=KEY) as server:
+        monkeypatch.setenv(ENV, "sk-wrong-key-000000000")
+        path = project(tmp_path, {"te": endpoint(server, "cohere")}, ["te"], "ms-marco-minilm")
+        with pytest.raises(EngineError, match=rf"refused the key named by api_key \(env {ENV}\) \(401\)") as caught:
+            run(path)
+        assert "sk-wrong" not in str(caught.value)
+
+
+def test_the_key_appears_in_no_file_and_no_output(tmp_path: Path, server: ServedStandIn) -> None:
+    import subprocess
+    import sys
+
+    path = project(tmp_path, {"te": endpoint(server, "voyage")}, ["te"], "ms-marco-minilm")
+    done = subprocess.run(
+        [sys.executable, "-m", "vx_eval", "run", str(path), "--only", "local.dense.te"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, ENV: KEY, "VX_EVAL_THREADS": "1"},
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert KEY not in done.stdout + done.stderr
+    for file in tmp_path.rglob("*"):
+        if file.is_file():
+            assert KEY.encode() not in file.read_bytes(), file
+    headers = server.seen_headers[-1]
+    assert headers.get("authorization") == f"Bearer {KEY}", "the key goes to the service, and only there"
+
+
+def test_config_problems_are_named_before_any_work(tmp_path: Path, server: ServedStandIn) -> None:
+    bad = {
+        "x": {"provider": "opneai", "model": "m"},
+        "minilm": {"provider": "openai", "model": "m"},
+        "y": {"provider": "openai", "model": "m", "api_key": "sk-literal-key"},
+    }
+    path = project(tmp_path, bad, ["nope"], "ms-marco-minilm")
+    with pytest.raises(ConfigError) as caught:
+        load_config(path, load_plugins())
+    message = str(caught.value)
+    assert "no model provider named 'opneai'; did you mean 'openai'?" in message
+    assert "'minilm' is the name of an installed model" in message
+    assert "a secret is never written into a config" in message
+    assert "no dense model named 'nope'" in message and "models.endpoints" in message
+    assert "sk-literal-key" not in message
+
+
+def test_estimated_cost_from_the_price_table(tmp_path: Path) -> None:
+    from vx_eval.core.endpoints import ModelEndpoint, price_of
+
+    small = ModelEndpoint(provider="openai", model="text-embedding-3-small")
+    assert price_of(small) is not None and price_of(small).usd == 0.02  # type: ignore[union-attr]
+    assert price_of(ModelEndpoint(provider="openai", model="bge-m3")) is None
+    own = ModelEndpoint(provider="openai", model="bge-m3", price=0.5)
+    assert price_of(own).usd == 0.5  # type: ignore[union-attr]
+    table = tmp_path / "prices.json"
+    table.write_text(json.dumps({"as_of": "2027-01", "prices": {"openai": {"bge-m3": 0.01}}}))
+    assert price_of(ModelEndpoint(provider="openai", model="bge-m3"), table).source == "price table of 2027-01"  # type: ignore[union-attr]
