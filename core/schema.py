@@ -18,8 +18,8 @@ from vx_eval.core.views import AllPairs, Frozen, Headroom, Interval, TieView, Tu
 
 FORMAT = 3
 """1: reports before the typed model (read through `core.upgrade`); 2: the typed model; 3: runs derived from
-another (`derived_from`), tie-aware measures (`SetupResult.ties`),
-`headroom`, all-pairs tests (`pairs`), fusion `tuning`, and rankings kept beside the report (`rankings`)."""
+another (`derived_from`), tie-aware measures (`SetupResult.ties`), `headroom`, all-pairs tests (`pairs`),
+fusion `tuning`, and rankings kept beside the report (`rankings`)."""
 
 Status = Literal["completed", "failed"]
 QuestionStatus = Literal["evaluated", "skipped", "failed"]
@@ -429,8 +429,13 @@ class Report(Frozen):
     def to_json(self) -> str:
         return self.model_dump_json(indent=1)
 
-    # ----------------------------------------------------------------------------------- for people
-    # (the code is `vx_eval.notebook`'s: pandas, rich and the page load only when they are asked for)
+    def __getitem__(self, key: str) -> Any:
+        """Read as plain mappings (`core.mapping`): ``report["picks"]``, ``report["setups"][0]["summary"]``."""
+        from vx_eval.core.mapping import report_mapping
+
+        return report_mapping(self)[key]
+
+    # ---------------------- for people (the code is `vx_eval.notebook`'s: pandas, rich and the page load when asked)
 
     def table(self, width: int = 120, *, wide: bool = False) -> str:
         """The ranked table and the picks as `vx-eval run` prints them (plain text, `width` columns)."""

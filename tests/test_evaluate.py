@@ -146,8 +146,8 @@ def test_async_functions_are_awaited_and_a_failing_one_fails_per_question(projec
         return ["wire"]
 
     questions = [
-        vx_eval.Question("q1", "Can a customer postpone a loan payment?", ("deferment",)),
-        vx_eval.Question("q2", "What does a wire abroad cost?", ("wire",)),
+        vx_eval.Question("Can a customer postpone a loan payment?", ("deferment",), "q1"),
+        vx_eval.Question("What does a wire abroad cost?", ("wire",), "q2"),
     ]
     report = vx_eval.evaluate({"async": slow, "broken": broken}, questions, metrics=["found@1", "mrr"])
     assert len(seen) == 3  # a warm-up, then each question once
@@ -176,7 +176,7 @@ def test_qrels_with_queries_and_bad_arguments(project):
 
 
 def test_a_report_is_saved_and_loaded_back(project, tmp_path):
-    questions = [vx_eval.Question("q1", "Can a customer postpone a loan payment?", ("deferment",))]
+    questions = [vx_eval.Question("Can a customer postpone a loan payment?", ("deferment",), "q1")]
     report = vx_eval.evaluate({"fixed": lambda text, k: ["deferment"]}, questions, save_to=tmp_path / "runs")
     again = vx_eval.load_report(report.id, runs=tmp_path / "runs")
     assert again == report

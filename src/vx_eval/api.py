@@ -10,7 +10,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from vx_eval.core.config import GoldenSource, load_config
+from vx_eval.core.config import GoldenSource, ModelsConfig, load_config
 from vx_eval.core.engine import SilentProgress
 from vx_eval.core.errors import ConfigError, GoldenError
 from vx_eval.core.golden import GoldenRow, GoldenSet, Question, dump_rows, question_row
@@ -113,16 +113,52 @@ def write_golden_rows(
     """Questions drafted by a model writer from the collections of `configs` (the writer's options from the
     first), checked and judged by its critic; the rows (``draft: true``) and what happened on the way
     (tries, failed checks, refusals)."""
-    from vx_eval.core.models import Models, ModelSettings
     from vx_eval.plugins.writers.drafting import DEFAULT_MIX, check_mix
 
     mix = check_mix(dict(mix or DEFAULT_MIX))  # before anything is indexed
     plugins = load_plugins()
     experiment = load_config(configs[0], plugins)
+    if not plugins.writers.get(writer_plugin, where="--writer").writes_questions:
+        raise GoldenError(f"writer '{writer_plugin}' fills templates; use `vx-eval golden template` for it")
+    with _collections(configs, plugins, progress) as collections:
+        return draft_rows(
+            plugins,
+            collections,
+            writer_plugin,
+            experiment.writers.get(writer_plugin),
+            experiment.config.models,
+            n,
+            seed=seed,
+            by=by,
+            mix=mix,
+            threshold=threshold,
+            progress=progress,
+        )
+
+
+def draft_rows(
+    plugins: Any,
+    collections: Sequence[tuple[str, Any]],
+    writer_plugin: str,
+    options: Any,
+    config_models: ModelsConfig,
+    n: int,
+    *,
+    seed: int = 0,
+    by: str = "document",
+    mix: Mapping[str, float] | None = None,
+    threshold: int = 3,
+    progress: Any = None,
+) -> tuple[list[GoldenRow], WriteSummary]:
+    """`write_golden_rows` on collections already at hand (documents or handles), the writer's options given
+    (None: its defaults) and the models block (served models, the answers cache beside `scores`)."""
+    from vx_eval.core.models import Models, ModelSettings
+    from vx_eval.plugins.writers.drafting import DEFAULT_MIX, check_mix
+
+    mix = check_mix(dict(mix or DEFAULT_MIX))
     cls = plugins.writers.get(writer_plugin, where="--writer")
     if not cls.writes_questions:
         raise GoldenError(f"writer '{writer_plugin}' fills templates; use `vx-eval golden template` for it")
-    options = experiment.writers.get(writer_plugin)
     if options is None:
         try:
             options = cls.Options.model_validate({})
@@ -131,9 +167,7 @@ def write_golden_rows(
             raise ConfigError(f"writers.{writer_plugin}: {problems}") from None
     writer = cls(options)
     progress = progress or SilentProgress()
-    with _collections(configs, plugins, progress) as collections:
-        units = sample_units(collections, max(n * SAMPLED_PER_QUESTION, SAMPLED_AT_LEAST), seed, by)
-    config_models = experiment.config.models
+    units = sample_units(collections, max(n * SAMPLED_PER_QUESTION, SAMPLED_AT_LEAST), seed, by)
     request = WriteRequest(
         n=n,
         seed=seed,

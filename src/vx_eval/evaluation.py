@@ -48,8 +48,33 @@ BLOCKS = ("search", "execution", "models", "judges", "stores")
 Golden = str | Path | Sequence[Question | Mapping[str, Any]] | Mapping[str, Mapping[str, int]]
 
 
+def named_targets(targets: Any) -> dict[str, Any]:
+    """What `evaluate` was given, as names people read to what searches: a mapping as it is; a `Target`, or
+    a list of them (or of handles), named by their `name`, else by the collection the handle describes."""
+    from vx_eval.questions import Target
+
+    if isinstance(targets, Mapping):
+        return {str(name): t for name, t in targets.items()}
+    given = list(targets) if isinstance(targets, list | tuple) else [targets]
+    out: dict[str, Any] = {}
+    for i, item in enumerate(given, start=1):
+        obj = item.handle if isinstance(item, Target) else item
+        name = item.name if isinstance(item, Target) and item.name else _described_name(obj) or f"target-{i}"
+        if name in out:
+            raise ConfigError(f"two targets are named {quoted(name)}; give each Target a name of its own")
+        out[name] = obj
+    return out
+
+
+def _described_name(obj: Any) -> str | None:
+    describe = getattr(obj, "describe", None)
+    if not callable(describe) or not isinstance(obj, EngineHandle):
+        return None
+    return TargetDescription.of(describe()).collection
+
+
 def evaluate(
-    targets: str | Path | Mapping[str, Any],
+    targets: str | Path | Mapping[str, Any] | Sequence[Any] | Any,
     golden: Golden | None = None,
     *,
     queries: Mapping[str, str] | None = None,
@@ -62,7 +87,8 @@ def evaluate(
 ) -> Report:
     """Every setup of every target searched with the golden questions, scored, ranked and picked: the report.
 
-    `targets` maps the names people read to what searches: a function ``search(text, k)`` (or
+    `targets` is one handle, a list of `Target(handle, name=…)`, or a mapping of the names people read to
+    what searches: a function ``search(text, k)`` (or
     ``search(text)``; ``async`` too) returning hits, ``(id, score)`` pairs, ids or mappings; an object with
     a ``search`` method; a LangChain or LlamaIndex retriever; an engine handle (`open_engine`);
     `Retriever(obj, …)` for one of those with options; or an engine to open, as a config names one:
@@ -77,8 +103,9 @@ def evaluate(
     """
     if isinstance(targets, str | Path):
         return _run_config(targets, golden, save_to, only, skip)
-    if not isinstance(targets, Mapping) or not targets:
-        raise ConfigError("evaluate() needs targets: a mapping of names to retrievers, handles or engines")
+    targets = named_targets(targets)
+    if not targets:
+        raise ConfigError("evaluate() needs targets: a handle, a list of Targets, or a mapping of names to them")
     if golden is None:
         raise ConfigError("evaluate() needs golden questions: a golden file, a list of questions, or qrels")
     plugins = load_plugins()

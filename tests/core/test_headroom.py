@@ -10,10 +10,10 @@ import vx_eval
 from vx_eval.core.headroom import randomised_tukey
 
 QUESTIONS = [
-    vx_eval.Question("q1", "postpone a loan payment", ("deferment",), kind="fact"),
-    vx_eval.Question("q2", "wire money abroad", ("wire",), kind="fact"),
-    vx_eval.Question("q3", "sell investments early", ("divestment",), kind="why"),
-    vx_eval.Question("q4", "annual report risks", ("report.pdf",), kind="why"),
+    vx_eval.Question("postpone a loan payment", ("deferment",), "q1", kind="fact"),
+    vx_eval.Question("wire money abroad", ("wire",), "q2", kind="fact"),
+    vx_eval.Question("sell investments early", ("divestment",), "q3", kind="why"),
+    vx_eval.Question("annual report risks", ("report.pdf",), "q4", kind="why"),
 ]
 ANSWER = {q.question: q.expected[0] for q in QUESTIONS}
 

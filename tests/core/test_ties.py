@@ -95,8 +95,8 @@ def test_a_run_with_heavy_ties_is_flagged_and_can_rank_by_the_expected_order(pro
     from vx_eval.display import tie_lines
 
     questions = [
-        vx_eval.Question("q1", "Can a customer postpone a loan payment?", ("deferment",)),
-        vx_eval.Question("q2", "What does a wire abroad cost?", ("wire",)),
+        vx_eval.Question("Can a customer postpone a loan payment?", ("deferment",), "q1"),
+        vx_eval.Question("What does a wire abroad cost?", ("wire",), "q2"),
     ]
     everything = ["card-lost", "deferment", "divestment", "emergency-fund", "wire", "zz-last"]
 
