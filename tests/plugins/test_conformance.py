@@ -70,3 +70,20 @@ class TestQdrantLive(EngineConformance):
         **({"api_key": {"env": "QDRANT_API_KEY"}} if os.environ.get("QDRANT_API_KEY") else {}),
     }
     absent_options = {**options, "collection": "vx-eval-absent", "build": "never"}
+
+
+class TestLanceDB(EngineConformance):
+    """LanceDB embedded, exact (flat) vector search: the dense top 10 equals the embedded engine's."""
+
+    engine = "lancedb"
+    options = {"path": "lance", "mode": "hybrid", "dense_models": ["minilm"]}
+    absent_options = {"path": "lance-empty", "collection": "absent", "build": "never"}
+
+
+class TestChroma(EngineConformance):
+    """Chroma embedded (its Rust core in process), HNSW with ef_search past the collection's size: the dense
+    top 10 equals the embedded engine's."""
+
+    engine = "chroma"
+    options = {"path": "chroma", "mode": "hybrid", "dense_models": ["minilm"]}
+    absent_options = {"path": "chroma-empty", "collection": "absent", "build": "never"}
