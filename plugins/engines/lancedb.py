@@ -79,7 +79,7 @@ class LanceOptions(IndexOptions):
 
 
 def _lancedb() -> Any:
-    os.environ.setdefault("LANCE_LOG", "error")  # its Rust log writes warnings about future defaults to stderr
+    os.environ.setdefault("LANCEDB_LOG", "error")  # its Rust log writes warnings about future defaults to stderr
     return need("lancedb", "lancedb")
 
 
@@ -250,12 +250,13 @@ class LanceHandle:
     def _keyword(self, text: str, k: int) -> list[Hit]:
         if not text.strip():
             return []
-        found = self.table.search(text, query_type="fts", fts_columns="body").select(COLUMNS).limit(k).to_list()
+        request = self.table.search(text, query_type="fts", fts_columns="body")
+        found = request.select([*COLUMNS, "_score"]).limit(k).to_list()
         return self._hits(found, lambda r: r["_score"])
 
     def _dense(self, model: str, text: str, k: int) -> list[Hit]:
         request = self.table.search(self._vector(model, text), vector_column_name=self.dense[model])
-        found = request.distance_type("cosine").select(COLUMNS).limit(k).to_list()
+        found = request.distance_type("cosine").select([*COLUMNS, "_distance"]).limit(k).to_list()
         return self._hits(found, lambda r: 1.0 - r["_distance"])
 
     def _hybrid(self, model: str, query: Query) -> list[Hit]:
