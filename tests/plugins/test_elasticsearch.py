@@ -176,7 +176,9 @@ def test_building_writes_the_fingerprint_last(models, tmp_path):
         route(server, "PUT", f"/{INDEX}/_mapping", {"acknowledged": True})
         route(server, "GET", f"/{INDEX}/_mapping", MAPPING)
         route(server, "POST", f"/{INDEX}/_count", {"count": 2})
-        options = ElasticsearchOptions(url=server.url, collection=INDEX, dense_models=["minilm"], cache=tmp_path / "e.db")
+        options = ElasticsearchOptions(
+            url=server.url, collection=INDEX, dense_models=["minilm"], cache=tmp_path / "e.db"
+        )
         ElasticsearchEngine().open(options, OpenContext("Elasticsearch", tmp_path, corpus, models=models))
         created = server.last("PUT", f"/{INDEX}").json
         assert created["mappings"]["properties"]["vector_minilm"] == {
@@ -218,7 +220,9 @@ def test_refused_credentials_are_one_line_without_the_key(models, tmp_path, monk
         assert len(server.requests) == 1, "refused credentials are never retried"
 
 
-@pytest.mark.skipif(not os.environ.get("ELASTICSEARCH_URL"), reason="live test: set ELASTICSEARCH_URL (+ ELASTIC_API_KEY)")
+@pytest.mark.skipif(
+    not os.environ.get("ELASTICSEARCH_URL"), reason="live test: set ELASTICSEARCH_URL (+ ELASTIC_API_KEY)"
+)
 class TestElasticsearchLive(EngineConformance):
     """The conformance suite on a real cluster, exact kNN: the dense top 10 equals the embedded engine's."""
 
