@@ -44,7 +44,8 @@ class CrossEncoderJudge:
 
     def fingerprint(self) -> str:
         tokens = self.models.settings.max_tokens
-        return f"cross-encoder:{self.options.model}:{tokens}:{','.join(map(str, self.options.cut_points))}"
+        cuts = ",".join(map(str, self.options.cut_points))
+        return f"cross-encoder:{self.models.cache_space(self.options.model)}:{tokens}:{cuts}"
 
     def describe(self) -> dict[str, Any]:
         c1, c2, c3 = self.options.cut_points

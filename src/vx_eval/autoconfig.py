@@ -26,10 +26,11 @@ from typing import Any
 
 import yaml
 
+from vx_eval.core.endpoints import ModelEndpoint
 from vx_eval.core.engine import Discovered, slug
 from vx_eval.core.errors import ConfigError, GoldenError
 from vx_eval.core.golden import GoldenRow
-from vx_eval.core.models import DENSE, LATE, unknown_model
+from vx_eval.core.models import DENSE, LATE, ModelCatalog, unknown_model
 
 METRICS = ("dcg@10", "ndcg@10", "found@10", "mrr", "recall@10")
 MIX = {"fact": 0.35, "why": 0.15, "keyword": 0.5}
@@ -63,6 +64,8 @@ class Source:
     docs: Path | None = None
     engine: str | None = None
     discovered: Discovered | None = None
+    endpoints: Mapping[str, Any] | None = None
+    """Served models the run declares (``--model FIELD=PROVIDER:MODEL``), as ``models.endpoints`` holds them."""
 
 
 def name_for(docs: Path) -> str:
@@ -82,8 +85,9 @@ def from_docs(docs: Path) -> Source:
     return Source(name_for(docs), digest.hexdigest(), docs=docs)
 
 
-def from_target(spec: str, plugins: Any) -> Source:
-    """``ENGINE:WHERE``: the engine plugin reads the index at WHERE (``sqlite:.vx/help.db``)."""
+def from_target(spec: str, plugins: Any, models: tuple[str, ...] = ()) -> Source:
+    """``ENGINE:WHERE``: the engine plugin reads the index at WHERE (``sqlite:.vx/help.db``); `models`
+    (``FIELD=NAME``) say which model made the vectors of a field, an installed model or ``PROVIDER:MODEL``."""
     engine, sep, where = spec.partition(":")
     if not sep or not where:
         raise ConfigError(f"--target {spec}: write ENGINE:WHERE, e.g. sqlite:.vx/help.db")
@@ -93,11 +97,67 @@ def from_target(spec: str, plugins: Any) -> Source:
         raise ConfigError(
             f"--target {spec}: the {engine} engine cannot read what its index holds; write a config for it"
         )
-    discovered = known_models(discovered, plugins.models)
-    said = json.dumps([engine, discovered.options.model_dump(mode="json"), list(discovered.found)], sort_keys=True)
-    return Source(
-        slug(discovered.name), hashlib.sha256(said.encode()).hexdigest(), engine=engine, discovered=discovered
+    discovered, endpoints = named_models(discovered, models, plugins)
+    discovered = known_models(discovered, ModelCatalog(plugins.models, endpoints))
+    dumped = {n: e.model_dump(mode="json", exclude_none=True) for n, e in endpoints.items()}
+    said = json.dumps(
+        [engine, discovered.options.model_dump(mode="json"), list(discovered.found), dumped], sort_keys=True
     )
+    return Source(
+        slug(discovered.name),
+        hashlib.sha256(said.encode()).hexdigest(),
+        engine=engine,
+        discovered=discovered,
+        endpoints=dumped or None,
+    )
+
+
+KEY_ENV = {"openai": "OPENAI_API_KEY", "cohere": "COHERE_API_KEY", "voyage": "VOYAGE_API_KEY"}
+
+
+def named_models(
+    discovered: Discovered, given: tuple[str, ...], plugins: Any
+) -> tuple[Discovered, dict[str, ModelEndpoint]]:
+    """The index's vector fields renamed after the models that made them (``--model FIELD=NAME``): NAME an
+    installed model, or ``PROVIDER:MODEL`` for a served one (``PROVIDER:MODEL@BASE_URL`` for a server of your
+    own: TEI, vLLM, Infinity; its key from the provider's usual variable,
+    ``OPENAI_API_KEY``, ``COHERE_API_KEY``, ``VOYAGE_API_KEY``, when set)."""
+    if not given:
+        return discovered, {}
+    options = discovered.options
+    if "vectors" not in type(options).model_fields:
+        raise ConfigError(
+            "--model: this engine names its vectors after their models already; write a config to use others"
+        )
+    dense = list(getattr(options, "dense_models", []))
+    vectors = dict(getattr(options, "vectors", {}))
+    endpoints: dict[str, ModelEndpoint] = {}
+    for spec in given:
+        field, sep, name = spec.partition("=")
+        if not sep or not field or not name:
+            raise ConfigError(f"--model {spec}: write FIELD=MODEL, e.g. embedding=openai:text-embedding-3-small")
+        now = next((m for m in dense if vectors.get(m) == field or field in (m, f"vector_{m}")), None)
+        if now is None:
+            fields = ", ".join(vectors.get(m, m) for m in dense) or "none"
+            raise ConfigError(f"--model {spec}: the index has no vector field '{field}' (it has: {fields})")
+        provider, colon, rest = name.partition(":")
+        if colon and provider in plugins.providers:
+            model, at, base_url = rest.partition("@")
+            key = KEY_ENV.get(provider)
+            name = slug(model)
+            endpoints[name] = ModelEndpoint(
+                provider=provider,
+                model=model,
+                base_url=base_url if at else None,
+                api_key={"env": key} if key and os.environ.get(key) else None,
+            )
+        elif unknown_model(plugins.models, name, DENSE):
+            raise ConfigError(f"--model {spec}: {unknown_model(plugins.models, name, DENSE)}; or PROVIDER:MODEL")
+        vectors.pop(now, None)
+        dense[dense.index(now)] = name
+        vectors[name] = field
+    options = options.model_copy(update={"dense_models": dense, "vectors": vectors})
+    return replace(discovered, options=options), endpoints
 
 
 def known_models(discovered: Discovered, models: Any) -> Discovered:
@@ -166,6 +226,8 @@ def config_data(source: Source, work: Path, save_to: Path, here: Path, *, judge:
         },
         "models": {"embeddings": rel(work / "embeddings.db"), "scores": rel(work / "scores.db")},
     }
+    if source.endpoints:
+        data["models"]["endpoints"] = dict(source.endpoints)
     return data
 
 

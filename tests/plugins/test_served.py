@@ -195,3 +195,42 @@ def test_estimated_cost_from_the_price_table(tmp_path: Path) -> None:
     table = tmp_path / "prices.json"
     table.write_text(json.dumps({"as_of": "2027-01", "prices": {"openai": {"bge-m3": 0.01}}}))
     assert price_of(ModelEndpoint(provider="openai", model="bge-m3"), table).source == "price table of 2027-01"  # type: ignore[union-attr]
+
+
+def test_a_real_index_is_searched_densely_with_the_model_named_on_the_command_line(
+    tmp_path: Path, server: ServedStandIn, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--target qdrant:FOLDER/COLLECTION --model FIELD=PROVIDER:MODEL@URL`: a collection whose vectors
+    came from a served model is searched densely through it, with no config written by hand."""
+    from vx_eval import open_engine
+    from vx_eval.autoconfig import config_data, from_target
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)  # the provider's usual variable, named in the config it writes
+    docs, golden = collection()
+    (tmp_path / "docs.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs), encoding="utf-8")
+    (tmp_path / "golden.jsonl").write_text("".join(json.dumps(g) + "\n" for g in golden), encoding="utf-8")
+    options = {"path": "qdrant", "collection": "docs", "dense_models": ["minilm"], "vectors": {"minilm": "embedding"}}
+    with open_engine("qdrant", {**options, "mode": "dense", "exact": True}, corpus="docs.jsonl"):
+        pass
+    plugins = load_plugins()
+    with pytest.raises(ConfigError, match="no vector field 'nope' \\(it has: embedding\\)"):
+        from_target("qdrant:qdrant/docs", plugins, ("nope=minilm",))
+    spec = f"embedding=openai:{DENSE_MODEL}@{server.url}/v1"
+    source = from_target("qdrant:qdrant/docs", plugins, (spec,))
+    assert source.discovered is not None
+    assert source.discovered.options.dense_models == ["all-minilm-l6-v2"]  # type: ignore[attr-defined]
+    assert source.endpoints == {"all-minilm-l6-v2": {"provider": "openai", "model": DENSE_MODEL, "kind": "dense",
+                                "base_url": f"{server.url}/v1", "timeout": 30.0, "retries": 4,
+                                "api_key": {"env": "OPENAI_API_KEY"}}}  # fmt: skip
+    data = config_data(source, tmp_path / "work", tmp_path / "runs", tmp_path)
+    data["golden"] = "golden.jsonl"
+    data["evaluation"] = {"depth": 10, "bootstrap": 0, "permutations": 0}
+    data["targets"][0]["options"]["exact"] = True
+    (tmp_path / "auto.yaml").write_text(yaml.safe_dump(data), encoding="utf-8")
+    before = server.texts["embed"]
+    report = run(tmp_path / "auto.yaml")
+    dense = report.setup("docs.dense.all-minilm-l6-v2")
+    assert dense.error is None and not dense.counts.failed
+    assert server.texts["embed"] > before, "questions are embedded by the served model"
+    assert dense.summary["found@10"] >= 0.8

@@ -29,6 +29,14 @@ if TYPE_CHECKING:
     "TABLE, opensearch:URL/INDEX), searched as it is; otherwise as --docs.",
 )
 @click.option(
+    "--model",
+    "field_models",
+    multiple=True,
+    metavar="FIELD=MODEL",
+    help="With --target: the model that made a vector field's vectors (minilm, or PROVIDER:MODEL such as "
+    "openai:text-embedding-3-small; PROVIDER:MODEL@URL for a server of your own), so questions are embedded by it.",
+)
+@click.option(
     "--save-config", type=click.Path(dir_okay=False, path_type=Path), help="With --docs or --target: keep the config."
 )
 @click.option(
@@ -62,6 +70,7 @@ def run(
     config: Path | None,
     docs: Path | None,
     target_spec: str | None,
+    field_models: tuple[str, ...],
     save_config: Path | None,
     questions: int,
     writer: str,
@@ -108,7 +117,9 @@ def run(
     if config is None:
         from vx_eval.autoconfig import from_docs, from_target
 
-        source = from_docs(docs) if docs is not None else from_target(str(target_spec), plugins)
+        if field_models and target_spec is None:
+            raise click.UsageError("--model goes with --target (a config names its models itself)")
+        source = from_docs(docs) if docs is not None else from_target(str(target_spec), plugins, tuple(field_models))
         config = _without_config(source, questions, writer, save_to, save_config)
     experiment = with_overrides(load_config(config, plugins), location(golden), metrics, k_values)
     with RichProgress(err_console()) as shown:
