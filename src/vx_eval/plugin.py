@@ -20,6 +20,10 @@ of each role has (the Protocols below are the ones the core itself annotates wit
   ``delete`` and ``inside``); `StoreNotFound`, `StoreDenied` and `StoreFull` tell the failures apart.
 - **model** (`ModelPlugin`): ``name``, ``kind`` (`DENSE`, `RERANKER`, `LATE`), ``label``,
   ``load(settings)`` giving a `DenseEncoder`, `CrossEncoder` or `LateEncoder`.
+- **model provider** (`Provider`): speaks a served model's wire format for the endpoints a config declares
+  under ``models.endpoints`` (`ModelEndpoint`): ``embed(texts, input_type) -> Embedded``, ``rerank(query,
+  documents) -> Reranked`` and ``failure(exc) -> Failure``; vx-eval batches, rate-limits, retries,
+  caches and counts its calls.
 - **judge** (`Judge`): ``Options``, ``__init__(options, models)``, ``fingerprint``, ``describe``,
   ``grade(pairs) -> list[Verdict]``.
 - **question writer** (`QuestionWriter`): ``Options``, ``writes_questions``, ``describe`` and
@@ -33,6 +37,7 @@ every engine should pass.
 from __future__ import annotations
 
 from vx_eval.core.config import ConfigPath, SecretRef
+from vx_eval.core.endpoints import Billed, Embedded, Failure, InputType, ModelEndpoint, Provider, Reranked
 from vx_eval.core.engine import (
     DENSE_PREFIX,
     FUSION,
@@ -108,6 +113,7 @@ __all__ = [
     "RERANKER_PREFIX",
     "SERVICE_RANKER_PREFIX",
     "SPARSE_PREFIX",
+    "Billed",
     "Built",
     "Chunk",
     "ConfigError",
@@ -117,16 +123,20 @@ __all__ = [
     "DenseEncoder",
     "Discovered",
     "Document",
+    "Embedded",
     "Engine",
     "EngineError",
     "EngineHandle",
     "EngineOptions",
+    "Failure",
     "GoldenError",
     "GoldenRow",
     "Hit",
     "IndexOptions",
+    "InputType",
     "Judge",
     "LateEncoder",
+    "ModelEndpoint",
     "ModelPlugin",
     "ModelSettings",
     "Models",
@@ -134,10 +144,12 @@ __all__ = [
     "PassageHandle",
     "PluginError",
     "Progress",
+    "Provider",
     "Query",
     "QuestionWriter",
     "Registry",
     "RemotePolicy",
+    "Reranked",
     "SecretRef",
     "Setup",
     "SetupProvider",

@@ -9,13 +9,13 @@ import click
 
 from vx_eval.cli.common import out_console
 
-ROLES = ("engines", "setups", "stores", "writers", "judges", "models", "adapters")
+ROLES = ("engines", "setups", "stores", "writers", "judges", "models", "adapters", "providers")
 
 
 @click.command("plugins")
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
 def plugins_command(as_json: bool) -> None:
-    """What is installed (engines, setups, stores, writers, judges, models, adapters) and what ships it."""
+    """What is installed (engines, setups, stores, writers, judges, models, adapters, providers), and from where."""
     from rich.table import Table
 
     from vx_eval.core.plugins import DISABLE_ENV, load_plugins
