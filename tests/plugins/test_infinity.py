@@ -16,7 +16,7 @@ import yaml
 from vx_eval.core.config import load_config
 from vx_eval.core.plugins import load_plugins
 from vx_eval.core.run import RunOptions, run_experiment
-from vx_eval.testing.conformance import collection
+from vx_eval.testing.conformance import collection, copy_collection
 from vx_eval.testing.processes import free_port, start_server
 
 REPO = Path(__file__).resolve().parents[2]
@@ -43,10 +43,7 @@ def infinity(tmp_path_factory: pytest.TempPathFactory) -> Any:
 
 
 def project(folder: Path, dense: str, endpoints: dict[str, Any]) -> Path:
-    docs, golden = collection()
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "docs.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs), encoding="utf-8")
-    (folder / "golden.jsonl").write_text("".join(json.dumps(g) + "\n" for g in golden), encoding="utf-8")
+    copy_collection(folder)
     config = {
         "name": "infinity",
         "golden": "golden.jsonl",

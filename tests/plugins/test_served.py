@@ -16,7 +16,7 @@ from vx_eval.core.config import load_config
 from vx_eval.core.errors import ConfigError, EngineError
 from vx_eval.core.plugins import load_plugins
 from vx_eval.core.run import RunOptions, run_experiment
-from vx_eval.testing.conformance import collection
+from vx_eval.testing.conformance import collection, copy_collection
 from vx_eval.testing.served import DENSE_MODEL, RERANK_MODEL, ServedStandIn
 
 KEY = "sk-served-test-0123456789abcdef"
@@ -35,10 +35,7 @@ def _key(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def project(folder: Path, endpoints: dict[str, Any], dense: list[str], reranker: str, **models: Any) -> Path:
-    docs, golden = collection()
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "docs.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs), encoding="utf-8")
-    (folder / "golden.jsonl").write_text("".join(json.dumps(g) + "\n" for g in golden), encoding="utf-8")
+    copy_collection(folder)
     config = {
         "name": "served",
         "golden": "golden.jsonl",

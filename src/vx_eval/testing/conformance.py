@@ -51,12 +51,18 @@ def collection() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     return docs, golden
 
 
-def write_project(folder: Path, engine: str, options: dict[str, Any], reference: dict[str, Any]) -> Path:
-    """A config with the suite's corpus and golden file, the embedded reference and the engine under test."""
+def copy_collection(folder: Path) -> None:
+    """The suite's ``docs.jsonl`` and ``golden.jsonl`` copied into `folder` (made if absent)."""
+    folder.mkdir(parents=True, exist_ok=True)
     data = resources.files("vx_eval.testing") / "data"
     for name in ("docs.jsonl", "golden.jsonl"):
         with resources.as_file(data / name) as source:
             shutil.copy(source, folder / name)
+
+
+def write_project(folder: Path, engine: str, options: dict[str, Any], reference: dict[str, Any]) -> Path:
+    """A config with the suite's corpus and golden file, the embedded reference and the engine under test."""
+    copy_collection(folder)
     config = {
         "name": "conformance",
         "golden": "golden.jsonl",
