@@ -231,3 +231,18 @@ def test_a_real_index_is_searched_densely_with_the_model_named_on_the_command_li
     assert dense.error is None and not dense.counts.failed
     assert server.texts["embed"] > before, "questions are embedded by the served model"
     assert dense.summary["found@10"] >= 0.8
+
+
+def test_a_served_reranker_is_the_judge(tmp_path: Path, server: ServedStandIn) -> None:
+    """Named as the cross-encoder judge's model exactly as ms-marco-minilm is: it grades through the endpoint."""
+    endpoints = {"judge-rerank": endpoint(server, "openai", "reranker")}
+    path = project(tmp_path, endpoints, ["minilm"], "ms-marco-minilm")
+    config = yaml.safe_load(path.read_text())
+    config["evaluation"] |= {"judge": "cross-encoder", "judge_depth": 3}
+    config["judges"] = {"cross-encoder": {"model": "judge-rerank"}}
+    path.write_text(yaml.safe_dump(config))
+    before = server.texts["rerank"]
+    report = run(path)
+    assert report.judge is not None and report.judge.model == "judge-rerank" and report.judge.asked > 0
+    assert server.texts["rerank"] - before >= report.judge.asked
+    assert [u.name for u in report.provenance.served] == ["judge-rerank"]
