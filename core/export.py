@@ -62,9 +62,22 @@ def file_name(key: str) -> str:
 
 
 def export_trec(report: Report, questions: Sequence[Question], folder: str, stores: Stores) -> list[str]:
-    """Write ``qrels.txt`` and one run file per scored setup into `folder`; the locations written."""
+    """Write ``qrels.txt`` and one run file per scored setup into `folder`; the locations written. A run with
+    no judgement to write is refused before anything is written (an empty qrels file scores nothing)."""
+    qrels = "".join(qrels_lines(questions))
+    if not qrels:
+        graded = (
+            f": its grades were {report.judge.judge}'s, which the report keeps as scores of each setup's top "
+            f"{report.judge.depth}, not as judgements of documents"
+            if report.judge is not None
+            else ""
+        )
+        raise VxEvalError(
+            f"run {report.id} holds no judgements to write as qrels.txt{graded}; label the questions' expected "
+            "documents (or give a golden file that does) to export files trec_eval can score"
+        )
     written = [join(folder, "qrels.txt")]
-    stores.write(written[0], "".join(qrels_lines(questions)).encode())
+    stores.write(written[0], qrels.encode())
     for setup in report.setups:
         if not setup.scored:
             continue

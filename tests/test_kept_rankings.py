@@ -165,3 +165,35 @@ def test_export_writes_csv_and_parquet_of_every_measure(project, tmp_path):
 
     frame = pandas.read_parquet(parquet)
     assert len(frame) == len(lines) - 1 and frame.measure.iloc[0] == lines[1].split(",")[5]
+
+
+def test_exporting_a_run_with_nothing_but_a_judges_grades_is_refused_before_writing(tmp_path):
+    """Questions with no expected documents, graded by the judge alone: there is nothing to write as qrels,
+    so the export says why instead of leaving an empty qrels.txt that `vx-eval eval` then refuses."""
+    from vx_eval.core.errors import VxEvalError
+    from vx_eval.testing.conformance import copy_collection
+
+    copy_collection(tmp_path)
+    rows = [
+        {
+            "id": "q1",
+            "question": "Can I postpone a loan payment after a disaster?",
+            "reference": "Yes, it can be deferred.",
+        }
+    ]
+    report = vx_eval.evaluate(
+        {"Local": {"engine": "sqlite", "options": {"path": str(tmp_path / "j.db"), "dense_models": []}}},
+        rows,
+        corpus=tmp_path / "docs.jsonl",
+        judge="cross-encoder",
+        judge_depth=3,
+        save_to=tmp_path / "runs",
+        models={"scores": str(tmp_path / "scores.db"), "embeddings": str(tmp_path / "embeddings.db")},
+    )
+    assert report.judge is not None and report.judge.asked > 0 and report.judge.grades_from.judge > 0
+    out = tmp_path / "trec"
+    with pytest.raises(
+        VxEvalError, match=r"holds no judgements to write as qrels.txt: its grades were cross-encoder's"
+    ):
+        vx_eval.export_trec(report, out, runs=tmp_path / "runs", golden=rows)
+    assert not out.exists() or not any(out.iterdir()), "nothing written"
