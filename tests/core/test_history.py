@@ -69,7 +69,7 @@ def test_missing_runs_and_golden_copies_are_named(tmp_path, plugins):
         read_report(stores, str(tmp_path), newer["id"])
 
 
-def test_runs_show_and_list_on_the_command_line(project, capsys):
+def test_runs_show_and_list_on_the_command_line(project, capsys, monkeypatch):
     from vx_eval.cli import main
 
     def cli(*args: str) -> int:
@@ -87,5 +87,12 @@ def test_runs_show_and_list_on_the_command_line(project, capsys):
     assert "Keyword (BM25)" in shown and "Finds the most" in shown
     assert cli("runs", "list", str(project.root / "runs")) == 0
     assert "tiny" in capsys.readouterr().out
+    monkeypatch.chdir(project.root)  # ./runs holds the run: found with no location named
+    assert cli("runs", "list") == 0
+    assert "tiny" in capsys.readouterr().out
+    assert cli("runs", "show", "latest") == 0
+    assert "Finds the most" in capsys.readouterr().out
+    monkeypatch.chdir(project.root / "runs")  # no ./runs here
     assert cli("runs", "list") == 2
-    assert "name where the runs are kept" in capsys.readouterr().err
+    said = capsys.readouterr().err
+    assert "name where the runs are kept" in said and "there is no ./runs with runs here" in said

@@ -52,8 +52,13 @@ def new_file(stores: Stores, out_file: str, force: bool) -> str:
     return target
 
 
+DEFAULT_RUNS = "runs"
+"""A config's default save_to: runs are looked for here when no location or config is named."""
+
+
 def runs_place(where: str | None, config: Path | None) -> tuple[str, Stores]:
-    """Where runs are kept: LOCATION, or the config's save_to (with the config's store settings)."""
+    """Where runs are kept: LOCATION, or the config's save_to (with the config's store settings), or ./runs
+    where runs were saved there."""
     from vx_eval.core.config import load_config
     from vx_eval.core.errors import VxEvalError
     from vx_eval.core.plugins import load_plugins
@@ -64,8 +69,11 @@ def runs_place(where: str | None, config: Path | None) -> tuple[str, Stores]:
         experiment = load_config(config, plugins)
         return location(where) or experiment.config.save_to, Stores(plugins, options=experiment.stores)
     if where is None:
+        if Path(DEFAULT_RUNS, "retrieval", "runs").is_dir():  # where `vx-eval run` saves by default
+            return DEFAULT_RUNS, Stores(plugins)
         raise VxEvalError(
-            "name where the runs are kept: `vx-eval runs list LOCATION`, or --config CONFIG for its save_to"
+            f"name where the runs are kept: `vx-eval runs list LOCATION`, or --config CONFIG for its save_to "
+            f"(there is no ./{DEFAULT_RUNS} with runs here)"
         )
     return location(where) or where, Stores(plugins)
 
