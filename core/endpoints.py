@@ -10,7 +10,7 @@ name people choose and then named exactly as a built-in model is::
 This module is the typed contract: what a config says of an endpoint (`ModelEndpoint`), what a provider
 plugin does with it (`Provider`: one request's texts in, vectors or scores and the tokens billed out), and what
 the report says was sent (`ServedUsage`). Batching, the rate, retries, the cache and the accounting are the
-served-model plugin's (`plugins.models.served`); providers only speak their wire format.
+run's (`core.served`); providers only speak their wire format.
 """
 
 from __future__ import annotations
@@ -124,7 +124,7 @@ class Failure:
 
 class Provider(Protocol):
     """A provider plugin: speaks one wire format. Made as ``cls(endpoint, key)`` once per endpoint; its calls
-    are made under the served-model plugin's policy (batches, rate, retries), never retried by the client."""
+    are made under the run's policy (`core.served`: batches, rate, retries), never retried by the client."""
 
     name: ClassVar[str]
     kinds: ClassVar[frozenset[str]]

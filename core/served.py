@@ -21,7 +21,6 @@ from typing import Any, TypeVar
 import numpy as np
 
 from vx_eval.core.endpoints import (
-    Billed,
     Embedded,
     InputType,
     ModelEndpoint,
@@ -36,7 +35,7 @@ from vx_eval.core.executors import RateLimit
 from vx_eval.core.keyed import KeyedCache, content_key
 from vx_eval.core.remote import RemotePolicy
 
-T = TypeVar("T")
+Answer = TypeVar("Answer", Embedded, Reranked)
 
 
 def cache_space(endpoint: ModelEndpoint, input_type: InputType) -> str:
@@ -75,10 +74,11 @@ class ServedCalls:
         self.tokens: int | None = None
         self.searches: int | None = None
 
-    def call(self, what: str, texts: int, request: Callable[[], T], billed: Callable[[T], Billed]) -> T:
+    def call(self, what: str, texts: int, request: Callable[[], Answer]) -> Answer:
+        """One request under the policy, after the rate allows it; what it sent and was billed counted."""
         self.rate.wait()
         answer = self.policy(what, request)
-        said = billed(answer)
+        said = answer.billed
         with self.lock:
             self.requests += 1
             self.texts += texts
@@ -95,8 +95,9 @@ class ServedCalls:
     def usage(self) -> ServedUsage:
         e = self.endpoint
         price = price_of(e)
-        billed = self.searches if price and price.per == "thousand searches" else self.tokens
-        scale = 1_000 if price and price.per == "thousand searches" else 1_000_000
+        by_search = price is not None and price.per == "thousand searches"
+        billed = self.searches if by_search else self.tokens
+        scale = 1_000 if by_search else 1_000_000
         cost = round(price.usd * billed / scale, 6) if price is not None and billed is not None else None
         return ServedUsage(
             name=self.name,
@@ -115,10 +116,6 @@ class ServedCalls:
         )
 
 
-def _billed(answer: Embedded | Reranked) -> Billed:
-    return answer.billed
-
-
 def _unit(vectors: np.ndarray) -> np.ndarray:
     """Rows as float32 unit vectors; rows already of unit length (what the services return) left as sent."""
     vectors = np.asarray(vectors, dtype=np.float32)
@@ -134,7 +131,6 @@ class ServedEncoder:
     def __init__(self, calls: ServedCalls, cache: Path | None) -> None:
         self.calls = calls
         self.name = calls.name
-        self.cache_space = cache_space(calls.endpoint, "document")
         self._query_space = cache_space(calls.endpoint, "query")
         self._cache = cache
         self._dim = calls.endpoint.dimensions
@@ -152,7 +148,7 @@ class ServedEncoder:
         for start in range(0, len(texts), step):
             batch = list(texts[start : start + step])
             what = f"embedding {len(batch)} {'questions' if input_type == 'query' else 'texts'}"
-            answer = self.calls.call(what, len(batch), partial(self.calls.provider.embed, batch, input_type), _billed)
+            answer = self.calls.call(what, len(batch), partial(self.calls.provider.embed, batch, input_type))
             if answer.vectors.shape[0] != len(batch):
                 raise EngineError(
                     f"model {self.name}: {self.calls.location} sent {answer.vectors.shape[0]} vectors for "
@@ -193,7 +189,6 @@ class ServedReranker:
     def __init__(self, calls: ServedCalls) -> None:
         self.calls = calls
         self.name = calls.name
-        self.cache_space = cache_space(calls.endpoint, "document").rsplit(":", 2)[0] + ":rerank"
 
     def score(self, query: str, passages: Sequence[str]) -> np.ndarray:
         scores: list[float] = []
@@ -201,7 +196,7 @@ class ServedReranker:
         for start in range(0, len(passages), step):
             batch = list(passages[start : start + step])
             request = partial(self.calls.provider.rerank, query, batch)
-            answer = self.calls.call(f"reranking {len(batch)} passages", len(batch), request, _billed)
+            answer = self.calls.call(f"reranking {len(batch)} passages", len(batch), request)
             scores += answer.scores
         return np.asarray(scores, dtype=np.float64)
 

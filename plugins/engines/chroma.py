@@ -122,11 +122,7 @@ class ChromaEngine(Engine):
         call = _policy(options, context.target_name, where)
         name = options.collection or slug(context.target_name)
         spaces = {m: _space(options, name, m) for m in options.dense_models}
-        listed = set(
-            call(
-                "listing collections", lambda: [c if isinstance(c, str) else c.name for c in client.list_collections()]
-            )
-        )
+        listed = _names(client, call)
         corpus = context.corpus
         if corpus is not None and options.build != "never":
             wanted = fingerprint(corpus, options.indexing(), FORMAT)
@@ -148,6 +144,11 @@ class ChromaEngine(Engine):
         return (collection.metadata or {}).get("fingerprint")
 
 
+def _names(client: Any, call: RemotePolicy) -> set[str]:
+    """The collections there are (Chroma 1.x lists names; older clients list collection objects)."""
+    return {c if isinstance(c, str) else c.name for c in call("listing collections", client.list_collections)}
+
+
 def _build(
     client: Any, call: RemotePolicy, spaces: dict[str, str], options: ChromaOptions, built: Built, wanted: str
 ) -> None:
@@ -156,8 +157,7 @@ def _build(
 
     chunks = built.chunks
     for model, space in spaces.items():
-        existing = [c if isinstance(c, str) else c.name for c in call("listing", client.list_collections)]
-        if space in existing:
+        if space in _names(client, call):  # listed again: the embedding took a while, the server is shared
             call(f"deleting collection {space}", partial(client.delete_collection, space))
         hnsw = {"space": "cosine", "ef_search": options.ef_search, "ef_construction": max(200, options.ef_search)}
         collection = call(

@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import re
 from collections.abc import Iterable, Sequence
+from functools import partial
 from typing import Any, ClassVar
 
 from pydantic import Field
@@ -47,12 +48,15 @@ from vx_eval.core.remote import RemotePolicy
 from vx_eval.plugins.engines.remote import (
     Built,
     RemoteOptions,
+    by_document,
     collection_name,
     fingerprint,
+    first_chunks,
     is_first_chunk,
     need,
     payload_hit,
     prepare,
+    scanned_document_ids,
     stored_documents,
 )
 
@@ -360,13 +364,7 @@ class ElasticsearchHandle:
         if self._ids is None:
             from elasticsearch import helpers
 
-            query = {"query": {"term": {"first": True}}, "_source": ["doc_id"]}
-
-            def scan() -> list[str]:  # the whole scroll, so a retry starts it again
-                return sorted(
-                    {str(h["_source"]["doc_id"]) for h in helpers.scan(self.client, query=query, index=self.index)}
-                )
-
+            scan = partial(scanned_document_ids, helpers.scan, self.client, self.index)
             self._ids = self.call(f"listing the documents of {self.index}", scan)
         return self._ids
 
@@ -377,12 +375,11 @@ class ElasticsearchHandle:
         wanted = list(doc_ids)
         if not wanted:
             return []
-        query = {"bool": {"filter": [{"terms": {"doc_id": wanted}}, {"term": {"first": True}}]}}
+        query = first_chunks(wanted)
         response = self.call(
             "reading documents", lambda: self.client.search(index=self.index, size=len(wanted), query=query)
         )
-        found = {str(h["_source"]["doc_id"]): h["_source"] for h in response["hits"]["hits"]}
-        return stored_documents(wanted, found)
+        return stored_documents(wanted, by_document(response))
 
     def close(self) -> None:
         self.client.close()

@@ -17,6 +17,7 @@ import contextlib
 import os
 import re
 from collections.abc import Iterable, Sequence
+from functools import partial
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field
@@ -45,13 +46,16 @@ from vx_eval.core.remote import RemotePolicy
 from vx_eval.plugins.engines.remote import (
     Built,
     RemoteOptions,
+    by_document,
     collection_name,
     fingerprint,
+    first_chunks,
     is_first_chunk,
     need,
     options_for,
     payload_hit,
     prepare,
+    scanned_document_ids,
     stored_documents,
     target_parts,
 )
@@ -407,13 +411,7 @@ class OpenSearchHandle:
         if self._ids is None:
             from opensearchpy import helpers
 
-            query = {"query": {"term": {"first": True}}, "_source": ["doc_id"]}
-
-            def scan() -> list[str]:  # the whole scroll, so a retry starts it again
-                return sorted(
-                    {str(h["_source"]["doc_id"]) for h in helpers.scan(self.client, query=query, index=self.index)}
-                )
-
+            scan = partial(scanned_document_ids, helpers.scan, self.client, self.index)
             self._ids = self.call(f"listing the documents of {self.index}", scan)
         return self._ids
 
@@ -424,11 +422,10 @@ class OpenSearchHandle:
         wanted = list(doc_ids)
         if not wanted:
             return []
-        query = {"bool": {"filter": [{"terms": {"doc_id": wanted}}, {"term": {"first": True}}]}}
+        query = first_chunks(wanted)
         body = {"size": len(wanted), "query": query}
         response = self.call("reading documents", lambda: self.client.search(index=self.index, body=body))
-        found = {str(h["_source"]["doc_id"]): h["_source"] for h in response["hits"]["hits"]}
-        return stored_documents(wanted, found)
+        return stored_documents(wanted, by_document(response))
 
     def close(self) -> None:
         self.client.close()

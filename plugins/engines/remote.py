@@ -86,6 +86,23 @@ def stored_documents(wanted: Sequence[str], found: dict[str, dict[str, Any]]) ->
     return out
 
 
+def first_chunks(wanted: Sequence[str]) -> dict[str, Any]:
+    """The Elasticsearch-DSL query (OpenSearch and Elasticsearch alike) for these documents' first chunks."""
+    return {"bool": {"filter": [{"terms": {"doc_id": list(wanted)}}, {"term": {"first": True}}]}}
+
+
+def scanned_document_ids(scan: Callable[..., Any], client: Any, index: str) -> list[str]:
+    """Every document id of an Elasticsearch-DSL index, read from its first chunks by one whole scroll (`scan`:
+    the client's ``helpers.scan``, so that a retry starts the scroll again), sorted."""
+    query = {"query": {"term": {"first": True}}, "_source": ["doc_id"]}
+    return sorted({str(h["_source"]["doc_id"]) for h in scan(client, query=query, index=index)})
+
+
+def by_document(response: Any) -> dict[str, dict[str, Any]]:
+    """A search answer's hits as {doc_id: stored fields}."""
+    return {str(h["_source"]["doc_id"]): h["_source"] for h in response["hits"]["hits"]}
+
+
 def payload_hit(payload: dict[str, Any], score: float) -> Hit:
     """A hit from a stored chunk's fields: ``doc_id``, ``chunk_id``, ``page``; the rest kept as fields."""
     page = payload.get("page")

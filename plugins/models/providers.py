@@ -8,7 +8,7 @@ query and document input types. Each client is made with its own retries off: th
 from __future__ import annotations
 
 import importlib
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -106,11 +106,20 @@ class OpenAIProvider:
         return Failure(None, True, unreachable=True, message=str(exc))
 
 
+def in_order(scored: Iterable[tuple[Any, Any]], n: int) -> list[float]:
+    """Scores by the index of the document they score (a rerank answer lists them best first), in the order
+    the documents were sent; a document the answer left out scores below every other."""
+    scores = [float("-inf")] * n
+    for index, score in scored:
+        if score is not None:
+            scores[int(index)] = float(score)
+    return scores
+
+
 def _cohere_shaped(data: Any, n: int) -> Reranked:
     """Scores from a Cohere-shaped rerank answer (``results: [{index, relevance_score}]``), in the order sent."""
-    scores = [float("-inf")] * n
-    for row in data.get("results") or data.get("data") or []:
-        scores[int(row["index"])] = float(row.get("relevance_score", row.get("score", float("-inf"))))
+    rows = data.get("results") or data.get("data") or []
+    scores = in_order(((row["index"], row.get("relevance_score", row.get("score"))) for row in rows), n)
     meta = (data.get("meta") or {}).get("billed_units") or {}
     usage = data.get("usage") or {}
     return Reranked(scores, Billed(tokens=usage.get("total_tokens"), searches=meta.get("search_units")))
@@ -157,9 +166,7 @@ class CohereProvider:
 
     def rerank(self, query: str, documents: Sequence[str]) -> Reranked:
         answer = self._client.rerank(model=self.endpoint.model, query=query, documents=list(documents))
-        scores = [float("-inf")] * len(documents)
-        for row in answer.results:
-            scores[row.index] = float(row.relevance_score)
+        scores = in_order(((row.index, row.relevance_score) for row in answer.results), len(documents))
         units = getattr(getattr(answer, "meta", None), "billed_units", None)
         searches = getattr(units, "search_units", None)
         return Reranked(scores, Billed(searches=int(searches) if searches is not None else None))
@@ -201,9 +208,7 @@ class VoyageProvider:
 
     def rerank(self, query: str, documents: Sequence[str]) -> Reranked:
         answer = self._client.rerank(query, list(documents), model=self.endpoint.model)
-        scores = [float("-inf")] * len(documents)
-        for row in answer.results:
-            scores[row.index] = float(row.relevance_score)
+        scores = in_order(((row.index, row.relevance_score) for row in answer.results), len(documents))
         return Reranked(scores, Billed(tokens=getattr(answer, "total_tokens", None)))
 
     def failure(self, exc: BaseException) -> Failure:

@@ -67,10 +67,7 @@ def named_targets(targets: Any) -> dict[str, Any]:
 
 
 def _described_name(obj: Any) -> str | None:
-    describe = getattr(obj, "describe", None)
-    if not callable(describe) or not isinstance(obj, EngineHandle):
-        return None
-    return TargetDescription.of(describe()).collection
+    return TargetDescription.of(obj.describe()).collection if isinstance(obj, EngineHandle) else None
 
 
 def evaluate(
