@@ -88,22 +88,34 @@ def _client(options: ChromaOptions, context_dir: Any, target: str) -> tuple[Any,
         if parts is None:
             raise EngineError(f"target {target}: url {options.url} is not http(s)://HOST[:PORT]")
         scheme, host, port = parts.groups()
-        client = chromadb.HttpClient(host=host, port=int(port or 8000), ssl=scheme == "https", settings=settings)
+        try:
+            client = chromadb.HttpClient(host=host, port=int(port or 8000), ssl=scheme == "https", settings=settings)
+        except ValueError as exc:  # the client asks the server's heartbeat when it is made
+            raise EngineError(
+                f"target {target}: cannot reach {options.url} ({exc}); is the Chroma server running and the "
+                "address right?"
+            ) from None
+        session = getattr(getattr(client, "_server", None), "_session", None)
+        if session is not None:  # the client makes its HTTP session with no timeout at all
+            import httpx
+
+            session.timeout = httpx.Timeout(options.timeout)
         return client, options.url
     folder = options.path or context_dir / ".vx" / f"{slug(target)}.chroma"
     return chromadb.PersistentClient(path=str(folder), settings=settings), str(folder)
 
 
 def _policy(options: ChromaOptions, target: str, where: str) -> RemotePolicy:
+    import httpx
     from chromadb import errors
 
     return RemotePolicy(
         target=f"target {target}",
         where=where,
         retries=options.retries if options.url else 0,
-        errors=(errors.ChromaError, ConnectionError, TimeoutError),
-        transient=lambda exc: isinstance(exc, ConnectionError | TimeoutError),
-        unreachable=lambda exc: isinstance(exc, ConnectionError),
+        errors=(errors.ChromaError, httpx.HTTPError),
+        transient=lambda exc: isinstance(exc, httpx.TransportError),
+        unreachable=lambda exc: isinstance(exc, httpx.ConnectError),
     )
 
 

@@ -87,3 +87,42 @@ class TestChroma(EngineConformance):
     engine = "chroma"
     options = {"path": "chroma", "mode": "hybrid", "dense_models": ["minilm"]}
     absent_options = {"path": "chroma-empty", "collection": "absent", "build": "never"}
+
+
+@pytest.fixture(scope="module")
+def chroma_server(tmp_path_factory: pytest.TempPathFactory):
+    """Chroma's own server (`chroma run`, shipped with chromadb) on 127.0.0.1, stopped by its pid."""
+    import sys
+    from pathlib import Path
+
+    from vx_eval.testing.processes import free_port, start_server
+
+    port = free_port()
+    folder = tmp_path_factory.mktemp("chroma-server")
+    binary = Path(sys.executable).parent / "chroma"
+    argv = [binary, "run", "--path", folder / "data", "--host", "127.0.0.1", "--port", str(port)]
+    with start_server(argv, port=port, what="chroma run", cwd=folder, seconds=60) as server:
+        yield server.url
+
+
+class TestChromaServer(EngineConformance):
+    """The same suite over HTTP against Chroma's own server."""
+
+    engine = "chroma"
+
+    @pytest.fixture(scope="class", autouse=True)
+    @classmethod
+    def _point_at_server(cls, chroma_server: str) -> None:
+        cls.options = {"url": chroma_server, "mode": "hybrid", "dense_models": ["minilm"], "collection": "conf"}
+        cls.absent_options = {"url": chroma_server, "collection": "absent", "build": "never"}
+
+
+def test_a_chroma_server_that_is_not_there_is_one_line(tmp_path) -> None:
+    from vx_eval.core.engine import OpenContext
+    from vx_eval.core.errors import EngineError
+    from vx_eval.plugins.engines.chroma import ChromaEngine, ChromaOptions
+    from vx_eval.testing.processes import free_port
+
+    url = f"http://127.0.0.1:{free_port()}"
+    with pytest.raises(EngineError, match=rf"target Chroma: cannot reach {url} .*is the Chroma server running"):
+        ChromaEngine().open(ChromaOptions(url=url, build="never"), OpenContext("Chroma", tmp_path, None))
