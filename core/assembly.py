@@ -13,12 +13,8 @@ from vx_eval.core.golden import GoldenSet, Question
 from vx_eval.core.ranking import Ranking
 from vx_eval.core.schema import (
     FORMAT,
-    BestGraded,
     ConfigInfo,
     GoldenInfo,
-    GradedDashboard,
-    GradedQuestion,
-    JudgeInfo,
     Missing,
     Provenance,
     Report,
@@ -29,6 +25,7 @@ from vx_eval.core.schema import (
     Tuning,
 )
 from vx_eval.core.targets import missing_notes
+from vx_eval.core.views import BestGraded, GradedDashboard, GradedQuestion, JudgeInfo
 
 SHOWN_QUESTIONS = 5
 
@@ -86,24 +83,30 @@ def enough_graded(questions: Sequence[Question]) -> bool:
     return count >= max(GRADED_AT_LEAST, math.ceil(GRADED_SHARE * len(questions)))
 
 
-def graded_questions(setups: Sequence[SetupResult], ids: Sequence[str]) -> GradedDashboard | None:
-    """Databricks' dashboard over the run: the best DCG@10 and the setup that reached it, the strongest and
-    weakest questions (by that setup's DCG@10) and the failed ones (its first result graded 0 or ungraded)."""
+def graded_questions(
+    setups: Sequence[SetupResult], ids: Sequence[str], leader: str | None = None, found_by: Sequence[int] = ()
+) -> GradedDashboard | None:
+    """Databricks' dashboard over the run: the best DCG@10 and the setup that reached it (the leader where it
+    is level with others, else the higher ranked), the strongest and weakest questions (by that setup's
+    DCG@10; never the same question in both, and only questions some setup finds among the strongest, as
+    `found_by` counts them per question) and the failed ones (its first result graded 0 or ungraded)."""
     scored = [(s, s.graded) for s in setups if s.graded is not None and s.error is None and s.graded.dcg is not None]
     if not scored:
         return None
-    best, view = max(scored, key=lambda pair: pair[1].dcg or 0.0)
+    places = {s.key: i for i, (s, _) in enumerate(scored)}
+    best, view = max(scored, key=lambda pair: (pair[1].dcg or 0.0, pair[0].key == leader, -places[pair[0].key]))
     per_question = view.dcg_per_question
+    found = list(found_by) or [1] * len(ids)
     ranked = sorted(((v, q) for q, v in zip(ids, per_question, strict=True) if v is not None), reverse=True)
+    where = {q: i for i, q in enumerate(ids)}
+    strongest = [(v, q) for v, q in ranked if v > 0 and found[where[q]] > 0][: min(SHOWN_QUESTIONS, len(ranked) // 2)]
+    shown = {q for _, q in strongest}
+    weakest = [(v, q) for v, q in ranked[::-1] if q not in shown][: min(SHOWN_QUESTIONS, len(ranked) - len(shown))]
     grades = best.per_question.grades or []
     return GradedDashboard(
         best=BestGraded(key=best.key, label=best.label, dcg=view.dcg or 0.0),
-        strongest=[GradedQuestion(id=q, dcg=v) for v, q in ranked[:SHOWN_QUESTIONS]],
-        weakest=(
-            [GradedQuestion(id=q, dcg=v) for v, q in ranked[::-1][:SHOWN_QUESTIONS]]
-            if len(ranked) > SHOWN_QUESTIONS
-            else []
-        ),
+        strongest=[GradedQuestion(id=q, dcg=v) for v, q in strongest],
+        weakest=[GradedQuestion(id=q, dcg=v) for v, q in weakest] if len(ranked) > 1 else [],
         failed=[q for q, g in zip(ids, grades, strict=True) if g is not None and (not g or not g[0])],
     )
 
@@ -143,6 +146,7 @@ class Outcome:
 def assemble(experiment: Experiment, outcome: Outcome) -> Report:
     ranking = outcome.ranking
     any_scored = any(s.scored for s in ranking.setups)
+    room = headroom.headroom(ranking.setups, outcome.questions, outcome.settings, ranking.picks.finds_the_most)
     return Report(
         format=FORMAT,
         id=outcome.run_id,
@@ -165,10 +169,17 @@ def assemble(experiment: Experiment, outcome: Outcome) -> Report:
         detectable_difference=ranking.detectable,
         judge=outcome.judge,
         graded_questions=(
-            graded_questions(ranking.setups, [q.id for q in outcome.questions]) if outcome.settings.graded else None
+            graded_questions(
+                ranking.setups,
+                [q.id for q in outcome.questions],
+                ranking.picks.finds_the_most,
+                room.found_by if room is not None else (),
+            )
+            if outcome.settings.graded
+            else None
         ),
         provenance=outcome.provenance,
-        headroom=headroom.headroom(ranking.setups, outcome.questions, outcome.settings, ranking.picks.finds_the_most),
+        headroom=room,
         pairs=headroom.all_pairs(ranking.setups, outcome.settings),
         tuning=outcome.tuning,
     )

@@ -16,7 +16,8 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from vx_eval.core.judging import GRADES
-from vx_eval.core.schema import GoldenInfo, JudgeInfo, MeasuredAgreement
+from vx_eval.core.schema import GoldenInfo
+from vx_eval.core.views import JudgeInfo, MeasuredAgreement
 
 
 class Agreement(BaseModel):

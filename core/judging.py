@@ -19,7 +19,7 @@ from pydantic import ValidationError
 from vx_eval.core.errors import ConfigError
 from vx_eval.core.golden import Question
 from vx_eval.core.keyed import KeyedCache, pair_key
-from vx_eval.core.schema import GradesFrom, JudgeInfo
+from vx_eval.core.views import GradesFrom, JudgeInfo
 
 GRADES = (0, 1, 2, 3)
 
@@ -181,6 +181,20 @@ def judge_info(judge: Judge, **counts: Any) -> JudgeInfo:
     return JudgeInfo(**known, details={k: v for k, v in said.items() if k not in JudgeInfo.model_fields}, **counts)
 
 
+def circular_setups(runs: Sequence[Any], judge: Judge, models: Any) -> list[str]:
+    """The setups a model of the judge's own ranks (a cross-encoder judge's model as their reranker, under
+    whatever name: `Models.cache_space` tells two names of one model apart from two models)."""
+    model = judge.describe().get("model")
+    if not isinstance(model, str) or not model:
+        return []
+
+    def space(name: str) -> str:
+        return str(models.cache_space(name)) if models is not None else name
+
+    mine = space(model)
+    return sorted({run.setup.key for run in runs if run.setup.ranker and space(run.setup.ranker) == mine})
+
+
 def judge_run(
     runs: Sequence[Any],
     questions: Sequence[Question],
@@ -227,5 +241,6 @@ def judge_run(
         ),
         not_found=sum(len(units) for units in pairs.values()) - len(asked),
         verdicts=verdicts if everything else None,
+        circular=circular_setups(runs, judge, targets[0].models if targets else None),
     )
     return [with_judged_grades(q, judged.get(i, {})) for i, q in enumerate(questions)], info

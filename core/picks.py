@@ -99,9 +99,18 @@ class Choice:
     """Said when the primary saturated: which measure decided instead, and why."""
 
 
-def ranked(rows: Sequence[Scored]) -> list[Scored]:
-    """Best first: higher primary measure, then more right at 1, then higher MRR, then faster; failed last."""
-    return sorted(rows, key=lambda r: (r.failed, -r.primary, -r.at1, -r.mrr, r.median_ms, r.key))
+def ranked(rows: Sequence[Scored], choice: Choice | None = None, primary: str = "") -> list[Scored]:
+    """Best first: higher deciding measure (`choice.measure`: the primary unless it saturated), then higher
+    primary, more right at 1, higher MRR; among setups level on all of those the one `choice` picked as
+    finding the most (the fastest of them within the noise), then the faster; those that may not be picked
+    last. So the first row is always the pick."""
+    measure = choice.measure if choice else primary
+    first = choice.picks.get("finds_the_most") if choice else None
+
+    def order(r: Scored) -> tuple[object, ...]:
+        return (r.failed, -r.value(measure, primary), -r.primary, -r.at1, -r.mrr, r.key != first, r.median_ms, r.key)
+
+    return sorted(rows, key=order)
 
 
 def deciding_measure(rows: Sequence[Scored], primary: str) -> tuple[str, str | None]:
@@ -208,20 +217,22 @@ def picks(
     return Picker(rows, primary, samples=samples, seed=seed).choose(balance, time).picks
 
 
-def frontier(rows: Sequence[Scored]) -> list[str]:
-    """Setups nothing beats on both quality and median time, fastest first."""
+def frontier(rows: Sequence[Scored], measure: str = "", primary: str = "") -> list[str]:
+    """Setups nothing beats on both quality (the deciding `measure`; the primary by default) and median
+    time, fastest first."""
     alive = [r for r in rows if not r.failed]
+
+    def q(r: Scored) -> float:
+        return r.value(measure, primary) if measure else r.primary
+
     out = []
     for r in alive:
         dominated = any(
-            o.primary >= r.primary
-            and o.median_ms <= r.median_ms
-            and (o.primary > r.primary or o.median_ms < r.median_ms)
-            for o in alive
+            q(o) >= q(r) and o.median_ms <= r.median_ms and (q(o) > q(r) or o.median_ms < r.median_ms) for o in alive
         )
         if not dominated:
             out.append(r)
-    return [r.key for r in sorted(out, key=lambda r: (r.median_ms, -r.primary, r.key))]
+    return [r.key for r in sorted(out, key=lambda r: (r.median_ms, -q(r), r.key))]
 
 
 class Described(Protocol):

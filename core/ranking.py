@@ -3,7 +3,7 @@ the paired tests of every setup against the one that finds the most."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -37,14 +37,14 @@ class Ranking:
     picking: Picking
 
 
-def _scored(setup: SetupResult, primary: str) -> picks.Scored:
+def _scored(setup: SetupResult, primary: str, left_out: Collection[str]) -> picks.Scored:
     median = setup.times_ms.median
     return picks.Scored(
         key=setup.key,
         primary=setup.summary.get(primary) or 0.0,
         at1=setup.summary.get("found@1") or 0.0,
         median_ms=median if median is not None else float("inf"),
-        failed=not setup.pickable,
+        failed=not setup.pickable or setup.key in left_out,
         mrr=setup.summary.get("mrr") or 0.0,
         times_ms=tuple(setup.per_question.times_ms),
     )
@@ -63,12 +63,14 @@ def _picks(choice: picks.Choice) -> tuple[Picks, Picking]:
     return Picks(**choice.picks), Picking(measure=choice.measure, note=choice.note, reasons=reasons)
 
 
-def rank(setups: Sequence[SetupResult], settings: Settings) -> Ranking:
-    """Order, pick and compare: the run's `Ranking`."""
-    scored = [_scored(s, settings.primary) for s in setups]
-    order = {s.key: i for i, s in enumerate(picks.ranked(scored), start=1)}
+def rank(setups: Sequence[SetupResult], settings: Settings, left_out: Collection[str] = ()) -> Ranking:
+    """Order, pick and compare: the run's `Ranking`. `left_out`: setups ranked after the rest and never
+    picked (those a judge's own model ranks: their grades are circular)."""
+    scored = [_scored(s, settings.primary, left_out) for s in setups]
     picker = picks.Picker(scored, settings.primary, samples=settings.bootstrap, seed=settings.seed)
-    chosen, picking = _picks(picker.choose(settings.balance_points, settings.time_points))
+    choice = picker.choose(settings.balance_points, settings.time_points)
+    order = {s.key: i for i, s in enumerate(picks.ranked(scored, choice, settings.primary), start=1)}
+    chosen, picking = _picks(choice)
     near = picks.neighbours(setups)
     ranked = sorted(
         (
@@ -80,7 +82,38 @@ def rank(setups: Sequence[SetupResult], settings: Settings) -> Ranking:
         key=lambda s: s.rank,
     )
     tested, detectable = compare_with_best(ranked, chosen.finds_the_most, settings)
-    return Ranking(tested, chosen, picks.frontier(scored), detectable, picking)
+    picking = picking.model_copy(update={"sure": how_sure(tested, chosen.finds_the_most, set(left_out))})
+    return Ranking(tested, chosen, picks.frontier(scored, choice.measure, settings.primary), detectable, picking)
+
+
+def how_sure(setups: Sequence[SetupResult], best: str | None, left_out: Collection[str]) -> str | None:
+    """When the paired tests cannot tell the leader from the setup ranked next, in words: which setups are
+    level with it within the noise and, where the two differ at all, about how many questions would tell the
+    leader from the next at the difference seen (the detectable difference shrinks with the square root of
+    the questions). None when the leader is surely ahead."""
+    level = [s for s in setups if s.tied_with_best and s.key != best and s.key not in left_out]
+    if best is None or not level:
+        return None
+    runner, leader = level[0], next(s for s in setups if s.key == best)
+    test = runner.vs_best
+    if test is None:
+        return None
+    a = np.array(leader.per_question.metrics.get(test.metric, []), dtype=float)
+    b = np.array(runner.per_question.metrics.get(test.metric, []), dtype=float)
+    n = int(np.sum(~np.isnan(a - b))) if len(a) == len(b) else 0
+    shown = ", ".join(s.key for s in level[:3]) + (" …" if len(level) > 3 else "")
+    text = (
+        f"not sure: with {n} questions a paired test cannot tell {best} from {len(level)} other "
+        f"setup{'s' if len(level) > 1 else ''} ({shown}) on {test.metric}"
+    )
+    mde = stats.detectable_difference(a - b) if n else None
+    gap = -test.delta
+    if mde and gap > 1e-12:
+        needed = int(np.ceil(n * (mde / gap) ** 2))
+        text += f"; about {needed} questions would tell it from {runner.key} at the difference seen ({gap:.3f})"
+    else:
+        text += f"; {runner.key} scores the same on every question"
+    return text + ". The pick leads on these questions, not surely."
 
 
 def compare_with_best(

@@ -119,7 +119,8 @@ def rescore(
         )
         for s in report.setups
     ]
-    ranked = ranking.rank(results, settings)
+    ranked = ranking.rank(results, settings, judged[1].circular if judged else ())
+    room = headroom.headroom(ranked.setups, questions, settings, ranked.picks.finds_the_most)
     now = dt.datetime.now(dt.UTC)
     return report.model_copy(
         update={
@@ -133,10 +134,17 @@ def rescore(
             "detectable_difference": ranked.detectable,
             "judge": judged[1] if judged else None,
             "graded_questions": (
-                assembly.graded_questions(ranked.setups, [q.id for q in questions]) if settings.graded else None
+                assembly.graded_questions(
+                    ranked.setups,
+                    [q.id for q in questions],
+                    ranked.picks.finds_the_most,
+                    room.found_by if room is not None else (),
+                )
+                if settings.graded
+                else None
             ),
             "derived_from": DerivedFrom(run=report.id, how="rescored", note=TIMES_NOTE),
-            "headroom": headroom.headroom(ranked.setups, questions, settings, ranked.picks.finds_the_most),
+            "headroom": room,
             "pairs": headroom.all_pairs(ranked.setups, settings),
         }
     )

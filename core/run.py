@@ -273,7 +273,7 @@ def run_experiment(experiment: Experiment, plugins: Any, options: RunOptions | N
         targets=described,
         missing=missing,
         settings=settings,
-        ranking=ranking.rank(results, settings),
+        ranking=ranking.rank(results, settings, judged.circular if judged else ()),
         judge=judged,
         provenance=provenance(plugins, {name: t.models for name, t in described.items()}, served),
         tuning=tuning_info,

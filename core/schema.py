@@ -14,7 +14,7 @@ from pydantic import Field, ValidationError
 
 from vx_eval.core.endpoints import ServedUsage
 from vx_eval.core.errors import StoreError
-from vx_eval.core.views import AllPairs, Frozen, Headroom, Interval, TieView, Tuning
+from vx_eval.core.views import AllPairs, Frozen, GradedDashboard, Headroom, Interval, JudgeInfo, TieView, Tuning
 
 FORMAT = 3
 """1: reports before the typed model (read through `core.upgrade`); 2: the typed model; 3: runs derived from
@@ -270,6 +270,9 @@ class Picking(Frozen):
     note: str | None = None
     """Said when the primary saturated."""
     reasons: dict[str, PickReason] = Field(default_factory=dict)
+    sure: str | None = None
+    """Said when a paired test cannot tell the leader from the setup ranked next: the pick is one of those
+    level within the noise, not a winner, and about how many questions would tell them apart."""
 
 
 PICK_NAMES = ("finds_the_most", "best_for_balance", "best_for_time")
@@ -279,69 +282,6 @@ class Detectable(Frozen):
     metric: str = "found@10"
     value: float | None = None
     meaning: str | None = None
-
-
-class GradesFrom(Frozen):
-    human: int = 0
-    judge: int = 0
-
-
-class MeasuredAgreement(Frozen):
-    """How far this judge (the same plugin, model, rubric and cut points) agreed with people when
-    `vx-eval judge check` last measured it, on a golden file with human grades."""
-
-    kappa_linear: float | None = None
-    kappa_quadratic: float | None = None
-    exact: float | None = None
-    pairs: int = 0
-    tau: float | None = None
-    """Kendall's tau between the setups ordered by DCG@10 on people's grades and on the judge's."""
-    golden: str = ""
-    """The golden file it was measured on (its name) and that file's sha256."""
-    golden_sha256: str = ""
-    checked_at: str = ""
-
-
-class JudgeInfo(Frozen):
-    """How a judge graded the run: which judge, and how many pairs it graded, from where."""
-
-    judge: str
-    model: str | None = None
-    meaning: str | None = None
-    rubric: str | None = None
-    cut_points: list[float] | None = None
-    details: dict[str, Any] = Field(default_factory=dict)
-    depth: int = 10
-    pairs: int = 0
-    asked: int = 0
-    from_cache: int = 0
-    unparsable: int = 0
-    grades_from: GradesFrom = Field(default_factory=GradesFrom)
-    not_found: int = 0
-    verdicts: list[tuple[str, str, int, str | None]] | None = None
-    """`vx-eval judge check` only: every (question id, unit, grade, raw answer)."""
-    agreement: MeasuredAgreement | None = None
-    """This judge's agreement with people where `vx-eval judge check` has measured it (None: never)."""
-
-
-class GradedQuestion(Frozen):
-    id: str
-    dcg: float
-
-
-class BestGraded(Frozen):
-    key: str
-    label: str
-    dcg: float
-
-
-class GradedDashboard(Frozen):
-    """Over the run: the best DCG@10 and its setup, the strongest, weakest and failed questions."""
-
-    best: BestGraded
-    strongest: list[GradedQuestion] = Field(default_factory=list)
-    weakest: list[GradedQuestion] = Field(default_factory=list)
-    failed: list[str] = Field(default_factory=list)
 
 
 class PluginRow(Frozen):

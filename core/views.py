@@ -1,8 +1,11 @@
 """The report's analysis views, beside the measures: how far ties move a score (`TieView`), where each setup
 wins and how far routing could go (`Headroom`), every pair compared (`AllPairs`), and fusion tuned on
-held-out questions (`Tuning`). `core.schema.Report` holds them; `Frozen` is every report model's base."""
+held-out questions (`Tuning`), and what a judge did (`JudgeInfo`, `GradedDashboard`). `core.schema.Report`
+holds them; `Frozen` is every report model's base."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -151,3 +154,69 @@ class AllPairs(Frozen):
     questions: int
     alpha: float
     pairs: list[PairTest] = Field(default_factory=list)
+
+
+class GradesFrom(Frozen):
+    human: int = 0
+    judge: int = 0
+
+
+class MeasuredAgreement(Frozen):
+    """How far this judge (the same plugin, model, rubric and cut points) agreed with people when
+    `vx-eval judge check` last measured it, on a golden file with human grades."""
+
+    kappa_linear: float | None = None
+    kappa_quadratic: float | None = None
+    exact: float | None = None
+    pairs: int = 0
+    tau: float | None = None
+    """Kendall's tau between the setups ordered by DCG@10 on people's grades and on the judge's."""
+    golden: str = ""
+    """The golden file it was measured on (its name) and that file's sha256."""
+    golden_sha256: str = ""
+    checked_at: str = ""
+
+
+class JudgeInfo(Frozen):
+    """How a judge graded the run: which judge, and how many pairs it graded, from where."""
+
+    judge: str
+    model: str | None = None
+    meaning: str | None = None
+    rubric: str | None = None
+    cut_points: list[float] | None = None
+    details: dict[str, Any] = Field(default_factory=dict)
+    depth: int = 10
+    pairs: int = 0
+    asked: int = 0
+    from_cache: int = 0
+    unparsable: int = 0
+    grades_from: GradesFrom = Field(default_factory=GradesFrom)
+    not_found: int = 0
+    verdicts: list[tuple[str, str, int, str | None]] | None = None
+    """`vx-eval judge check` only: every (question id, unit, grade, raw answer)."""
+    agreement: MeasuredAgreement | None = None
+    """This judge's agreement with people where `vx-eval judge check` has measured it (None: never)."""
+    circular: list[str] = Field(default_factory=list)
+    """The setups ranked by the judge's own model (its reranker): grading them is circular (Clarke & Dietz
+    2024: a judge favours the ranker it is), so they are left out of the picks."""
+
+
+class GradedQuestion(Frozen):
+    id: str
+    dcg: float
+
+
+class BestGraded(Frozen):
+    key: str
+    label: str
+    dcg: float
+
+
+class GradedDashboard(Frozen):
+    """Over the run: the best DCG@10 and its setup, the strongest, weakest and failed questions."""
+
+    best: BestGraded
+    strongest: list[GradedQuestion] = Field(default_factory=list)
+    weakest: list[GradedQuestion] = Field(default_factory=list)
+    failed: list[str] = Field(default_factory=list)

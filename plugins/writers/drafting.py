@@ -13,17 +13,18 @@ then dropped: nothing is accepted unjudged.
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from vx_eval.core.errors import GoldenError, did_you_mean, quoted
 from vx_eval.core.golden import GoldenRow
 from vx_eval.core.template import Unit, WriteOutcome, WriteRequest
-from vx_eval.plugins.llm.chat import ChatModel, wrapped
+from vx_eval.plugins.llm.chat import ChatModel, complete_all, width_of, wrapped
 
 KINDS: dict[str, str] = {
     "fact": "a short factual question a customer would ask, answered by one fact in the passage",
@@ -137,9 +138,61 @@ def parse_draft(answer: str) -> Draft | None:
     return Draft(question, evidence) if question else None
 
 
-def check(draft: Draft, passages: Sequence[str], accepted: Sequence[str], kind: str = "fact") -> list[tuple[str, str]]:
-    """Every deterministic check the draft fails: the check's name and the reason the model is told."""
+def compact(text: str) -> str:
+    """Letters and digits only, lower case: ``S3 Transfer`` and ``s3transfer`` read alike."""
+    return "".join(ch for ch in text.lower() if ch.isalnum())
+
+
+TITLE_RUN = 4
+
+
+def names_title(question: str, titles: Sequence[str]) -> str | None:
+    """The source's title, when the question names it: a title of two to four words in full (spaces and
+    punctuation ignored: ``S3 Transfer`` is ``s3transfer``), a one-word title that is a name (digits, inner
+    capitals, joined words: ``s3transfer``, ``FastAPI``) or that the question spells apart, or four words
+    of a longer title in a row. A question that names its document finds it by that name alone and
+    measures nothing else; a one-word title that is a plain word (``Wire``) may be asked about."""
+    squeezed, asked = compact(question), set(words(question))
+    for title in titles:
+        n, whole = len(words(title)), compact(title)
+        if n > TITLE_RUN:
+            if longest_shared_run(question, title) >= TITLE_RUN:
+                return title
+        elif len(whole) >= 4 and whole in squeezed:
+            name_like = n > 1 or not title.isalpha() or any(c.isupper() for c in title[1:])
+            if name_like or whole not in asked:
+                return title
+    return None
+
+
+GENERIC = frozenset("long take time new use get need want much many one two".split())
+
+
+def copied_example(question: str, passages: Sequence[str]) -> str | None:
+    """The prompt's example a draft borrowed from: two or more of its words (beyond the generic ones) that the
+    source does not have (a small model writes "replacement card delivery time" for any passage)."""
+    source = content_words(" ".join(passages))
+    asked = content_words(question) - source - GENERIC
+    for example in EXAMPLE_QUESTIONS:
+        if len(asked & content_words(example)) >= 2:
+            return example
+    return None
+
+
+def check(
+    draft: Draft,
+    passages: Sequence[str],
+    accepted: Sequence[str],
+    kind: str = "fact",
+    titles: Sequence[str] = (),
+) -> list[tuple[str, str]]:
+    """Every deterministic check the draft fails: the check's name and the reason the model is told.
+    `titles`: the sources' titles, which the question must not name."""
     failed = []
+    if title := names_title(draft.question, titles):
+        failed.append(("names its source's title", f'it names the title "{title[:60]}"; ask without naming it'))
+    if example := copied_example(draft.question, passages):
+        failed.append(("copies the prompt's example", f'it borrows from the example "{example}"; ask about this'))
     if POINTING.search(draft.question):
         failed.append(("points at the passage", "it points at the passage; ask as if the reader has never seen it"))
     source = "\n".join(passages)
@@ -211,6 +264,11 @@ EXAMPLES: dict[str, tuple[str, str]] = {
     ),
 }
 
+EXAMPLE_QUESTIONS = (
+    *(q for pair in EXAMPLES.values() for q in pair),
+    "If I lose my card, when can I top up my savings with it?",
+)
+
 
 def _passages(passages: Sequence[str]) -> str:
     return "\n".join(wrapped("passage", p) for p in passages)
@@ -243,7 +301,7 @@ def draft_prompt(kind: str, passages: Sequence[str], feedback: Sequence[str]) ->
     if kind == "two-passage":
         messages += [
             {"role": "user", "content": _passages(EXAMPLE_PASSAGES)},
-            {"role": "assistant", "content": "QUESTION: If I lose my card, when can I top up my savings with it?"},
+            {"role": "assistant", "content": f"QUESTION: {EXAMPLE_QUESTIONS[-1]}"},
         ]
     else:
         for passage, question in zip(EXAMPLE_PASSAGES, EXAMPLES[kind], strict=True):
@@ -257,14 +315,17 @@ def draft_prompt(kind: str, passages: Sequence[str], feedback: Sequence[str]) ->
     return [*messages, {"role": "user", "content": ask}]
 
 
-Critic = Callable[[str, Sequence[str]], "dict[str, int] | None"]
+Critic = Callable[[Sequence[tuple[str, Sequence[str]]]], "list[dict[str, int] | None]"]
+"""Scores for each (draft, its passages) of a round, in order; None where the critic's answer was unreadable."""
 
 
 def model_critic(model: ChatModel) -> Critic:
-    """A chat model as the critic: it scores standalone / clear / answered, read strictly."""
+    """A chat model as the critic: it scores standalone / clear / answered, read strictly; a round's drafts
+    are asked at once (`complete_all`)."""
 
-    def scores(question: str, passages: Sequence[str]) -> dict[str, int] | None:
-        return read_scores(model.complete(critic_prompt(question, passages), 24))
+    def scores(drafts: Sequence[tuple[str, Sequence[str]]]) -> list[dict[str, int] | None]:
+        answers = complete_all(model, [critic_prompt(q, passages) for q, passages in drafts], 24)
+        return [read_scores(a) for a in answers]
 
     return scores
 
@@ -279,9 +340,12 @@ def reranker_critic(models: Any, name: str) -> Critic:
     and clear); the best of the draft's passages counts."""
     reranker = models.get(name, "reranker")
 
-    def scores(question: str, passages: Sequence[str]) -> dict[str, int]:
-        logit = max(float(x) for x in reranker.score(question, list(passages)))
-        return {"answered": 1 + sum(logit >= cut for cut in ANSWERED_CUTS)}
+    def scores(drafts: Sequence[tuple[str, Sequence[str]]]) -> list[dict[str, int] | None]:
+        out: list[dict[str, int] | None] = []
+        for question, passages in drafts:
+            logit = max(float(x) for x in reranker.score(question, list(passages)))
+            out.append({"answered": 1 + sum(logit >= cut for cut in ANSWERED_CUTS)})
+        return out
 
     return scores
 
@@ -355,72 +419,30 @@ def _count(tally: dict[str, int], name: str) -> None:
     tally[name] = tally.get(name, 0) + 1
 
 
-def _attempts(
-    kind: str,
-    passages: list[str],
-    taken: list[str],
-    writer: ChatModel,
-    critic: Critic,
-    settings: WriteSettings,
-    outcome: WriteOutcome,
-) -> tuple[Draft, dict[str, int]] | None:
-    """One passage (or pair) asked for a question until a draft passes every check and the critic (the
-    first try, then re-asks with the failed checks' reasons): the draft and its scores, or None."""
-    feedback: list[str] = []
-    for _attempt in range(settings.attempts + 1):
-        outcome.tried += 1
-        draft = parse_draft(writer.complete(draft_prompt(kind, passages, feedback), settings.max_tokens))
-        if draft is None:
-            feedback = ["answer with one line starting QUESTION:"]
-            _count(outcome.failed_checks, "not in the form asked")
-            continue
-        if not draft.evidence:  # the sentence of each passage the question shares most words with
-            draft.evidence = [best_sentence(draft.question, p) for p in passages]
-        failed = check(draft, passages, taken, kind)
-        if failed:
-            for name, _ in failed:
-                _count(outcome.failed_checks, name)
-            feedback = [reason for _, reason in failed]
-            continue
-        scores = critic(draft.question, passages)
-        if scores is None:
-            outcome.critic_unreadable += 1
-            feedback = ["the reviewer could not score it; make it plainer"]
-            continue
-        if min(scores.values()) < settings.threshold:
-            outcome.critic_refused += 1
-            low = [k for k, v in scores.items() if v < settings.threshold]
-            feedback = [f"a reviewer found it not {' or '.join(low)} enough"]
-            continue
-        return draft, scores
-    return None
+@dataclass
+class _Slot:
+    """One passage (or pair) being asked for a question: its kind, the re-ask's reasons, the tries made."""
+
+    kind: str
+    group: list[Unit]
+    feedback: list[str] = field(default_factory=list)
+    tries: int = 0
+    draft: Draft | None = None
+
+    @property
+    def texts(self) -> list[str]:
+        return [u.text for u in self.group]
+
+    @property
+    def titles(self) -> list[str]:
+        return [u.title for u in self.group if u.title]
 
 
-def write_questions(
-    units: Sequence[Unit],
-    writer: ChatModel,
-    critic: Critic,
-    settings: WriteSettings,
-    advance: Callable[[int], None] = lambda n: None,
-) -> WriteOutcome:
-    """Draft, check and judge questions from `units` (already sampled, more than needed) until `settings.n`
-    are accepted or the passages run out."""
-    usable: list[Unit] = []
-    skipped: dict[str, int] = {}
-    for unit in units:
-        why = unusable(unit.text)
-        if why:
-            _count(skipped, why)
-        else:
-            usable.append(unit)
-    outcome = WriteOutcome([], skipped_passages=skipped)
-    kinds = kinds_for(len(usable), settings.mix, settings.seed)
-    accepted: list[str] = []
-    shown = [q for pair in EXAMPLES.values() for q in pair]  # a copied example is a near duplicate too
+def _slots(usable: Sequence[Unit], kinds: Sequence[str]) -> Iterator[_Slot]:
+    """The passages in their sampled order, each with its kind; a two-passage kind takes a partner (from the
+    same document if one is left, else the next passage)."""
     pool = list(usable)
     for index, unit in enumerate(usable):
-        if len(outcome.rows) >= settings.n:
-            break
         if unit not in pool:
             continue
         pool.remove(unit)
@@ -432,28 +454,117 @@ def write_questions(
             else:
                 pool.remove(partner)
                 group.append(partner)
-        passed = _attempts(kind, [u.text for u in group], [*accepted, *shown], writer, critic, settings, outcome)
-        if passed is None:
-            continue
-        draft, scores = passed
-        outcome.rows.append(
-            GoldenRow(
-                id=f"draft-{len(outcome.rows) + 1:03d}-{unit.id}",
-                question=draft.question,
-                expected=list(dict.fromkeys(u.id for u in group)),
-                reference=" ".join(draft.evidence),
-                evidence=draft.evidence,
-                draft=True,
-                metadata={
-                    "kind": kind,
-                    "critic": scores,
-                    **({"collection": unit.collection} if unit.collection else {}),
-                },
-            )
-        )
-        accepted.append(draft.question)
-        advance(1)
+        yield _Slot(kind, group)
+
+
+def _checked(slot: _Slot, answer: str, taken: Sequence[str], outcome: WriteOutcome) -> Draft | None:
+    """The slot's draft if it passes every deterministic check; else None, with the reasons kept for the
+    re-ask and the failed checks counted."""
+    draft = parse_draft(answer)
+    if draft is None:
+        slot.feedback = ["answer with one line starting QUESTION:"]
+        _count(outcome.failed_checks, "not in the form asked")
+        return None
+    if not draft.evidence:  # the sentence of each passage the question shares most words with
+        draft.evidence = [best_sentence(draft.question, p) for p in slot.texts]
+    failed = check(draft, slot.texts, taken, slot.kind, slot.titles)
+    for name, _ in failed:
+        _count(outcome.failed_checks, name)
+    slot.feedback = [reason for _, reason in failed]
+    return None if failed else draft
+
+
+def _judged(slot: _Slot, scores: dict[str, int] | None, settings: WriteSettings, outcome: WriteOutcome) -> bool:
+    """Whether the critic passed the slot's draft; if not, why, kept for the re-ask."""
+    if scores is None:
+        outcome.critic_unreadable += 1
+        slot.feedback = ["the reviewer could not score it; make it plainer"]
+        return False
+    low = [k for k, v in scores.items() if v < settings.threshold]
+    if low:
+        outcome.critic_refused += 1
+        slot.feedback = [f"a reviewer found it not {' or '.join(low)} enough"]
+        return False
+    return True
+
+
+def write_questions(
+    units: Sequence[Unit],
+    writer: ChatModel,
+    critic: Critic,
+    settings: WriteSettings,
+    advance: Callable[[int], None] = lambda n: None,
+) -> WriteOutcome:
+    """Draft, check and judge questions from `units` (already sampled, more than needed) until `settings.n`
+    are accepted or the passages run out.
+
+    Passages are worked on in rounds, as many at once as the writer takes (`width_of`: a local model's
+    batch, a served one's concurrency): each round asks every open passage for a draft at once (a first try,
+    or a re-ask with the reasons its last draft failed), checks the drafts, asks the critic about those that
+    pass, and accepts them in the passages' sampled order (a passage whose draft failed is asked again in the
+    next round, beside the passages that join it there)."""
+    usable: list[Unit] = []
+    skipped: dict[str, int] = {}
+    for unit in units:
+        why = unusable(unit.text)
+        if why:
+            _count(skipped, why)
+        else:
+            usable.append(unit)
+    outcome = WriteOutcome([], skipped_passages=skipped)
+    accepted: list[str] = []
+    shown = list(EXAMPLE_QUESTIONS)  # a copied example is a near duplicate too
+    waiting = _slots(usable, kinds_for(len(usable), settings.mix, settings.seed))
+    width = width_of(writer)
+    open_: list[_Slot] = []
+    while len(outcome.rows) < settings.n:
+        open_ += list(itertools.islice(waiting, max(0, width - len(open_))))
+        if not open_:
+            break
+        prompts = [draft_prompt(slot.kind, slot.texts, slot.feedback) for slot in open_]
+        answers = complete_all(writer, prompts, settings.max_tokens)
+        outcome.tried += len(open_)
+        for slot, answer in zip(open_, answers, strict=True):
+            slot.tries += 1
+            slot.draft = _checked(slot, answer, [*accepted, *shown], outcome)
+        passed = [slot for slot in open_ if slot.draft is not None]
+        verdicts = critic([(slot.draft.question, slot.texts) for slot in passed if slot.draft is not None])
+        scored = dict(zip(map(id, passed), verdicts, strict=True))
+        done: list[_Slot] = []
+        for slot in open_:
+            draft = slot.draft
+            if draft is not None and len(outcome.rows) < settings.n:
+                close = next((q for q in accepted if similarity(draft.question, q) >= NEAR_DUPLICATE), None)
+                if close is not None:  # a draft of this same round, accepted just before it
+                    _count(outcome.failed_checks, "near-duplicate")
+                    slot.feedback = [f'it nearly repeats another question ("{close[:80]}"); ask something else']
+                elif _judged(slot, scored[id(slot)], settings, outcome):
+                    outcome.rows.append(_row(len(outcome.rows) + 1, slot, draft, scored[id(slot)] or {}))
+                    accepted.append(draft.question)
+                    advance(1)
+                    done.append(slot)
+                    continue
+            if slot.tries > settings.attempts:
+                done.append(slot)
+        open_ = [slot for slot in open_ if slot not in done]
     return outcome
+
+
+def _row(number: int, slot: _Slot, draft: Draft, scores: dict[str, int]) -> GoldenRow:
+    unit = slot.group[0]
+    return GoldenRow(
+        id=f"draft-{number:03d}-{unit.id}",
+        question=draft.question,
+        expected=list(dict.fromkeys(u.id for u in slot.group)),
+        reference=" ".join(draft.evidence),
+        evidence=draft.evidence,
+        draft=True,
+        metadata={
+            "kind": slot.kind,
+            "critic": scores,
+            **({"collection": unit.collection} if unit.collection else {}),
+        },
+    )
 
 
 def write_with(writer: ChatModel, critic: Critic, units: Sequence[Unit], request: WriteRequest) -> WriteOutcome:

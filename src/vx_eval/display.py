@@ -18,6 +18,7 @@ from rich.progress import (
 from rich.table import Table
 
 from vx_eval.format import (
+    circular_note,
     fmt,
     fmt_ms,
     is_share,
@@ -42,6 +43,8 @@ PICK_TEXT = {
     "best_for_time": "Best for time",
 }
 PICK_MARK = {"finds_the_most": "★", "best_for_balance": "◆", "best_for_time": "⚡"}
+CIRCULAR_MARK = "○"
+"""A setup the judge's own model ranks: its grades are circular, it is never picked."""
 
 
 class RichProgress:
@@ -94,6 +97,8 @@ def _marks(report: Report) -> dict[str, str]:
     for pick, key in report.picks.items():
         if key:
             marks[key] = marks.get(key, "") + PICK_MARK[pick]
+    for key in report.judge.circular if report.judge else ():
+        marks[key] = marks.get(key, "") + CIRCULAR_MARK
     return marks
 
 
@@ -115,6 +120,8 @@ def _caption(report: Report, width: int | None = None) -> str:
     """The table's key; where times were sampled or taken under load, how (wrapped to `width` if given)."""
     note = timing_note(report)
     text = f"[lo–hi] 95% interval of {report.settings.primary}; ≈ a paired test cannot tell it from the leader"
+    if report.judge and report.judge.circular:
+        text += f"; {CIRCULAR_MARK} ranked by the judge's own model (circular: never picked)"
     if note:
         text += f"\ntimes: {note}"
     if width is None:
@@ -257,8 +264,9 @@ def _older_reason(report: Report, pick: str, key: str) -> str:
 
 
 def neighbour_lines(report: Report) -> list[str]:
-    """The setups one change away from each pick, in plain words, with what the change does to the primary."""
-    primary = report.settings.primary
+    """The setups one change away from each pick, in plain words, with what the change does to the measure
+    that decided the picks (the primary unless it saturated)."""
+    primary = report.picking.measure if report.picking else report.settings.primary
     by_key = report.by_key
     lines: list[str] = []
     for key in dict.fromkeys(k for _, k in report.picks.items() if k):
@@ -314,9 +322,14 @@ def show_run(console: Console, report: Report, location: str | None, *, wide: bo
         console.print(f"[yellow]drafted and judged:[/] {escape(sources)}", highlight=False)
     for line in tie_lines(report):
         console.print(line, highlight=False)
+    circular = circular_note(report)
+    if circular:
+        console.print(f"[yellow]circular:[/] {escape(circular)}", highlight=False)
     console.print()
     for line in pick_lines(report):
         console.print(line, highlight=False)
+    if report.picking and report.picking.sure:
+        console.print(f"[yellow]how sure:[/] {escape(report.picking.sure)}", highlight=False)
     for line in neighbour_lines(report):
         console.print(line, highlight=False)
     detectable = report.detectable_difference
@@ -360,7 +373,11 @@ def headroom_lines(report: Report) -> list[str]:
     ]
     if head.unfound_count:
         shown = ", ".join(escape(q) for q in head.unfound) + (" …" if head.unfound_count > len(head.unfound) else "")
-        lines.append(f"{head.unfound_count} questions no setup finds in its top 10 (check them first): {shown}")
+        threshold = report.settings.relevance_threshold
+        what = f"a result graded {threshold} or more" if threshold > 1 else "a relevant result"
+        lines.append(
+            f"{head.unfound_count} questions for which no setup has {what} in its top 10 (check them first): {shown}"
+        )
     return lines
 
 

@@ -125,3 +125,17 @@ def sources_note(report: Report) -> str | None:
                 "measured here: `vx-eval judge check` on a config whose golden file people graded measures it"
             )
     return "; ".join(said) + "." if said else None
+
+
+def circular_note(report: Report) -> str | None:
+    """Said above the picks when the judge's own model ranks some setups: their grades are circular."""
+    judge = report.judge
+    if judge is None or not judge.circular:
+        return None
+    n = len(judge.circular)
+    shown = ", ".join(judge.circular[:4]) + (" …" if n > 4 else "")
+    return (
+        f"the judge's model ({judge.model}) also reranks {n} setup{'s' if n > 1 else ''} ({shown}): a judge "
+        "grading its own ranking favours it (Clarke & Dietz 2024), so their scores are circular; they are ranked "
+        "last, marked ○, and left out of the picks. A judge on another model compares them fairly."
+    )

@@ -63,6 +63,26 @@ def test_each_check_names_what_is_wrong():
     assert check(Draft("Is there an ATM fee abroad?", []), [DEFERMENT], [], "fact") != []
 
 
+def test_a_draft_naming_its_source_or_borrowing_the_prompts_example_is_refused():
+    def failed(question, title="", passage=DEFERMENT):
+        draft = Draft(question, ["defer loan payments for up to 90 days"])
+        return [name for name, _ in check(draft, [passage], [], "fact", [title] if title else [])]
+
+    assert "names its source's title" in failed("How do I use s3 transfer in Python?", "s3transfer")
+    assert "names its source's title" in failed("What does FastAPI do with a loan?", "FastAPI")
+    assert "names its source's title" in failed("Can I get a payment deferment after a disaster?", "Payment deferment")
+    long_title = "Payment deferment after a disaster for customers in declared areas"
+    assert "names its source's title" in failed("Is there deferment after a disaster for customers?", long_title)
+    # a one-word title that is a plain word may be asked about
+    assert failed("How long can I defer a loan after a wire fraud?", "Wire") == []
+    # the prompt's banking examples copied into a passage about something else
+    python = "s3transfer is a Python library for managing Amazon S3 transfers, with multipart uploads and retries."
+    assert "copies the prompt's example" in failed("replacement card delivery time", passage=python)
+    # the same words are fine where the passage has them
+    cards = "A replacement card is delivered within five business days; delivery time is longer abroad."
+    assert "copies the prompt's example" not in failed("replacement card delivery time", passage=cards)
+
+
 def test_answers_are_read_strictly():
     assert parse_draft("QUESTION: Is there a fee?\nEVIDENCE: The fee is 35 dollars per transfer") == Draft(
         "Is there a fee?", ["The fee is 35 dollars per transfer"]
@@ -137,6 +157,47 @@ def test_failed_checks_are_asked_again_with_the_reason_and_nothing_passes_unjudg
     assert outcome.critic_unreadable == 1 and outcome.critic_refused == 1 and outcome.tried == 4
 
 
+def test_drafts_are_asked_for_a_round_at_a_time():
+    """A writer that takes several requests at once (a batch, or a served model's concurrency) gets every
+    open passage's request in one call; a round's drafts are accepted in their passages' sampled order."""
+    units = [Unit("deferment", "Deferment", DEFERMENT), Unit("wire", "Wire", WIRE)]
+
+    class Batched:
+        width = 4
+
+        def __init__(self):
+            self.calls = []
+
+        def fingerprint(self):
+            return "batched"
+
+        def complete(self, messages, max_tokens):
+            raise AssertionError("asked one at a time")
+
+        def complete_many(self, requests, max_tokens):
+            self.calls.append(len(requests))
+            out = []
+            for messages in requests:
+                text = messages[-1]["content"]
+                if "standalone" in messages[0]["content"]:
+                    out.append("standalone=5 clear=5 answered=5")
+                elif "refused" in text or "wire" in text.lower():
+                    out.append(
+                        "QUESTION: What does sending a wire abroad cost?"
+                        if "wire" in text.lower()
+                        else "QUESTION: How long can I put off my loan payments after a flood?"
+                    )
+                else:  # the deferment passage's first draft copies it
+                    out.append("QUESTION: Does interest continue to accrue during the deferment period?")
+            return out
+
+    model = Batched()
+    outcome = write_questions(units, model, model_critic(model), WriteSettings(n=2, mix={"fact": 1}))
+    assert model.calls == [2, 1, 1, 1]  # drafts for both; the wire's critic; the deferment's re-ask; its critic
+    assert [r.id for r in outcome.rows] == ["draft-001-wire", "draft-002-deferment"]
+    assert outcome.tried == 3 and outcome.failed_checks == {"copies the passage": 1}
+
+
 def test_an_interrupted_write_resumes_from_the_answers_it_already_has(tmp_path):
     from vx_eval.plugins.llm.chat import AnswerCache, CachedChat
 
@@ -177,15 +238,16 @@ def test_an_interrupted_write_resumes_from_the_answers_it_already_has(tmp_path):
     cache.close()
 
 
-def test_the_local_extra_carries_everything_the_offline_writer_loads_with() -> None:
-    """transformers reads SmolLM2's GGUF file only with accelerate (and gguf): `pip install ".[local]"` must
-    bring both, not only the test extra (a new user's run ended in a traceback once)."""
+def test_the_plain_install_carries_everything_the_offline_writer_loads_with() -> None:
+    """transformers reads SmolLM2's GGUF file only with gguf and accelerate: `pip install .` (the README's
+    first command, no extra) must bring all three (a new user's run ended in a traceback once)."""
     import importlib.metadata
     import re
 
     wanted = {"transformers", "gguf", "accelerate"}
-    local = set()
-    for requirement in importlib.metadata.requires("vx-eval") or []:
-        if re.search(r"""extra\s*==\s*["']local["']""", requirement):
-            local.add(re.split(r"[<>=!~;\[ ]", requirement, maxsplit=1)[0].lower())
-    assert wanted <= local, f"the local extra lacks {sorted(wanted - local)}"
+    plain = {
+        re.split(r"[<>=!~;\[ ]", requirement, maxsplit=1)[0].lower()
+        for requirement in importlib.metadata.requires("vx-eval") or []
+        if "extra ==" not in requirement.replace("extra==", "extra ==")
+    }
+    assert wanted <= plain, f"the plain install lacks {sorted(wanted - plain)}"

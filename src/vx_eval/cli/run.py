@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
+from rich.markup import escape
 
 from vx_eval.cli.common import config_argument, err_console, location, out_console, wide_option, write_page
 
@@ -42,7 +43,12 @@ if TYPE_CHECKING:
 @click.option(
     "--questions", default=24, show_default=True, type=click.IntRange(1, 1000), help="With --docs: questions drafted."
 )
-@click.option("--writer", default="local", show_default=True, help="With --docs: who drafts them (local, chat).")
+@click.option(
+    "--writer",
+    metavar="WRITER",
+    help="With --docs or --target: who drafts them: chat:MODEL[@URL] (a served chat model: recommended), local "
+    "(SmolLM2 offline), keywords (no model). Default: $VX_EVAL_WRITER, else local where installed, else keywords.",
+)
 @click.option("--save-to", help="Where the report goes (overrides the config's save_to).")
 @click.option("--only", multiple=True, metavar="KEY", help="Run only these setup keys (globs allowed).")
 @click.option("--skip", multiple=True, metavar="METHOD", help="Leave out a method (keyword, dense, …).")
@@ -73,7 +79,7 @@ def run(
     field_models: tuple[str, ...],
     save_config: Path | None,
     questions: int,
-    writer: str,
+    writer: str | None,
     save_to: str | None,
     only: tuple[str, ...],
     skip: tuple[str, ...],
@@ -142,6 +148,8 @@ def run(
         click.echo(result.report.to_json())
     else:
         show_run(out_console(), result.report, result.location, wide=wide)
+    if not html_file and result.location and not as_json:
+        html_file = beside(result.location, "page.html")  # the run's page, always kept with its report
     if html_file:
         where = location(save_to) or experiment.config.save_to
         write_page(
@@ -155,26 +163,44 @@ def run(
         sys.exit(1)
 
 
-def _without_config(source: Source, questions: int, writer: str, save_to: str | None, save_config: Path | None) -> Path:
+def beside(report: str, name: str) -> str:
+    """A file in the folder of the saved report at `report` (a path, ``s3://…`` or a Blob address)."""
+    folder, sep, _ = report.replace("\\", "/").rpartition("/")
+    return f"{folder}{sep}{name}"
+
+
+def _without_config(
+    source: Source, questions: int, writer: str | None, save_to: str | None, save_config: Path | None
+) -> Path:
     """`run --docs` / `--target`: the config filled in for `source` (its questions drafted when none are
     kept yet), printed with where it is kept and what the target's engine found in its index."""
     from rich.syntax import Syntax
 
-    from vx_eval.autoconfig import prepare
+    from vx_eval.autoconfig import choose_writer, prepare, refusals
     from vx_eval.display import RichProgress
 
     err = err_console()
+    chosen = choose_writer(writer)
     with RichProgress(err) as progress:
         made = prepare(
             source,
             questions=questions,
-            writer=writer,
+            writer=chosen,
             save_to=Path(save_to) if save_to and not location(save_to) else None,
             save_config=save_config,
             progress=progress,
         )
     for line in made.found:
         err.print(f"found in {source.name}: {line}", highlight=False)
+    if made.drafted is not None:
+        done = made.drafted
+        err.print(
+            f"drafted by {chosen.said}: {done.accepted} of {questions} questions from {done.tries} tries on "
+            f"{done.passages} passages; {refusals(done)}",
+            highlight=False,
+        )
+        if chosen.advice:
+            err.print(f"[yellow]note:[/] {escape(chosen.advice)}", highlight=False)
     how = "drafted now" if made.drafted_now else f"drafted by an earlier run on {source.name}"
     err.print(f"the configuration used ({made.questions} questions {how}; kept at {made.path}):", highlight=False)
     err.print(Syntax(made.text, "yaml", background_color="default"))

@@ -12,7 +12,7 @@ from markupsafe import Markup
 
 from vx_eval import __version__
 from vx_eval.core.schema import Report
-from vx_eval.format import fmt, measures_shown, sources_note, tie_notes, timing_note, tuning_notes
+from vx_eval.format import circular_note, fmt, measures_shown, sources_note, tie_notes, timing_note, tuning_notes
 from vx_eval.html import charts
 from vx_eval.html.view import (
     PER_PAGE,
@@ -161,21 +161,16 @@ def _picks(report: Report, by_key: dict[str, SetupView]) -> list[PickCard]:
     ]
 
 
-def _scatter(report: Report, views: Sequence[SetupView], plain: str) -> Markup:
-    """The primary measure against median time, one numbered mark per setup, the frontier joined."""
-    primary = report.settings.primary
-    points = [
-        charts.Point(
-            v.key,
-            v.label,
-            v.number,
-            v.median_ms or 0.0,
-            v.primary or 0.0,
-            f"{v.number}. {v.label}: {plain} {fmt(primary, v.primary)}, median {fmt_ms(v.median_ms)}",
-        )
-        for v in views
-        if v.error is None and v.primary is not None
-    ]
+def _scatter(report: Report, views: Sequence[SetupView], measure: str) -> Markup:
+    """The measure that decided the picks against median time, one numbered mark per setup, the frontier
+    (on that measure) joined."""
+    plain = meaning(measure).plain
+    points = []
+    for v in views:
+        value = report.setup(v.key).summary.get(measure)
+        if v.error is None and value is not None:
+            tip = f"{v.number}. {v.label}: {plain} {fmt(measure, value)}, median {fmt_ms(v.median_ms)}"
+            points.append(charts.Point(v.key, v.label, v.number, v.median_ms or 0.0, value, tip))
     return charts.quality_vs_time(points, report.frontier, plain)
 
 
@@ -245,6 +240,7 @@ def render_page(
     views = setup_views(report, earlier)
     by_key = {v.key: v for v in views}
     primary_meaning = meaning(primary)
+    deciding = report.picking.measure if report.picking else primary
     graded = graded_view(report)
     graded_bars, by_place = _graded_charts(graded) if graded else (None, None)
     metric_names = list(dict.fromkeys((primary, *settings.metrics, *(("dcg@10", "mean_rel@10") if graded else ()))))
@@ -268,7 +264,11 @@ def render_page(
             primary_meaning=primary_meaning,
             measures=[meaning(m) for m in measures_shown(report)[1:]],
             picking_note=report.picking.note if report.picking else None,
-            scatter=_scatter(report, views, primary_meaning.plain),
+            picking_sure=report.picking.sure if report.picking else None,
+            circular_note=circular_note(report),
+            scatter=_scatter(report, views, deciding),
+            deciding_meaning=meaning(deciding),
+            frontier=report.frontier,
             depths=_depths(report, views),
             views=views,
             by_key=by_key,

@@ -1,0 +1,97 @@
+"""What a run prints agrees with itself: the first row is the pick, the graded block and the lists name no
+other leader, the measure that decided the picks draws the frontier, a judge never picks its own ranking,
+and a lead inside the noise is said to be one."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+
+from vx_eval.core import assembly, ranking
+from vx_eval.core.judging import circular_setups
+from vx_eval.core.picks import Scored, frontier
+from vx_eval.core.schema import Counts, Graded, PerQuestion, Settings, SetupResult, Times
+
+SETTINGS = Settings(primary="dcg@10", metrics=["dcg@10", "found@1", "mrr"], bootstrap=200, permutations=2000)
+
+
+def setup(key, dcg, ms, at1=None, ranker=None):
+    dcg = [float(v) for v in dcg]
+    at1 = [float(v > 0) for v in dcg] if at1 is None else at1
+    n = len(dcg)
+    return SetupResult(
+        key=key,
+        target="local",
+        engine="sqlite",
+        method=key.split(".")[0],
+        ranker=ranker,
+        label=key,
+        summary={"dcg@10": float(np.mean(dcg)), "found@1": float(np.mean(at1)), "mrr": float(np.mean(at1))},
+        times_ms=Times(median=ms),
+        per_question=PerQuestion(
+            metrics={"dcg@10": dcg, "found@1": at1, "mrr": at1},
+            times_ms=[ms] * n,
+            grades=[[3] if v else [0] for v in dcg],
+        ),
+        counts=Counts(total=n, evaluated=n),
+        graded=Graded(dcg=float(np.mean(dcg)), dcg_per_question=dcg),
+    )
+
+
+def test_the_first_row_is_the_pick_when_setups_are_level_on_every_measure():
+    """Level on every measure and within the noise on time: the pick is the fastest, and it is row 1 (a run
+    once marked row 1 tied while the star went to row 2 by name)."""
+    same = [3, 1, 0, 2, 1, 3, 0, 2]
+    setups = [setup("hybrid.b", same, ms=6.5), setup("hybrid.a", same, ms=20.0), setup("dense.a", same, ms=40.0)]
+    ranked = ranking.rank(setups, SETTINGS)
+    assert ranked.setups[0].key == ranked.picks.finds_the_most == "hybrid.b"
+    dashboard = assembly.graded_questions(ranked.setups, [f"q{i}" for i in range(8)], ranked.picks.finds_the_most)
+    assert dashboard is not None and dashboard.best.key == "hybrid.b"
+
+
+def test_strongest_and_weakest_share_no_question_and_an_unfound_question_is_never_strongest():
+    dcg = [6.5, 5.5, 4.5, 3.0, 1.0, 1.0, 0.0]
+    (only,) = ranking.rank([setup("keyword", dcg, ms=1.0)], SETTINGS).setups
+    ids = [f"q{i}" for i in range(7)]
+    found_by = [0, 1, 1, 1, 1, 1, 0]  # q0 scores high on grade-1 results, but nothing relevant is found
+    dashboard = assembly.graded_questions([only], ids, "keyword", found_by)
+    assert dashboard is not None
+    strongest, weakest = [q.id for q in dashboard.strongest], [q.id for q in dashboard.weakest]
+    assert "q0" not in strongest and not set(strongest) & set(weakest)
+    assert strongest == ["q1", "q2", "q3"] and weakest[0] == "q6"
+
+
+def test_the_frontier_follows_the_measure_that_decided():
+    """found@10 saturated and found@1 decided: the frontier is drawn on found@1, so the fast setup that
+    only ties on found@10 is not on it alone."""
+    rows = [Scored("keyword", 1.0, 0.5, 1.0), Scored("dense", 1.0, 0.8, 5.0), Scored("hybrid", 1.0, 0.9, 9.0)]
+    assert frontier(rows) == ["keyword"]
+    assert frontier(rows, "found@1", "found@10") == ["keyword", "dense", "hybrid"]
+
+
+def test_a_setup_the_judges_own_model_reranks_is_circular_ranked_last_and_never_picked():
+    judge = SimpleNamespace(describe=lambda: {"judge": "cross-encoder", "model": "ms-marco-minilm"})
+    models = SimpleNamespace(cache_space=lambda name: "ce" if name in ("ms-marco-minilm", "my-ce") else name)
+    runs = [
+        SimpleNamespace(setup=SimpleNamespace(key="hybrid_reranked.a", ranker="my-ce")),  # the same model, renamed
+        SimpleNamespace(setup=SimpleNamespace(key="hybrid.a", ranker=None)),
+        SimpleNamespace(setup=SimpleNamespace(key="reranked.other", ranker="bge-reranker")),
+    ]
+    circular = circular_setups(runs, judge, models)
+    assert circular == ["hybrid_reranked.a"]
+    setups = [setup("hybrid_reranked.a", [3, 3, 3, 3, 3, 3], ms=250), setup("hybrid.a", [3, 2, 0, 1, 3, 2], ms=6)]
+    ranked = ranking.rank(setups, SETTINGS, circular)
+    assert ranked.picks.finds_the_most == "hybrid.a" and "hybrid_reranked.a" not in dict(ranked.picks.items()).values()
+    assert [s.key for s in ranked.setups] == ["hybrid.a", "hybrid_reranked.a"]
+
+
+def test_a_lead_inside_the_noise_is_said_with_the_questions_that_would_settle_it():
+    leader = [3, 2, 3, 1, 2, 3, 0, 2, 3, 1]
+    close = [3, 2, 2, 1, 2, 3, 0, 2, 3, 1]
+    far = [0, 0, 1, 0, 0, 0, 0, 1, 0, 0]
+    ranked = ranking.rank([setup("a", leader, 5), setup("b", close, 5), setup("c", far, 5)], SETTINGS)
+    sure = ranked.picking.sure
+    assert sure is not None and "cannot tell a from 1 other setup (b)" in sure and "questions would tell it" in sure
+    alone = ranking.rank([setup("a", [3, 3, 3, 3, 3, 3, 3, 3, 3, 3], 5), setup("c", far, 5)], SETTINGS)
+    assert alone.picking.sure is None
