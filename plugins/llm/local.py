@@ -58,7 +58,7 @@ def _transformers() -> Any:
         import torch  # noqa: F401 - transformers needs it; its absence deserves its own message
         import transformers
     except ImportError:
-        raise ConfigError("the local writer needs PyTorch and transformers, which vx-eval installs: pip install .") from None
+        raise ConfigError("the local writer needs PyTorch and transformers; reinstall vx-eval: pip install .") from None
     if importlib.util.find_spec("gguf") is None:
         raise ConfigError("the local writer reads GGUF files with gguf, which vx-eval installs: pip install .")
     transformers.utils.logging.set_verbosity_error()  # vx-eval shows its own progress
