@@ -65,3 +65,22 @@ def test_the_graded_view_states_its_coverage_or_says_it_has_too_little(evaluatio
     assert code == 0, err
     assert "Graded: 1 of 5 questions carry grades above 1, too few for the graded view" in " ".join(out.split())
     assert "best DCG@10" not in out
+
+
+def test_progress_is_plain_lines_with_the_time_left_where_the_output_is_not_a_terminal():
+    import io
+
+    from rich.console import Console
+
+    from vx_eval.display import RichProgress
+
+    out = io.StringIO()
+    with RichProgress(Console(file=out, width=100), every=0) as progress:
+        advance = progress.start("Writing (local)", 4)
+        advance(1)
+        advance(3)
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "Writing (local): started (4)"
+    assert lines[1].startswith("Writing (local): 1/4 (25%)") and "left" in lines[1]
+    assert lines[-1].startswith("Writing (local): 4/4 (100%)") and lines[-1].endswith("done")
+    assert "━" not in out.getvalue()  # no bar drawn into a log

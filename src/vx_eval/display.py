@@ -48,10 +48,14 @@ CIRCULAR_MARK = "○"
 
 
 class RichProgress:
-    """The `Progress` the CLI passes to the core: a bar per stage, notes printed above the bars."""
+    """The `Progress` the CLI passes to the core: a bar per stage, notes printed above the bars; where the
+    output is not a terminal (a CI log, a file), plain lines instead: each stage's start, then how far it is
+    with an estimate of the time left every `every` seconds, and its end."""
 
-    def __init__(self, console: Console) -> None:
+    def __init__(self, console: Console, every: float = 15.0) -> None:
         self.console = console
+        self.plain = not console.is_terminal
+        self.every = every
         self.bars = Progress(
             TextColumn("{task.description}"),
             BarColumn(),
@@ -61,6 +65,7 @@ class RichProgress:
             TimeRemainingColumn(),
             console=console,
             transient=False,
+            disable=self.plain,
         )
 
     def __enter__(self) -> RichProgress:
@@ -71,6 +76,8 @@ class RichProgress:
         self.bars.stop()
 
     def start(self, description: str, total: int | None) -> Callable[[int], None]:
+        if self.plain:
+            return self._lines(description, total)
         task = self.bars.add_task(description, total=total, rate="")
 
         def advance(n: int) -> None:
@@ -81,8 +88,42 @@ class RichProgress:
 
         return advance
 
+    def _lines(self, description: str, total: int | None) -> Callable[[int], None]:
+        import time
+
+        began = last = time.monotonic()
+        done = 0
+        self.console.print(f"{description}: started{f' ({total:,})' if total else ''}", highlight=False)
+
+        def advance(n: int) -> None:
+            nonlocal done, last
+            done += n
+            now = time.monotonic()
+            finished = total is not None and done >= total
+            if not finished and now - last < self.every:
+                return
+            last = now
+            spent = now - began
+            text = f"{description}: {done:,}" + (f"/{total:,} ({done / total:.0%})" if total else "")
+            text += f", {_duration(spent)}"
+            if total and not finished and done:
+                text += f", about {_duration(spent / done * (total - done))} left"
+            self.console.print(text + (", done" if finished else ""), highlight=False)
+
+        return advance
+
     def note(self, message: str) -> None:
         self.bars.console.print(f"[yellow]warning:[/] {escape(message)}", highlight=False)
+
+
+def _duration(seconds: float) -> str:
+    """``42 s``, ``3 min 5 s``, ``1 h 2 min``."""
+    s = round(seconds)
+    if s < 60:
+        return f"{s} s"
+    if s < 3600:
+        return f"{s // 60} min {s % 60} s"
+    return f"{s // 3600} h {s % 3600 // 60} min"
 
 
 def _interval(metric: str, ci: tuple[float, float] | None) -> str:
