@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from vx_eval.core import headroom, metrics
@@ -84,13 +84,22 @@ def enough_graded(questions: Sequence[Question]) -> bool:
 
 
 def graded_questions(
-    setups: Sequence[SetupResult], ids: Sequence[str], leader: str | None = None, found_by: Sequence[int] = ()
+    setups: Sequence[SetupResult],
+    ids: Sequence[str],
+    leader: str | None = None,
+    found_by: Sequence[int] = (),
+    left_out: Collection[str] = (),
 ) -> GradedDashboard | None:
     """Databricks' dashboard over the run: the best DCG@10 and the setup that reached it (the leader where it
     is level with others, else the higher ranked), the strongest and weakest questions (by that setup's
     DCG@10; never the same question in both, and only questions some setup finds among the strongest, as
-    `found_by` counts them per question) and the failed ones (its first result graded 0 or ungraded)."""
-    scored = [(s, s.graded) for s in setups if s.graded is not None and s.error is None and s.graded.dcg is not None]
+    `found_by` counts them per question) and the failed ones (its first result graded 0 or ungraded). Setups
+    `left_out` (those the judge's own model ranks) are never the best."""
+    scored = [
+        (s, s.graded)
+        for s in setups
+        if s.graded is not None and s.error is None and s.graded.dcg is not None and s.key not in left_out
+    ]
     if not scored:
         return None
     places = {s.key: i for i, (s, _) in enumerate(scored)}
@@ -174,6 +183,7 @@ def assemble(experiment: Experiment, outcome: Outcome) -> Report:
                 [q.id for q in outcome.questions],
                 ranking.picks.finds_the_most,
                 room.found_by if room is not None else (),
+                outcome.judge.circular if outcome.judge else (),
             )
             if outcome.settings.graded
             else None

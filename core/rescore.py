@@ -139,6 +139,7 @@ def rescore(
                     [q.id for q in questions],
                     ranked.picks.finds_the_most,
                     room.found_by if room is not None else (),
+                    judged[1].circular if judged else (),
                 )
                 if settings.graded
                 else None

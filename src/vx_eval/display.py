@@ -323,8 +323,9 @@ def neighbour_lines(report: Report) -> list[str]:
                 lines.append(f"  {near.change} ({escape(near.key)}): failed")
                 continue
             change = f"{(value - base) * 100:+.1f} points" if is_share(primary) else f"{value - base:+.3f}"
+            circular = f", {CIRCULAR_MARK} circular" if report.judge and near.key in report.judge.circular else ""
             lines.append(
-                f"  {near.change} ({escape(near.key)}): {primary} {fmt(primary, value)} ({change}), "
+                f"  {near.change} ({escape(near.key)}): {primary} {fmt(primary, value)} ({change}{circular}), "
                 f"median {fmt_ms(other.times_ms.median)} ms"
             )
     return lines

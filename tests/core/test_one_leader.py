@@ -84,6 +84,9 @@ def test_a_setup_the_judges_own_model_reranks_is_circular_ranked_last_and_never_
     ranked = ranking.rank(setups, SETTINGS, circular)
     assert ranked.picks.finds_the_most == "hybrid.a" and "hybrid_reranked.a" not in dict(ranked.picks.items()).values()
     assert [s.key for s in ranked.setups] == ["hybrid.a", "hybrid_reranked.a"]
+    ids = [f"q{i}" for i in range(6)]
+    dashboard = assembly.graded_questions(ranked.setups, ids, ranked.picks.finds_the_most, left_out=circular)
+    assert dashboard is not None and dashboard.best.key == "hybrid.a"  # not the circular setup's higher DCG
 
 
 def test_a_lead_inside_the_noise_is_said_with_the_questions_that_would_settle_it():
