@@ -93,6 +93,8 @@ def absent_names(question: str, sources: Sequence[str]) -> list[str]:
 
 
 LENGTHS = {"fact": (4, 30), "why": (4, 30), "keyword": (2, 6), "persona": (15, 70), "two-passage": (6, 40)}
+TOKENS = {"fact": 48, "why": 48, "keyword": 20, "persona": 96, "two-passage": 64}
+"""Tokens a draft of each kind may take (``QUESTION:`` and the words `LENGTHS` allow, with room to spare)."""
 STOP = frozenset(
     "a an and are as at be by can do does for from how i if in is it its me my of on or so that the their "
     "there this to was what when where which who why will with you your".split()
@@ -132,10 +134,25 @@ def parse_draft(answer: str) -> Draft | None:
         head, _, rest = line.partition(":")
         label = head.strip().strip("*").strip().upper()
         if label in ("QUESTION", "Q") and rest.strip() and question is None:
-            question = rest.strip().strip('"')
+            question = until_it_loops(rest.strip().strip('"'))
         elif label.startswith("EVIDENCE") and rest.strip():
             evidence.append(rest.strip().strip('"“”'))
     return Draft(question, evidence) if question else None
+
+
+def until_it_loops(text: str) -> str:
+    """The question up to where a small model stops asking and starts looping: the first ``;`` (a list of
+    repeats follows it), or the second time a run of three words begins. What is left is checked like any
+    draft; a loop the cut cannot mend still fails "repeats itself"."""
+    text = text.split(";")[0].strip()
+    tokens = text.split()
+    seen: set[tuple[str, ...]] = set()
+    for i in range(len(tokens) - 2):
+        gram = tuple(t.lower().strip(",.") for t in tokens[i : i + 3])
+        if gram in seen:
+            return " ".join(tokens[:i]).rstrip(",;: ")
+        seen.add(gram)
+    return text
 
 
 def compact(text: str) -> str:
@@ -373,6 +390,8 @@ class WriteSettings:
     threshold: int = 3
     """The critic's lowest score (1–5, each of standalone / clear / answered) a draft may have."""
     max_tokens: int = 80
+    """The most a draft may take; each kind asks for no more than it needs (`TOKENS`), so a small model
+    that loops stops early."""
 
 
 def parse_mix(text: str) -> dict[str, float]:
@@ -521,8 +540,7 @@ def write_questions(
         open_ += list(itertools.islice(waiting, max(0, width - len(open_))))
         if not open_:
             break
-        prompts = [draft_prompt(slot.kind, slot.texts, slot.feedback) for slot in open_]
-        answers = complete_all(writer, prompts, settings.max_tokens)
+        answers = _drafts(writer, open_, settings.max_tokens)
         outcome.tried += len(open_)
         for slot, answer in zip(open_, answers, strict=True):
             slot.tries += 1
@@ -548,6 +566,18 @@ def write_questions(
                 done.append(slot)
         open_ = [slot for slot in open_ if slot not in done]
     return outcome
+
+
+def _drafts(writer: ChatModel, slots: Sequence[_Slot], most: int) -> list[str]:
+    """Every slot's draft asked for at once, kinds of one length together (a batch runs as long as its
+    longest answer may), answers in the slots' order."""
+    answers: dict[int, str] = {}
+    limits = {i: min(most, TOKENS.get(slot.kind, most)) for i, slot in enumerate(slots)}
+    for limit in sorted(set(limits.values())):
+        group = [i for i, v in limits.items() if v == limit]
+        prompts = [draft_prompt(slots[i].kind, slots[i].texts, slots[i].feedback) for i in group]
+        answers.update(zip(group, complete_all(writer, prompts, limit), strict=True))
+    return [answers[i] for i in range(len(slots))]
 
 
 def _row(number: int, slot: _Slot, draft: Draft, scores: dict[str, int]) -> GoldenRow:

@@ -83,6 +83,14 @@ def test_a_draft_naming_its_source_or_borrowing_the_prompts_example_is_refused()
     assert "copies the prompt's example" not in failed("replacement card delivery time", passage=cards)
 
 
+def test_a_draft_is_cut_where_a_small_model_starts_looping():
+    assert parse_draft("QUESTION: Drammen branch; name of Drammen branch; name of").question == "Drammen branch"
+    looped = "QUESTION: savings rates, up to 2 percent per account, up to 2 percent per household"
+    assert parse_draft(looped).question == "savings rates, up to 2 percent per account"
+    plain = "QUESTION: How long can I put off my loan payments after a flood?"
+    assert parse_draft(plain).question == plain.removeprefix("QUESTION: ")
+
+
 def test_answers_are_read_strictly():
     assert parse_draft("QUESTION: Is there a fee?\nEVIDENCE: The fee is 35 dollars per transfer") == Draft(
         "Is there a fee?", ["The fee is 35 dollars per transfer"]
