@@ -13,7 +13,7 @@ from typing import Any
 
 from vx_eval import hookimpl
 from vx_eval.core.judging import Verdict
-from vx_eval.plugins.llm.chat import ChatOptions, EndpointChat, wrapped
+from vx_eval.plugins.llm.chat import ChatOptions, EndpointChat, complete_all, wrapped
 
 RUBRIC = """You grade how well a passage answers a search question, on this scale:
 3 = the passage answers the question fully and directly
@@ -49,17 +49,17 @@ class ChatJudge:
         return {"judge": self.name, "model": self.options.model, "url": self.options.url, "rubric": RUBRIC}
 
     def grade(self, pairs: Sequence[tuple[str, str]]) -> list[Verdict]:
+        """Every pair asked concurrently (the endpoint's `concurrency` at a time), verdicts in order."""
         if self._chat is None:
             self._chat = EndpointChat(self.options)
-        out = []
-        for question, passage in pairs:
-            messages = [
+        asks = [
+            [
                 {"role": "system", "content": RUBRIC},
                 {"role": "user", "content": f"{wrapped('question', question)}\n{wrapped('passage', passage)}\nGrade:"},
             ]
-            answer = self._chat.complete(messages, max_tokens=4)
-            out.append(Verdict(read_grade(answer), answer[:200]))
-        return out
+            for question, passage in pairs
+        ]
+        return [Verdict(read_grade(answer), answer[:200]) for answer in complete_all(self._chat, asks, 4)]
 
 
 @hookimpl
