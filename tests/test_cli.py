@@ -189,3 +189,22 @@ def test_anything_but_a_user_error_is_a_bug_and_keeps_its_traceback(monkeypatch)
     monkeypatch.setattr(vx_eval.core.plugins, "load_plugins", broken)
     with pytest.raises(RuntimeError, match="a bug"):
         main(["plugins"])
+
+
+def test_prose_is_wrapped_between_words_at_the_terminals_width(quickstart, capsys, monkeypatch):
+    """At 80 columns the picks' reasons and the notes are wrapped (they ran to 120-183 characters once);
+    piped output keeps each on one line."""
+    from vx_eval.cli.common import out_console
+
+    monkeypatch.setenv("COLUMNS", "80")
+    out_console.cache_clear()
+    try:
+        code, out, err = call(capsys, "run", str(quickstart), "--no-save")
+    finally:
+        out_console.cache_clear()
+    assert code == 0, err
+    assert "Finds the most" in out and max(len(line) for line in out.splitlines()) <= 80
+    monkeypatch.delenv("COLUMNS")
+    code, out, err = call(capsys, "run", str(quickstart), "--no-save")
+    assert code == 0, err
+    assert max(len(line) for line in out.splitlines()) > 80  # piped: one line a note, at 150 columns

@@ -18,21 +18,27 @@ if TYPE_CHECKING:
 
 def _width() -> int | None:
     """Piped output (CI logs, files) gets a wide page instead of rich's 80 columns; COLUMNS still wins."""
-    return None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 150
+    return None if _on_screen() else 150
+
+
+def _on_screen() -> bool:
+    """Whether a person reads the output at a known width (a terminal, or COLUMNS set): then prose is
+    wrapped between words at that width; piped output keeps each note on one line, for grep and logs."""
+    return sys.stdout.isatty() or bool(os.environ.get("COLUMNS"))
 
 
 @functools.cache
 def err_console() -> Console:
     from rich.console import Console
 
-    return Console(stderr=True, width=_width(), soft_wrap=True)
+    return Console(stderr=True, width=_width(), soft_wrap=not _on_screen())
 
 
 @functools.cache
 def out_console() -> Console:
     from rich.console import Console
 
-    return Console(width=_width(), soft_wrap=True)
+    return Console(width=_width(), soft_wrap=not _on_screen())
 
 
 def location(value: str | None) -> str | None:
