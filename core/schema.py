@@ -79,6 +79,8 @@ class Missing(Frozen):
     documents: list[str] = Field(default_factory=list)
     questions: list[str] = Field(default_factory=list)
     partly: list[str] = Field(default_factory=list)
+    nearest: dict[str, str] = Field(default_factory=dict)
+    """For a missing id (of the first ten), the held id most likely meant."""
 
 
 class Timing(Frozen):

@@ -3,7 +3,7 @@ documents looked up on each, and what each target is, for the report."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from vx_eval.core.config import Experiment
@@ -70,6 +70,34 @@ def close_targets(targets: Sequence[Target]) -> None:
         target.handle.close()
 
 
+NEAREST_AMONG = 20_000
+"""Ids beyond which only a match ignoring case and separators is looked for (a fuzzy match over every id
+would take longer than the run)."""
+
+
+def nearest_ids(absent: Iterable[str], held: Sequence[str]) -> dict[str, str]:
+    """For each id a target lacks, the id it holds that was most likely meant: the same letters and digits
+    ignoring case and separators (``Doc_12`` for ``doc-12``), else, among up to `NEAREST_AMONG` ids, the
+    closest by `difflib` (a ratio of 0.8 or more)."""
+    import difflib
+
+    def squeezed(text: str) -> str:
+        return "".join(ch for ch in text.lower() if ch.isalnum())
+
+    by_letters: dict[str, str] = {}
+    for doc in held:
+        by_letters.setdefault(squeezed(doc), doc)
+    out = {}
+    for doc in absent:
+        same = by_letters.get(squeezed(doc))
+        if same is None and len(held) <= NEAREST_AMONG:
+            close = difflib.get_close_matches(doc, held, n=1, cutoff=0.8)
+            same = close[0] if close else None
+        if same is not None and same != doc:
+            out[doc] = same
+    return out
+
+
 def check_missing(golden: GoldenSet, targets: Sequence[Target]) -> dict[str, Missing]:
     """Per target: expected documents it does not hold, and the questions none of whose answers it holds."""
     wanted = {document_of(u) for q in golden.questions for u in q.expected}
@@ -82,7 +110,12 @@ def check_missing(golden: GoldenSet, targets: Sequence[Target]) -> dict[str, Mis
         hurt = [
             q.id for q in golden.questions if q.id not in lost and any(document_of(u) in absent for u in q.expected)
         ]
-        report[target.name] = Missing(documents=sorted(absent), questions=lost, partly=hurt)
+        shown = sorted(absent)[:10]
+        try:
+            nearest = nearest_ids(shown, target.handle.document_ids())
+        except Exception:  # a service refusing to list its ids costs the suggestion, never the run
+            nearest = {}
+        report[target.name] = Missing(documents=sorted(absent), questions=lost, partly=hurt, nearest=nearest)
     return report
 
 
@@ -91,7 +124,9 @@ def missing_notes(missing: Mapping[str, Missing]) -> list[str]:
     notes = []
     for target, info in missing.items():
         docs = info.documents
-        shown = ", ".join(docs[:10]) + (f" and {len(docs) - 10} more" if len(docs) > 10 else "")
+        shown = ", ".join(f"{d} (did you mean {info.nearest[d]}?)" if d in info.nearest else d for d in docs[:10]) + (
+            f" and {len(docs) - 10} more" if len(docs) > 10 else ""
+        )
         line = f"{target} does not hold {len(docs)} expected document{'s' * (len(docs) != 1)}: {shown}."
         if info.questions:
             qs = info.questions

@@ -113,9 +113,12 @@ def test_golden_check_with_a_config_looks_every_expected_id_up(capsys, quickstar
     code, out, _ = call(capsys, "golden", "check", str(golden), "--config", str(quickstart))
     assert code == 0 and "42 questions ok" in out
     bad = tmp_path / "g.jsonl"
-    bad.write_text('{"question": "where?", "expected": ["fdic", "no-such-doc"]}\n')
+    bad.write_text('{"question": "where?", "expected": ["fdic", "no-such-doc", "Deferment"]}\n')
     code, _, err = call(capsys, "golden", "check", str(bad), "--config", str(quickstart))
     assert code == 2 and "expected document 'no-such-doc' is not in Local" in err
+    text = " ".join(err.split())
+    assert "'no-such-doc' is not in Local; did you mean" not in text  # nothing near it
+    assert "'Deferment' is not in Local; did you mean 'deferment'?" in text
 
 
 def test_golden_template_is_seeded_and_never_overwrites(capsys, quickstart, tmp_path):

@@ -98,17 +98,23 @@ def test_the_report_holds_no_question_or_document_text(project, plugins):
 
 def test_missing_documents_are_warned_recorded_and_their_questions_stay(project, plugins):
     rows = [json.loads(line) for line in (project / "golden.jsonl").read_text().splitlines()]
-    rows[0]["expected"] = ["renamed-deferment"]
+    rows[0]["expected"] = ["deferement"]
     rows[1]["expected"] = ["emergency-fund", "gone"]
     (project / "golden.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     result, progress = run(project.write_config(), plugins)
     report = result.report.model_dump(mode="json")
     assert report["missing"] == {
-        "Local": {"documents": ["gone", "renamed-deferment"], "questions": ["q1"], "partly": ["q2"]}
+        "Local": {
+            "documents": ["deferement", "gone"],
+            "questions": ["q1"],
+            "partly": ["q2"],
+            "nearest": {"deferement": "deferment"},  # the id most likely meant; nothing is near "gone"
+        }
     }
     assert progress.notes == [
-        "Local does not hold 2 expected documents: gone, renamed-deferment. 1 question cannot be found there: "
-        "q1. They stay in and score 0; correct the ids in the golden file, or add the documents."
+        "Local does not hold 2 expected documents: deferement (did you mean deferment?), gone. 1 question "
+        "cannot be found there: q1. They stay in and score 0; correct the ids in the golden file, or add the "
+        "documents."
     ]
     assert report["missing_notes"] == progress.notes
     setup = report["setups"][0]

@@ -42,7 +42,7 @@ def golden_check(file: str, config: Path | None) -> None:
     problems = len(defects)
     if config is not None and not defects:
         from vx_eval.core.config import load_config
-        from vx_eval.core.targets import close_targets, open_targets
+        from vx_eval.core.targets import close_targets, nearest_ids, open_targets
         from vx_eval.display import RichProgress
 
         experiment = load_config(config, plugins)
@@ -51,9 +51,12 @@ def golden_check(file: str, config: Path | None) -> None:
             wanted = {u.split("#page=")[0] for r in filled for u in r.expected}
             for target in targets:
                 absent = sorted(target.handle.missing(wanted))
+                nearest = nearest_ids(absent, target.handle.document_ids()) if absent else {}
                 for doc in absent:
+                    meant = f"; did you mean {quoted(nearest[doc])}?" if doc in nearest else ""
                     err.print(
-                        escape(f"{file}: expected document {quoted(doc)} is not in {target.name}"), highlight=False
+                        escape(f"{file}: expected document {quoted(doc)} is not in {target.name}{meant}"),
+                        highlight=False,
                     )
                 problems += len(absent)
         finally:
