@@ -1,5 +1,6 @@
-"""A run's kept rankings as TREC files: one run file per setup and the golden judgements as qrels, so that
-trec_eval, ranx or ir_measures score exactly what the run searched (and give the report's numbers)."""
+"""A run's kept rankings as TREC files: one run file per setup and the golden judgements as qrels (with a
+judge's grades where a judge graded the run), so that trec_eval, ranx or ir_measures score exactly what
+the run searched (and give the report's numbers)."""
 
 from __future__ import annotations
 
@@ -56,25 +57,44 @@ def qrels_lines(questions: Sequence[Question]) -> Iterator[str]:
             yield f"{qid} 0 {_field(unit, 'judged id')} {grade}\n"
 
 
+def with_judge_grades(report: Report, questions: Sequence[Question]) -> list[Question]:
+    """The questions as the run scored them: where a judge graded it, each with the judge's grades of the
+    results it read (every setup's first places, as each setup kept their grades) added to the human labels
+    (which win). Without a judge, the questions as they are."""
+    from vx_eval.core.judging import with_judged_grades
+
+    if report.judge is None:
+        return list(questions)
+    out = []
+    for i, question in enumerate(questions):
+        judged: dict[str, int] = {}
+        for setup in report.setups:
+            pq = setup.per_question
+            if not pq.grades or i >= len(pq.grades) or pq.grades[i] is None or i >= len(pq.results):
+                continue
+            units = [unit for unit, _ in ranked_units(pq.results[i], question)]
+            for unit, grade in zip(units, pq.grades[i] or [], strict=False):
+                if grade is not None and not unit.startswith(NO_UNIT):
+                    judged.setdefault(unit, grade)
+        out.append(with_judged_grades(question, judged))
+    return out
+
+
 def file_name(key: str) -> str:
     """A setup's run file name: its key, with anything a file system may refuse replaced."""
     return _UNSAFE.sub("_", key) + ".trec"
 
 
 def export_trec(report: Report, questions: Sequence[Question], folder: str, stores: Stores) -> list[str]:
-    """Write ``qrels.txt`` and one run file per scored setup into `folder`; the locations written. A run with
-    no judgement to write is refused before anything is written (an empty qrels file scores nothing)."""
+    """Write ``qrels.txt`` (a judge's grades included, `with_judge_grades`) and one run file per scored setup
+    into `folder`; the locations written. A run with no judgement to write is refused before anything is
+    written (an empty qrels file scores nothing)."""
+    questions = with_judge_grades(report, questions)
     qrels = "".join(qrels_lines(questions))
     if not qrels:
-        graded = (
-            f": its grades were {report.judge.judge}'s, which the report keeps as scores of each setup's top "
-            f"{report.judge.depth}, not as judgements of documents"
-            if report.judge is not None
-            else ""
-        )
         raise VxEvalError(
-            f"run {report.id} holds no judgements to write as qrels.txt{graded}; label the questions' expected "
-            "documents (or give a golden file that does) to export files trec_eval can score"
+            f"run {report.id} holds no judgements to write as qrels.txt; label the questions' expected "
+            "documents (or give a golden file that does, or a judge) to export files trec_eval can score"
         )
     written = [join(folder, "qrels.txt")]
     stores.write(written[0], qrels.encode())

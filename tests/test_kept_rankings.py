@@ -167,33 +167,37 @@ def test_export_writes_csv_and_parquet_of_every_measure(project, tmp_path):
     assert len(frame) == len(lines) - 1 and frame.measure.iloc[0] == lines[1].split(",")[5]
 
 
-def test_exporting_a_run_with_nothing_but_a_judges_grades_is_refused_before_writing(tmp_path):
-    """Questions with no expected documents, graded by the judge alone: there is nothing to write as qrels,
-    so the export says why instead of leaving an empty qrels.txt that `vx-eval eval` then refuses."""
-    from vx_eval.core.errors import VxEvalError
+def test_exporting_a_run_graded_by_a_judge_writes_its_grades_and_eval_gives_the_reports_numbers(tmp_path):
+    """Questions with no expected documents, graded by the judge alone: the judge's grades are the qrels
+    (they were once left out, and an empty qrels.txt scored nothing), so `vx-eval eval` on the export gives
+    every setup's numbers in the report."""
+    from vx_eval.core.trec import evaluate_run, read_judgements
     from vx_eval.testing.conformance import copy_collection
 
     copy_collection(tmp_path)
     rows = [
-        {
-            "id": "q1",
-            "question": "Can I postpone a loan payment after a disaster?",
-            "reference": "Yes, it can be deferred.",
-        }
+        {"id": "q1", "question": "Can I postpone a loan payment after a disaster?", "reference": "Yes."},
+        {"id": "q2", "question": "How much does a wire abroad cost?", "reference": "35 dollars."},
+        {"id": "q3", "question": "Can I freeze a lost card?", "expected": ["card-lost"]},
     ]
     report = vx_eval.evaluate(
-        {"Local": {"engine": "sqlite", "options": {"path": str(tmp_path / "j.db"), "dense_models": []}}},
+        {"Local": {"engine": "sqlite", "options": {"path": str(tmp_path / "j.db"), "dense_models": ["minilm"]}}},
         rows,
         corpus=tmp_path / "docs.jsonl",
+        metrics=["ndcg@10", "dcg@10", "found@10"],
         judge="cross-encoder",
-        judge_depth=3,
+        judge_depth=5,
         save_to=tmp_path / "runs",
         models={"scores": str(tmp_path / "scores.db"), "embeddings": str(tmp_path / "embeddings.db")},
     )
-    assert report.judge is not None and report.judge.asked > 0 and report.judge.grades_from.judge > 0
+    assert report.judge is not None and report.judge.grades_from.judge > 0
     out = tmp_path / "trec"
-    with pytest.raises(
-        VxEvalError, match=r"holds no judgements to write as qrels.txt: its grades were cross-encoder's"
-    ):
-        vx_eval.export_trec(report, out, runs=tmp_path / "runs", golden=rows)
-    assert not out.exists() or not any(out.iterdir()), "nothing written"
+    written = vx_eval.export_trec(report, out, runs=tmp_path / "runs", golden=rows)
+    qrels = read_judgements(out / "qrels.txt")
+    assert {"q1", "q2", "q3"} <= set(qrels.question_ids)  # the judge's grades, where no person labelled
+    threshold = report.settings.relevance_threshold
+    for setup in report.setups:
+        run = next(Path(w) for w in written if Path(w).name == f"{setup.key}.trec")
+        again = evaluate_run(qrels, run, ["ndcg@10", "dcg@10", "found@10"], threshold=threshold).means()
+        for name in ("ndcg@10", "dcg@10", "found@10"):
+            assert again[name] == pytest.approx(setup.summary[name], abs=1e-9), (setup.key, name)
