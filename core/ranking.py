@@ -111,7 +111,7 @@ def how_sure(setups: Sequence[SetupResult], best: str | None, left_out: Collecti
     if mde and gap > 1e-12:
         needed = int(np.ceil(n * (mde / gap) ** 2))
         text += f"; about {needed} questions would tell it from {runner.key} at the difference seen ({gap:.3f})"
-    else:
+    elif n and np.allclose(a, b, equal_nan=True):
         text += f"; {runner.key} scores the same on every question"
     return text + ". The pick leads on these questions, not surely."
 
