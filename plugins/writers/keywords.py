@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from vx_eval import hookimpl
 from vx_eval.core.golden import GoldenRow
 from vx_eval.core.template import Unit, WriteOutcome, WriterDescription, WriteRequest
-from vx_eval.plugins.writers.drafting import Draft, check, content_words, sentences, unusable, words
+from vx_eval.plugins.writers.checks import Draft, check, content_words, sentences, unusable, words
 
 
 class KeywordQueryWriter:

@@ -5,17 +5,8 @@ from __future__ import annotations
 from vx_eval.core.template import Unit
 from vx_eval.plugins.judges.chat import read_grade
 from vx_eval.plugins.llm.chat import defang, wrapped
-from vx_eval.plugins.writers.drafting import (
-    Draft,
-    WriteSettings,
-    check,
-    kinds_for,
-    model_critic,
-    parse_draft,
-    read_scores,
-    unusable,
-    write_questions,
-)
+from vx_eval.plugins.writers.checks import Draft, check, parse_draft, unusable
+from vx_eval.plugins.writers.drafting import WriteSettings, kinds_for, model_critic, read_scores, write_questions
 
 DEFERMENT = (
     "Customers in declared disaster areas can defer loan payments for up to 90 days with no late fees. "
