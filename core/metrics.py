@@ -40,6 +40,11 @@ class MetricDef:
     param: tuple[str, float] | None = None
     """A measure's own parameter, its name and default (RBP's persistence ``p``: ``rbp(p=0.95)``); the
     function then takes it as a third argument."""
+    closed: bool = False
+    """Whether the parameter may be 0 or 1 itself (a recall level), not only lie strictly between."""
+    average: str = "mean"
+    """How questions' values make the run's: ``mean``, or ``geometric`` (trec_eval's gm_map: the mean of
+    log(max(value, 0.00001)), exponentiated)."""
 
     @property
     def doc(self) -> str:
@@ -58,11 +63,13 @@ def register(
     aliases: Iterable[str] = (),
     trec: Iterable[str] = (),
     param: tuple[str, float] | None = None,
+    closed: bool = False,
+    average: str = "mean",
 ) -> Callable[[Any], Any]:
     """Register a measure function under `name`; aliases and trec_eval spellings parse to it too."""
 
     def add(fn: Any) -> Any:
-        definition = MetricDef(name, fn, cutoff, tuple(aliases), tuple(trec), param)
+        definition = MetricDef(name, fn, cutoff, tuple(aliases), tuple(trec), param, closed, average)
         for spelling in (name, *definition.aliases):
             if spelling in _ALIASES:
                 raise MetricError(f"measure name '{spelling}' is registered twice")
@@ -89,7 +96,8 @@ class Measure:
     def __post_init__(self) -> None:
         suffix = "" if self.k is None else f"@{self.k}{'r' * self.per_relevant}"
         own = self.definition.param
-        spelled = f"({own[0]}={self.param:g})" if own and self.param is not None and self.param != own[1] else ""
+        shown = own and self.param is not None and (self.param != own[1] or self.definition.closed)
+        spelled = f"({own[0]}={self.param:g})" if shown and own else ""
         object.__setattr__(self, "name", f"{self.definition.name}{spelled}{suffix}")
 
     def _fn(self, batch: Batch, k: Any) -> np.ndarray:
@@ -177,9 +185,28 @@ def _param(text: str, definition: MetricDef, given: tuple[str, str] | None) -> f
         value = float(given[1])
     except ValueError:
         raise MetricError(f"measure {quoted(text)}: {own[0]} must be a number, such as {own[1]:g}") from None
-    if not 0 < value < 1:
+    if definition.closed and not 0 <= value <= 1:
+        raise MetricError(f"measure {quoted(text)}: {own[0]} must lie between 0 and 1")
+    if not definition.closed and not 0 < value < 1:
         raise MetricError(f"measure {quoted(text)}: {own[0]} must lie strictly between 0 and 1")
     return value
+
+
+MIN_GEO_MEAN = 0.00001
+"""The least value a geometric average takes the log of (trec_eval's MIN_GEO_MEAN): one zero would make
+the whole average zero."""
+
+
+def average(measure: Measure, values: np.ndarray) -> float:
+    """The run's value of `measure` over its questions' `values` (NaN left out): their mean, or for a
+    geometric measure the mean of their logs (each at least `MIN_GEO_MEAN`), exponentiated."""
+    kept = np.asarray(values, dtype=float)
+    kept = kept[~np.isnan(kept)]
+    if not len(kept):
+        return float("nan")
+    if measure.definition.average == "geometric":
+        return float(np.exp(np.mean(np.log(np.maximum(kept, MIN_GEO_MEAN)))))
+    return float(kept.mean())
 
 
 TREC_CUTOFFS = {
@@ -191,6 +218,7 @@ TREC_CUTOFFS = {
 }
 """trec_eval's measures with cut-offs, and the cut-offs it computes when a name comes without any."""
 _TREC_PARAMS = re.compile(r"^([A-Za-z_]+)\.(\d+(?:,\d+)*)$")
+_TREC_LEVELS = re.compile(r"^iprec_at_recall\.([0-9.]+(?:,[0-9.]+)*)$", re.IGNORECASE)
 
 
 def expand_trec(names: Iterable[str]) -> list[str]:
@@ -199,8 +227,14 @@ def expand_trec(names: Iterable[str]) -> list[str]:
     out: list[str] = []
     for name in names:
         text = name.strip()
+        levels = _TREC_LEVELS.match(text)
         match = _TREC_PARAMS.match(text)
-        if match and match[1].lower() in TREC_CUTOFFS:
+        if text.lower() == "iprec_at_recall" or levels:
+            from vx_eval.core.trecmeasures import IPREC_LEVELS
+
+            given = [float(v) for v in levels[1].split(",") if v.strip(".")] if levels else IPREC_LEVELS
+            out += [f"iprec(recall={v:g})" for v in sorted(set(given))]
+        elif match and match[1].lower() in TREC_CUTOFFS:
             out += [f"{match[1]}_{k}" for k in match[2].split(",")]
         elif text.lower() in TREC_CUTOFFS:
             out += [f"{text}_{k}" for k in TREC_CUTOFFS[text.lower()]]
@@ -460,3 +494,7 @@ def expand_cutoffs(names: Sequence[str], k_values: Sequence[int]) -> list[str]:
         else:
             out.append(name)
     return list(dict.fromkeys(out))
+
+
+# trec_eval's measures beyond the common ones register themselves here (they use this module's helpers)
+from vx_eval.core import trecmeasures  # noqa: E402, F401

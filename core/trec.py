@@ -184,7 +184,7 @@ class Evaluation:
     def means(self) -> dict[str, float]:
         if not len(self.values):
             return {m: 0.0 for m in self.measures}
-        return {m: float(v) for m, v in zip(self.measures, np.nanmean(self.values, axis=0), strict=True)}
+        return {name: metrics.average(metrics.parse(name), self.values[:, j]) for j, name in enumerate(self.measures)}
 
 
 _MIX = np.int64(0x9E3779B97F4A7C15 - (1 << 64))  # spreads question codes over the 64 bits before mixing
@@ -303,18 +303,58 @@ def evaluate_run(
 TREC_COUNTS = ("runid", "num_q", "num_ret", "num_rel", "num_rel_ret")
 """trec_eval's counting lines, which `-m` may name alongside measures."""
 _TREC_NAME = {"found": "success", "recall": "recall", "p": "P", "map": "map_cut", "ndcg": "ndcg_cut"}
-_TREC_WHOLE = {"mrr": "recip_rank", "map": "map", "ndcg": "ndcg", "rprec": "Rprec"}
+_TREC_WHOLE = {
+    "mrr": "recip_rank",
+    "map": "map",
+    "gm_map": "gm_map",
+    "ndcg": "ndcg",
+    "rprec": "Rprec",
+    "bpref": "bpref",
+}
+TREC_ORDER = (
+    *TREC_COUNTS,
+    *("map", "gm_map", "Rprec", "bpref", "recip_rank", "iprec_at_recall", "P", "relstring", "recall", "infAP"),
+    *("gm_bpref", "Rprec_mult", "utility", "11pt_avg", "binG", "G", "ndcg", "ndcg_rel", "Rndcg", "ndcg_cut"),
+    *("map_cut", "relative_P", "success"),
+)
+"""The order trec_eval prints its measures in (its measure table), whatever order -m names them in."""
+SETS = {
+    "official": (
+        *TREC_COUNTS,
+        *("map", "gm_map", "Rprec", "bpref", "recip_rank", "iprec_at_recall", "P"),
+    ),
+}
+"""trec_eval's named sets of measures (``-m official``: what it prints when no -m is given)."""
+SUMMARY_ONLY = {"gm_map"}
+"""Measures trec_eval prints over all questions only, never per question."""
 
 
 def trec_name(measure: metrics.Measure) -> str | None:
-    """trec_eval's name of a measure (``P_5``, ``ndcg_cut_10``, ``recip_rank``), None where it has none."""
+    """trec_eval's name of a measure (``P_5``, ``ndcg_cut_10``, ``recip_rank``, ``iprec_at_recall_0.10``),
+    None where it has none."""
     name = measure.definition.name
     if measure.per_relevant:
         return None
+    if name == "iprec":
+        return f"iprec_at_recall_{measure.param or 0.0:.2f}"
     if measure.k is None:
         return _TREC_WHOLE.get(name)
     prefix = _TREC_NAME.get(name)
     return f"{prefix}_{measure.k}" if prefix else None
+
+
+def trec_sorted(measures: Sequence[metrics.Measure]) -> list[metrics.Measure]:
+    """The measures in trec_eval's printing order: its measure table, then cut-off or level ascending."""
+
+    def place(m: metrics.Measure) -> tuple[int, float]:
+        named = trec_name(m) or ""
+        base = "iprec_at_recall" if named.startswith("iprec_at_recall") else named.rsplit("_", 1)[0]
+        for candidate in (named, base):
+            if candidate in TREC_ORDER:
+                return TREC_ORDER.index(candidate), float(m.k or m.param or 0)
+        return len(TREC_ORDER), 0.0
+
+    return sorted(measures, key=place)
 
 
 def trec_eval_output(
@@ -329,9 +369,10 @@ def trec_eval_output(
     """What ``trec_eval -c [-q] -m …`` prints for the same files and measures: its names, its layout
     (``%-22s\\t%s\\t%.4f``, counts as whole numbers), per question then ``all`` with ``per_query``; and what
     reading the files noticed."""
-    wanted = metrics.expand_trec(names)
-    counts = [n for n in wanted if n.lower() in TREC_COUNTS]
-    measures = [metrics.parse(n) for n in wanted if n.lower() not in TREC_COUNTS]
+    wanted = metrics.expand_trec(expand_sets(names))
+    counts = [c for c in TREC_COUNTS if c in {n.lower() for n in wanted}]
+    parsed = [metrics.parse(n) for n in wanted if n.lower() not in TREC_COUNTS]
+    measures = trec_sorted(list({m.name: m for m in parsed}.values()))  # each once, in trec_eval's order
     missing = [m.name for m in measures if trec_name(m) is None]
     if missing:
         raise VxEvalError(
@@ -347,9 +388,13 @@ def trec_eval_output(
     }
     lines: list[str] = []
     if per_query:
-        for i, qid in enumerate(judgements.question_ids):
+        for i, qid in sorted(enumerate(judgements.question_ids), key=lambda pair: pair[1].encode()):
             lines += [f"{c:<22}\t{qid}\t{per[c][i]}" for c in counts if c in per]
-            lines += [f"{trec_name(m):<22}\t{qid}\t{values[i, j]:.4f}" for j, m in enumerate(measures)]
+            lines += [
+                f"{trec_name(m):<22}\t{qid}\t{values[i, j]:.4f}"
+                for j, m in enumerate(measures)
+                if m.definition.name not in SUMMARY_ONLY
+            ]
     totals: dict[str, object] = {
         "runid": runid,
         "num_q": len(judgements.question_ids),
@@ -359,9 +404,14 @@ def trec_eval_output(
         "num_rel": int((judgements.grades > 0).sum()),
     }
     lines += [f"{c:<22}\tall\t{totals[c.lower()]}" for c in counts]
-    means = np.nanmean(values, axis=0) if len(values) else np.zeros(len(measures))
+    means = [metrics.average(m, values[:, j]) if len(values) else 0.0 for j, m in enumerate(measures)]
     lines += [f"{trec_name(m):<22}\tall\t{means[j]:.4f}" for j, m in enumerate(measures)]
     return "\n".join(lines) + "\n", scored.warnings
+
+
+def expand_sets(names: Sequence[str]) -> list[str]:
+    """trec_eval's named sets (``official``) as the measures they hold; other names as they are."""
+    return [n for name in names for n in SETS.get(name.strip(), (name,))]
 
 
 def _relevant_counts(judgements: Judgements, threshold: int) -> np.ndarray:

@@ -146,3 +146,38 @@ def test_err_and_rbp_equal_ir_measures_per_question(name):
         tolerance = 1e-5 if ours.startswith("err") else 1e-9  # gdeval prints five decimals
         for i, qid in scored:
             assert values[i] == pytest.approx(found[measure][qid], abs=tolerance), (name, ours, qid)
+
+
+LEVELS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
+
+
+@pytest.mark.parametrize("name", sorted(COLLECTIONS))
+def test_gm_map_and_interpolated_precision_equal_pytrec_eval(name):
+    """gm_map over all questions as pytrec_eval's (the mean of its per-question logs, exponentiated); the
+    interpolated precision at every level per question, wherever trec_eval 9 (inside pytrec_eval) and 10
+    (what vx-eval follows) turn the level into the same number of relevant units: 9 added 0.9 and cut, 10
+    rounds. Where they differ, trec_eval 10's own test output decides (`test_trec_format`)."""
+    from vx_eval.core.metrics import average
+
+    qrels = load_qrels(name)
+    run = draw_run(qrels)
+    wanted = {f"iprec_at_recall_{level:.2f}" for level in LEVELS} | {"gm_map"}
+    reference = pytrec_eval.RelevanceEvaluator(qrels, wanted, relevance_level=1).evaluate(run)
+    questions = [
+        Question(q, "?", tuple(d for d, g in docs.items() if g > 0), grades=dict(docs)) for q, docs in qrels.items()
+    ]
+    in_trec_order = {q: sorted(docs.items(), key=lambda r: (r[1], r[0]), reverse=True) for q, docs in run.items()}
+    batch = Batch.of([judge(in_trec_order.get(q.id, []), q, 1) for q in questions])
+    gm = parse("gm_map")
+    logs = [reference[q.id]["gm_map"] if q.id in reference else np.log(1e-5) for q in questions]
+    assert average(gm, gm.compute(batch)) == pytest.approx(float(np.exp(np.mean(logs))), abs=1e-12)
+    compared = 0
+    for level in LEVELS:
+        mine = parse(f"iprec(recall={level:g})").compute(batch)
+        for i, q in enumerate(questions):
+            r = int(batch.n_rel[i])
+            if q.id not in reference or int(level * r + 0.9) != int(np.floor(level * r + 0.5)):
+                continue
+            assert mine[i] == pytest.approx(reference[q.id][f"iprec_at_recall_{level:.2f}"], abs=1e-12), (q.id, level)
+            compared += 1
+    assert compared > 5 * len(reference)

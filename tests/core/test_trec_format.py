@@ -39,4 +39,57 @@ def test_a_measure_trec_eval_lacks_is_refused_in_its_format(capsys):
 
 def test_vx_evals_own_names_are_printed_in_trec_evals(capsys):
     printed = ours(capsys, "-m", "ndcg@10", "-m", "found@5", "-m", "mrr")
-    assert [line.split("\t")[0].strip() for line in printed.splitlines()] == ["ndcg_cut_10", "success_5", "recip_rank"]
+    # in trec_eval's own order (its measure table), not the order -m named them in
+    assert [line.split("\t")[0].strip() for line in printed.splitlines()] == ["recip_rank", "ndcg_cut_10", "success_5"]
+
+
+UPSTREAM = Path(__file__).parents[1] / "data" / "trec_eval10"
+
+
+@pytest.mark.parametrize("qrels", ["qrels.test", "qrels.test.with-comments"])
+def test_with_no_measure_named_the_output_is_trec_evals_default_byte_for_byte(capsys, qrels):
+    """`make quicktest`'s first lines: `trec_eval QRELS RUN` with no -m prints trec_eval's official set
+    (map, gm_map, Rprec, bpref, recip_rank, the eleven iprec_at_recall levels, P at nine cut-offs)."""
+    code, out, err = call(capsys, "eval", str(UPSTREAM / qrels), str(UPSTREAM / "results.test"), "--trec-format")
+    assert code == 0, err
+    assert out == (UPSTREAM / "out.test").read_text()
+
+
+def test_every_question_of_the_official_set_matches_trec_evals_own_lines(capsys):
+    """With -q: every question's lines (questions sorted, measures in trec_eval's order, gm_map only over
+    all) equal trec_eval's own, which `-m all_trec -q` printed among its other measures."""
+    code, out, err = call(
+        capsys, "eval", str(UPSTREAM / "qrels.test"), str(UPSTREAM / "results.test"), "--trec-format", "-q"
+    )
+    assert code == 0, err
+    mine = out.splitlines()
+    names = {line.split()[0] for line in mine}
+    theirs = [line for line in (UPSTREAM / "out.test.aq").read_text().splitlines() if line.split()[0] in names]
+    assert mine == theirs and len(mine) == 111
+
+
+def test_measures_print_in_trec_evals_order_whatever_order_they_are_named_in(capsys):
+    code, out, _ = call(
+        capsys,
+        "eval",
+        str(UPSTREAM / "qrels.test"),
+        str(UPSTREAM / "results.test"),
+        "--trec-format",
+        "-m",
+        "P.10,5",
+        "-m",
+        "iprec_at_recall..50,.10",
+        "-m",
+        "bpref",
+        "-m",
+        "map",
+    )
+    assert code == 0
+    assert [line.split()[0] for line in out.splitlines()] == [
+        "map",
+        "bpref",
+        "iprec_at_recall_0.10",
+        "iprec_at_recall_0.50",
+        "P_5",
+        "P_10",
+    ]

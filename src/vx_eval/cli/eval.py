@@ -20,8 +20,9 @@ import click
     "measures",
     multiple=True,
     metavar="MEASURE",
-    help="A measure (repeatable): vx-eval's names (ndcg@10) or trec_eval's (ndcg_cut.10, P.5,10). "
-    "Default: ndcg@10 map recall@100 mrr p@10.",
+    help="A measure (repeatable): vx-eval's names (ndcg@10) or trec_eval's (ndcg_cut.10, P.5,10, "
+    "iprec_at_recall..1,.5, official). Default: ndcg@10 map recall@100 mrr p@10; with --trec-format, trec_eval's "
+    "own default (official).",
 )
 @click.option(
     "-l",
@@ -37,8 +38,9 @@ import click
 @click.option(
     "--trec-format",
     is_flag=True,
-    help="Print exactly what `trec_eval -c` prints (its names, P_5, ndcg_cut_10; its layout), for scripts "
-    "written for it; -m may name runid, num_q, num_ret, num_rel and num_rel_ret too.",
+    help="Print exactly what `trec_eval -c` prints (its names, P_5, ndcg_cut_10; its measure order, questions "
+    "sorted; its layout), for scripts written for it; -m may name runid, num_q, num_ret, num_rel and num_rel_ret "
+    "too.",
 )
 def eval_command(
     qrels: Path,
@@ -52,8 +54,8 @@ def eval_command(
     """Score a TREC RUN file against QRELS (TREC qrels or a golden file), as `trec_eval -c` does."""
     from vx_eval.core.trec import DEFAULT_MEASURES, evaluate_run, read_judgements
 
-    if trec_format:
-        _trec_format(qrels, run_file, measures or DEFAULT_MEASURES, threshold, per_query)
+    if trec_format:  # with no -m, what trec_eval prints with none: its official set
+        _trec_format(qrels, run_file, measures or ("official",), threshold, per_query)
         return
     run = _run_path(run_file)
     evaluation = evaluate_run(read_judgements(qrels), run, measures or DEFAULT_MEASURES, threshold=threshold)
