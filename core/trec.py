@@ -365,10 +365,12 @@ def trec_eval_output(
     threshold: int = 1,
     per_query: bool = False,
     runid: str = "run",
+    complete: bool = True,
 ) -> tuple[str, tuple[str, ...]]:
-    """What ``trec_eval -c [-q] -m …`` prints for the same files and measures: its names, its layout
+    """What ``trec_eval [-c] [-q] -m …`` prints for the same files and measures: its names, its layout
     (``%-22s\\t%s\\t%.4f``, counts as whole numbers), per question then ``all`` with ``per_query``; and what
-    reading the files noticed."""
+    reading the files noticed. `complete` (``-c``): every judged question counts, one without results
+    scoring 0; without it, as trec_eval without -c, only the judged questions the run answers."""
     wanted = metrics.expand_trec(expand_sets(names))
     counts = [c for c in TREC_COUNTS if c in {n.lower() for n in wanted}]
     parsed = [metrics.parse(n) for n in wanted if n.lower() not in TREC_COUNTS]
@@ -377,7 +379,8 @@ def trec_eval_output(
     if missing:
         raise VxEvalError(
             f"{', '.join(missing)} has no trec_eval name; leave out --trec-format, or ask for measures trec_eval "
-            "has (success, recip_rank, P, recall, map, map_cut, ndcg, ndcg_cut, Rprec)"
+            "has (success, recip_rank, P, recall, map, gm_map, map_cut, ndcg, ndcg_cut, Rprec, bpref, "
+            "iprec_at_recall, or the set official)"
         )
     scored = score(judgements, run, measures, threshold)
     values = scored.values
@@ -386,9 +389,10 @@ def trec_eval_output(
         "num_rel": _relevant_counts(judgements, threshold),
         "num_rel_ret": np.asarray(scored.num_rel_ret, dtype=np.int64),
     }
+    kept = np.arange(len(judgements.question_ids)) if complete else np.flatnonzero(per["num_ret"] > 0)
     lines: list[str] = []
     if per_query:
-        for i, qid in sorted(enumerate(judgements.question_ids), key=lambda pair: pair[1].encode()):
+        for i, qid in sorted(((i, judgements.question_ids[i]) for i in kept), key=lambda pair: pair[1].encode()):
             lines += [f"{c:<22}\t{qid}\t{per[c][i]}" for c in counts if c in per]
             lines += [
                 f"{trec_name(m):<22}\t{qid}\t{values[i, j]:.4f}"
@@ -397,14 +401,14 @@ def trec_eval_output(
             ]
     totals: dict[str, object] = {
         "runid": runid,
-        "num_q": len(judgements.question_ids),
-        **{c: int(v.sum()) for c, v in per.items()},
+        "num_q": len(kept),
+        **{c: int(v[kept].sum()) for c, v in per.items()},
         # trec_eval's summary num_rel counts every grade above 0, whatever -l says (its per-question
         # lines follow -l): the same here, so the lines match
-        "num_rel": int((judgements.grades > 0).sum()),
+        "num_rel": int(((judgements.grades > 0) & np.isin(judgements.rows_question, kept)).sum()),
     }
     lines += [f"{c:<22}\tall\t{totals[c.lower()]}" for c in counts]
-    means = [metrics.average(m, values[:, j]) if len(values) else 0.0 for j, m in enumerate(measures)]
+    means = [metrics.average(m, values[kept, j]) if len(kept) else 0.0 for j, m in enumerate(measures)]
     lines += [f"{trec_name(m):<22}\tall\t{means[j]:.4f}" for j, m in enumerate(measures)]
     return "\n".join(lines) + "\n", scored.warnings
 

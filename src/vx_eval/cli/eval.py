@@ -34,6 +34,14 @@ import click
     help="Grade from which a document counts as relevant for binary measures (trec_eval -l).",
 )
 @click.option("-q", "--per-query", is_flag=True, help="Also print every question's values.")
+@click.option(
+    "-c",
+    "--complete",
+    is_flag=True,
+    help="With --trec-format: average over every judged question, one the run does not answer scoring 0 "
+    "(trec_eval -c); without it, over the judged questions the run answers, as trec_eval. vx-eval's own "
+    "output always averages over every judged question.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON: measure -> mean (with -q, per question too).")
 @click.option(
     "--trec-format",
@@ -48,6 +56,7 @@ def eval_command(
     measures: tuple[str, ...],
     threshold: int,
     per_query: bool,
+    complete: bool,
     as_json: bool,
     trec_format: bool,
 ) -> None:
@@ -55,7 +64,7 @@ def eval_command(
     from vx_eval.core.trec import DEFAULT_MEASURES, evaluate_run, read_judgements
 
     if trec_format:  # with no -m, what trec_eval prints with none: its official set
-        _trec_format(qrels, run_file, measures or ("official",), threshold, per_query)
+        _trec_format(qrels, run_file, measures or ("official",), threshold, per_query, complete)
         return
     run = _run_path(run_file)
     evaluation = evaluate_run(read_judgements(qrels), run, measures or DEFAULT_MEASURES, threshold=threshold)
@@ -84,12 +93,20 @@ def eval_command(
         out.write(f"{name:<16}\tall\t{value:.4f}\n")
 
 
-def _trec_format(qrels: Path, run_file: Path, measures: tuple[str, ...], threshold: int, per_query: bool) -> None:
+def _trec_format(
+    qrels: Path, run_file: Path, measures: tuple[str, ...], threshold: int, per_query: bool, complete: bool
+) -> None:
     from vx_eval.core.trec import read_judgements, run_tag, trec_eval_output
 
     path = _run_path(run_file)
     output, warnings = trec_eval_output(
-        read_judgements(qrels), path, measures, threshold=threshold, per_query=per_query, runid=run_tag(path)
+        read_judgements(qrels),
+        path,
+        measures,
+        threshold=threshold,
+        per_query=per_query,
+        runid=run_tag(path),
+        complete=complete,
     )
     for warning in warnings:
         click.echo(f"warning: {warning}", err=True)
