@@ -127,6 +127,14 @@ def _judgements(columns: Columns, source: str) -> Judgements:
     order = list(dict.fromkeys(ids))
     rows_question = _row_questions(columns, {qid: i for i, qid in enumerate(order)})
     _refuse_twice(columns, rows_question, "judged", source)
+    below = np.flatnonzero(grades < 0)
+    if len(below):  # TREC's mark for a document in the pool nobody judged: its question stays
+        warnings.append(
+            f"{source}: {len(below)} grade{'s are' if len(below) > 1 else ' is'} below 0 (lines "
+            f"{_lines(columns, below)}); read as unjudged, as trec_eval reads them"
+        )
+        kept = np.flatnonzero(grades >= 0)
+        columns, grades, rows_question = columns.select(kept), grades[kept], rows_question[kept]
     return Judgements(columns, grades, order, rows_question, tuple(warnings))
 
 
@@ -403,9 +411,9 @@ def trec_eval_output(
         "runid": runid,
         "num_q": len(kept),
         **{c: int(v[kept].sum()) for c, v in per.items()},
-        # trec_eval's summary num_rel counts every grade above 0, whatever -l says (its per-question
-        # lines follow -l): the same here, so the lines match
-        "num_rel": int(((judgements.grades > 0) & np.isin(judgements.rows_question, kept)).sum()),
+        # with -c, trec_eval's summary num_rel counts every grade above 0 in the qrels, whatever -l says (its
+        # per-question lines follow -l); without -c it sums the per-question lines: the same here
+        **({"num_rel": int((judgements.grades > 0).sum())} if complete else {}),
     }
     lines += [f"{c:<22}\tall\t{totals[c.lower()]}" for c in counts]
     means = [metrics.average(m, values[kept, j]) if len(kept) else 0.0 for j, m in enumerate(measures)]

@@ -113,3 +113,24 @@ def test_measures_print_in_trec_evals_order_whatever_order_they_are_named_in(cap
         "P_5",
         "P_10",
     ]
+
+
+def test_a_grade_below_0_is_unjudged_as_trec_eval_reads_it_and_said_so(capsys):
+    """qrels.rel_level marks 304 pooled documents -1: judged by nobody. bpref, num_rel and the rest follow
+    trec_eval's lines at -l 2 (they once counted those documents as judged non-relevant)."""
+    code, out, err = call(
+        capsys,
+        "eval",
+        str(UPSTREAM / "qrels.rel_level"),
+        str(UPSTREAM / "results.test"),
+        "--trec-format",
+        "-q",
+        "-l",
+        "2",
+    )
+    assert code == 0, err
+    assert "304 grades are below 0" in err and "read as unjudged, as trec_eval reads them" in err
+    mine = out.splitlines()
+    names = {line.split()[0] for line in mine}
+    theirs = [line for line in (UPSTREAM / "out.test.aql").read_text().splitlines() if line.split()[0] in names]
+    assert mine == theirs and any(line.startswith("bpref") for line in mine)
