@@ -101,6 +101,18 @@ class Batch:
             pick(self.score),
         )  # fmt: skip
 
+    def cut(self, n: int) -> Batch:
+        """Each list cut to its first `n` results (trec_eval -M: the rest are not evaluated at all)."""
+        return dataclasses.replace(
+            self,
+            grade=self.grade[:, :n],
+            judged=self.judged[:, :n],
+            hit=self.hit[:, :n],
+            length=np.minimum(self.length, n),
+            returned=np.minimum(self.returned, n),
+            score=None if self.score is None else self.score[:, :n],
+        )
+
     def at_threshold(self, threshold: int) -> Batch:
         """The same lists with relevance counted from `threshold` on (the as-returned `hit` keeps its own)."""
         n_rel = (self.ideal >= threshold).sum(axis=1).astype(float)

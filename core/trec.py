@@ -276,10 +276,36 @@ class Scores:
     warnings: tuple[str, ...]
 
 
-def score(judgements: Judgements, run: Run | Path, measures: Sequence[metrics.Measure], threshold: int) -> Scores:
+@dataclass(frozen=True)
+class Shape:
+    """What trec_eval does to each question's list before measuring it: -M cuts it to its first results,
+    then -J keeps only its judged results (relevant or not), the rest moving up."""
+
+    max_per_query: int | None = None
+    judged_only: bool = False
+
+    @property
+    def changes(self) -> bool:
+        return self.max_per_query is not None or self.judged_only
+
+    def applied(self, batch: metrics.Batch) -> metrics.Batch:
+        if self.max_per_query is not None:
+            batch = batch.cut(self.max_per_query)
+        return metrics.condensed(batch) if self.judged_only else batch
+
+
+def score(
+    judgements: Judgements,
+    run: Run | Path,
+    measures: Sequence[metrics.Measure],
+    threshold: int,
+    shape: Shape | None = None,
+) -> Scores:
     """The run scored against the judgements: a run file streamed in chunks of whole questions
-    (`core.trecstream`) where it can be, else read whole and checked line by line (`read_run`)."""
-    if isinstance(run, Path):
+    (`core.trecstream`) where it can be, else read whole and checked line by line (`read_run`). `shape`:
+    each question's list cut (-M) or taken to its judged results (-J) before anything is measured."""
+    shape = shape or Shape()
+    if isinstance(run, Path) and not shape.changes:
         try:
             from vx_eval.core import trecstream
 
@@ -290,19 +316,26 @@ def score(judgements: Judgements, run: Run | Path, measures: Sequence[metrics.Me
             return Scores(streamed.values, streamed.num_ret, streamed.num_rel_ret, judgements.warnings)
         except (ImportError, trecstream.Unstreamable):
             run = read_run(run)
-    batch = run_batch(judgements, run, threshold)
+    if isinstance(run, Path):
+        run = read_run(run)
+    batch = shape.applied(run_batch(judgements, run, threshold))
     values = np.column_stack([m.compute(batch) for m in measures]) if measures else np.zeros((len(batch.n_rel), 0))
     return Scores(values, batch.length, batch.hit.sum(axis=1), judgements.warnings + run.warnings)
 
 
 def evaluate_run(
-    judgements: Judgements, run: Run | Path, measure_names: Sequence[str] = DEFAULT_MEASURES, *, threshold: int = 1
+    judgements: Judgements,
+    run: Run | Path,
+    measure_names: Sequence[str] = DEFAULT_MEASURES,
+    *,
+    threshold: int = 1,
+    shape: Shape | None = None,
 ) -> Evaluation:
     """Every judged question scored (one without results scores 0), as ``trec_eval -c``. Measure names may be
     vx-eval's (``ndcg@10``) or trec_eval's own (``ndcg_cut.10``, ``P.5,10``, ``success``); `run` a run read
     already or a run file's path (streamed)."""
     measures = [metrics.parse(name) for name in metrics.expand_trec(measure_names)]
-    scored = score(judgements, run, measures, threshold)
+    scored = score(judgements, run, measures, threshold, shape)
     return Evaluation([m.name for m in measures], judgements.question_ids, scored.values, scored.warnings)
 
 
@@ -374,11 +407,13 @@ def trec_eval_output(
     per_query: bool = False,
     runid: str = "run",
     complete: bool = True,
+    shape: Shape | None = None,
 ) -> tuple[str, tuple[str, ...]]:
     """What ``trec_eval [-c] [-q] -m …`` prints for the same files and measures: its names, its layout
     (``%-22s\\t%s\\t%.4f``, counts as whole numbers), per question then ``all`` with ``per_query``; and what
     reading the files noticed. `complete` (``-c``): every judged question counts, one without results
-    scoring 0; without it, as trec_eval without -c, only the judged questions the run answers."""
+    scoring 0; without it, as trec_eval without -c, only the judged questions the run answers. `shape`:
+    -M and -J."""
     wanted = metrics.expand_trec(expand_sets(names))
     counts = [c for c in TREC_COUNTS if c in {n.lower() for n in wanted}]
     parsed = [metrics.parse(n) for n in wanted if n.lower() not in TREC_COUNTS]
@@ -390,7 +425,7 @@ def trec_eval_output(
             "has (success, recip_rank, P, recall, map, gm_map, map_cut, ndcg, ndcg_cut, Rprec, bpref, "
             "iprec_at_recall, or the set official)"
         )
-    scored = score(judgements, run, measures, threshold)
+    scored = score(judgements, run, measures, threshold, shape)
     values = scored.values
     per = {
         "num_ret": np.asarray(scored.num_ret, dtype=np.int64),

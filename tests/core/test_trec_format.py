@@ -134,3 +134,65 @@ def test_a_grade_below_0_is_unjudged_as_trec_eval_reads_it_and_said_so(capsys):
     names = {line.split()[0] for line in mine}
     theirs = [line for line in (UPSTREAM / "out.test.aql").read_text().splitlines() if line.split()[0] in names]
     assert mine == theirs and any(line.startswith("bpref") for line in mine)
+
+
+def test_max_per_query_cuts_each_list_as_trec_evals_minus_M_does(capsys):
+    """`make quicktest`'s -c -M100 line on the truncated run: the official lines equal trec_eval's own."""
+    code, out, err = call(
+        capsys,
+        "eval",
+        str(UPSTREAM / "qrels.test"),
+        str(UPSTREAM / "results.trunc"),
+        "--trec-format",
+        "-c",
+        "-q",
+        "-M",
+        "100",
+    )
+    assert code == 0, err
+    names = {line.split()[0] for line in out.splitlines()}
+    theirs = [line for line in (UPSTREAM / "out.test.aqcM").read_text().splitlines() if line.split()[0] in names]
+    assert out.splitlines() == theirs
+
+
+def test_judged_only_scores_as_trec_evals_minus_J_per_question(capsys):
+    """-J takes unjudged results out before measuring: every question's map, P_10, Rprec, bpref, recip_rank
+    and ndcg equal pytrec_eval's with judged_docs_only_flag (trec_eval inside)."""
+    import pytrec_eval
+
+    qrels: dict[str, dict[str, int]] = {}
+    for line in (UPSTREAM / "qrels.test").read_text().splitlines():
+        q, _, d, g = line.split()
+        qrels.setdefault(q, {})[d] = int(g)
+    run: dict[str, dict[str, float]] = {}
+    for line in (UPSTREAM / "results.test").read_text().splitlines():
+        q, _, d, _, s, _ = line.split()
+        run.setdefault(q, {})[d] = float(s)
+    names = {"map": "map", "P_10": "P.10", "Rprec": "Rprec", "bpref": "bpref", "recip_rank": "recip_rank"}
+    reference = pytrec_eval.RelevanceEvaluator(qrels, {*names, "ndcg"}, judged_docs_only_flag=True).evaluate(run)
+    flags = [f for name in (*names.values(), "ndcg") for f in ("-m", name)]
+    code, out, err = call(
+        capsys,
+        "eval",
+        str(UPSTREAM / "qrels.test"),
+        str(UPSTREAM / "results.test"),
+        "--trec-format",
+        "-q",
+        "-J",
+        *flags,
+    )
+    assert code == 0, err
+    checked = 0
+    for line in out.splitlines():
+        name, qid, value = line.split()
+        if qid != "all":
+            assert float(value) == pytest.approx(reference[qid][name], abs=5e-5), (qid, name)
+            checked += 1
+    assert checked == 3 * 6
+
+
+def test_no_summary_prints_the_questions_lines_only(capsys):
+    code, out, _ = call(
+        capsys, "eval", str(UPSTREAM / "qrels.test"), str(UPSTREAM / "results.test"), "--trec-format", "-q", "-n"
+    )
+    assert code == 0 and out and all(line.split("\t")[1] != "all" for line in out.splitlines())

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -42,6 +43,20 @@ import click
     "(trec_eval -c); without it, over the judged questions the run answers, as trec_eval. vx-eval's own "
     "output always averages over every judged question.",
 )
+@click.option(
+    "-M",
+    "--max-per-query",
+    type=click.IntRange(1),
+    help="Evaluate only each question's first N results (trec_eval -M).",
+)
+@click.option(
+    "-J",
+    "--judged-only",
+    is_flag=True,
+    help="Evaluate only the judged results, relevant or not: unjudged ones are taken out and the rest move up "
+    "(trec_eval -J; Sakai's condensed lists).",
+)
+@click.option("-n", "--no-summary", is_flag=True, help="With --trec-format and -q: no summary (`all`) lines.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON: measure -> mean (with -q, per question too).")
 @click.option(
     "--trec-format",
@@ -57,17 +72,24 @@ def eval_command(
     threshold: int,
     per_query: bool,
     complete: bool,
+    max_per_query: int | None,
+    judged_only: bool,
+    no_summary: bool,
     as_json: bool,
     trec_format: bool,
 ) -> None:
     """Score a TREC RUN file against QRELS (TREC qrels or a golden file), as `trec_eval -c` does."""
-    from vx_eval.core.trec import DEFAULT_MEASURES, evaluate_run, read_judgements
+    from vx_eval.core.trec import DEFAULT_MEASURES, Shape, evaluate_run, read_judgements
 
+    shape = Shape(max_per_query, judged_only)
     if trec_format:  # with no -m, what trec_eval prints with none: its official set
-        _trec_format(qrels, run_file, measures or ("official",), threshold, per_query, complete)
+        wanted = measures or ("official",)
+        _trec_format(qrels, run_file, wanted, threshold, per_query, complete, shape, summary=not no_summary)
         return
     run = _run_path(run_file)
-    evaluation = evaluate_run(read_judgements(qrels), run, measures or DEFAULT_MEASURES, threshold=threshold)
+    evaluation = evaluate_run(
+        read_judgements(qrels), run, measures or DEFAULT_MEASURES, threshold=threshold, shape=shape
+    )
     for warning in evaluation.warnings:
         click.echo(f"warning: {warning}", err=True)
     means = evaluation.means()
@@ -94,7 +116,15 @@ def eval_command(
 
 
 def _trec_format(
-    qrels: Path, run_file: Path, measures: tuple[str, ...], threshold: int, per_query: bool, complete: bool
+    qrels: Path,
+    run_file: Path,
+    measures: tuple[str, ...],
+    threshold: int,
+    per_query: bool,
+    complete: bool,
+    shape: Any,
+    *,
+    summary: bool,
 ) -> None:
     from vx_eval.core.trec import read_judgements, run_tag, trec_eval_output
 
@@ -107,7 +137,10 @@ def _trec_format(
         per_query=per_query,
         runid=run_tag(path),
         complete=complete,
+        shape=shape,
     )
+    if not summary:  # trec_eval -n: the questions' lines only
+        output = "".join(line for line in output.splitlines(keepends=True) if line.split("\t")[1:2] != ["all"])
     for warning in warnings:
         click.echo(f"warning: {warning}", err=True)
     sys.stdout.write(output)
