@@ -6,7 +6,6 @@ Everything is resampled over questions with a seeded generator, so the same run 
 from __future__ import annotations
 
 import warnings
-
 from collections.abc import Sequence
 
 import numpy as np
