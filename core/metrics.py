@@ -20,7 +20,7 @@ import numpy as np
 from vx_eval.core.batch import Batch, Judged
 from vx_eval.core.errors import MetricError, did_you_mean, quoted
 
-__all__ = ["REGISTRY", "Batch", "Judged", "Measure", "MetricDef", "check_metrics", "expand_trec", "parse", "register"]
+__all__ = ["REGISTRY", "Batch", "Judged", "Measure", "MetricDef", "check_metrics", "parse", "register"]
 
 
 Cutoff = "int | np.ndarray | None"
@@ -207,40 +207,6 @@ def average(measure: Measure, values: np.ndarray) -> float:
     if measure.definition.average == "geometric":
         return float(np.exp(np.mean(np.log(np.maximum(kept, MIN_GEO_MEAN)))))
     return float(kept.mean())
-
-
-TREC_CUTOFFS = {
-    "p": (5, 10, 15, 20, 30, 100, 200, 500, 1000),
-    "recall": (5, 10, 15, 20, 30, 100, 200, 500, 1000),
-    "ndcg_cut": (5, 10, 15, 20, 30, 100, 200, 500, 1000),
-    "map_cut": (5, 10, 15, 20, 30, 100, 200, 500, 1000),
-    "success": (1, 5, 10),
-}
-"""trec_eval's measures with cut-offs, and the cut-offs it computes when a name comes without any."""
-_TREC_PARAMS = re.compile(r"^([A-Za-z_]+)\.(\d+(?:,\d+)*)$")
-_TREC_LEVELS = re.compile(r"^iprec_at_recall\.([0-9.]+(?:,[0-9.]+)*)$", re.IGNORECASE)
-
-
-def expand_trec(names: Iterable[str]) -> list[str]:
-    """trec_eval's ``-m`` syntax as measure names: ``P.5,10`` is P_5 and P_10, ``ndcg_cut`` alone its nine
-    default cut-offs (``success``: 1, 5, 10); every other name is kept as it is."""
-    out: list[str] = []
-    for name in names:
-        text = name.strip()
-        levels = _TREC_LEVELS.match(text)
-        match = _TREC_PARAMS.match(text)
-        if text.lower() == "iprec_at_recall" or levels:
-            from vx_eval.core.trecmeasures import IPREC_LEVELS
-
-            given = [float(v) for v in levels[1].split(",") if v.strip(".")] if levels else IPREC_LEVELS
-            out += [f"iprec(recall={v:g})" for v in sorted(set(given))]
-        elif match and match[1].lower() in TREC_CUTOFFS:
-            out += [f"{match[1]}_{k}" for k in match[2].split(",")]
-        elif text.lower() in TREC_CUTOFFS:
-            out += [f"{text}_{k}" for k in TREC_CUTOFFS[text.lower()]]
-        else:
-            out.append(text)
-    return out
 
 
 def check_metrics(names: Any, primary: Any, depth: int | None) -> list[tuple[tuple[Any, ...], str]]:

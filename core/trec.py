@@ -21,6 +21,7 @@ import numpy as np
 from vx_eval.core import metrics
 from vx_eval.core.columns import QRELS, RUN, Columns, read_columns, same_bytes, scan
 from vx_eval.core.errors import GoldenError, VxEvalError, quoted
+from vx_eval.core.trecnames import SUMMARY_ONLY, TREC_COUNTS, expand_sets, expand_trec, trec_name, trec_sorted
 
 DEFAULT_MEASURES = ("ndcg@10", "map", "recall@100", "mrr", "p@10")
 QID, DOC, VALUE = 0, 1, 2  # the kept columns of both layouts
@@ -334,68 +335,12 @@ def evaluate_run(
     """Every judged question scored (one without results scores 0), as ``trec_eval -c``. Measure names may be
     vx-eval's (``ndcg@10``) or trec_eval's own (``ndcg_cut.10``, ``P.5,10``, ``success``); `run` a run read
     already or a run file's path (streamed)."""
-    measures = [metrics.parse(name) for name in metrics.expand_trec(measure_names)]
+    measures = [metrics.parse(name) for name in expand_trec(measure_names)]
     scored = score(judgements, run, measures, threshold, shape)
     return Evaluation([m.name for m in measures], judgements.question_ids, scored.values, scored.warnings)
 
 
 # ------------------------------------------------------------------------------- trec_eval's own output
-
-TREC_COUNTS = ("runid", "num_q", "num_ret", "num_rel", "num_rel_ret")
-"""trec_eval's counting lines, which `-m` may name alongside measures."""
-_TREC_NAME = {"found": "success", "recall": "recall", "p": "P", "map": "map_cut", "ndcg": "ndcg_cut"}
-_TREC_WHOLE = {
-    "mrr": "recip_rank",
-    "map": "map",
-    "gm_map": "gm_map",
-    "ndcg": "ndcg",
-    "rprec": "Rprec",
-    "bpref": "bpref",
-}
-TREC_ORDER = (
-    *TREC_COUNTS,
-    *("map", "gm_map", "Rprec", "bpref", "recip_rank", "iprec_at_recall", "P", "relstring", "recall", "infAP"),
-    *("gm_bpref", "Rprec_mult", "utility", "11pt_avg", "binG", "G", "ndcg", "ndcg_rel", "Rndcg", "ndcg_cut"),
-    *("map_cut", "relative_P", "success"),
-)
-"""The order trec_eval prints its measures in (its measure table), whatever order -m names them in."""
-SETS = {
-    "official": (
-        *TREC_COUNTS,
-        *("map", "gm_map", "Rprec", "bpref", "recip_rank", "iprec_at_recall", "P"),
-    ),
-}
-"""trec_eval's named sets of measures (``-m official``: what it prints when no -m is given)."""
-SUMMARY_ONLY = {"gm_map"}
-"""Measures trec_eval prints over all questions only, never per question."""
-
-
-def trec_name(measure: metrics.Measure) -> str | None:
-    """trec_eval's name of a measure (``P_5``, ``ndcg_cut_10``, ``recip_rank``, ``iprec_at_recall_0.10``),
-    None where it has none."""
-    name = measure.definition.name
-    if measure.per_relevant:
-        return None
-    if name == "iprec":
-        return f"iprec_at_recall_{measure.param or 0.0:.2f}"
-    if measure.k is None:
-        return _TREC_WHOLE.get(name)
-    prefix = _TREC_NAME.get(name)
-    return f"{prefix}_{measure.k}" if prefix else None
-
-
-def trec_sorted(measures: Sequence[metrics.Measure]) -> list[metrics.Measure]:
-    """The measures in trec_eval's printing order: its measure table, then cut-off or level ascending."""
-
-    def place(m: metrics.Measure) -> tuple[int, float]:
-        named = trec_name(m) or ""
-        base = "iprec_at_recall" if named.startswith("iprec_at_recall") else named.rsplit("_", 1)[0]
-        for candidate in (named, base):
-            if candidate in TREC_ORDER:
-                return TREC_ORDER.index(candidate), float(m.k or m.param or 0)
-        return len(TREC_ORDER), 0.0
-
-    return sorted(measures, key=place)
 
 
 def trec_eval_output(
@@ -414,7 +359,7 @@ def trec_eval_output(
     reading the files noticed. `complete` (``-c``): every judged question counts, one without results
     scoring 0; without it, as trec_eval without -c, only the judged questions the run answers. `shape`:
     -M and -J."""
-    wanted = metrics.expand_trec(expand_sets(names))
+    wanted = expand_trec(expand_sets(names))
     counts = [c for c in TREC_COUNTS if c in {n.lower() for n in wanted}]
     parsed = [metrics.parse(n) for n in wanted if n.lower() not in TREC_COUNTS]
     measures = trec_sorted(list({m.name: m for m in parsed}.values()))  # each once, in trec_eval's order
@@ -454,11 +399,6 @@ def trec_eval_output(
     means = [metrics.average(m, values[kept, j]) if len(kept) else 0.0 for j, m in enumerate(measures)]
     lines += [f"{trec_name(m):<22}\tall\t{means[j]:.4f}" for j, m in enumerate(measures)]
     return "\n".join(lines) + "\n", scored.warnings
-
-
-def expand_sets(names: Sequence[str]) -> list[str]:
-    """trec_eval's named sets (``official``) as the measures they hold; other names as they are."""
-    return [n for name in names for n in SETS.get(name.strip(), (name,))]
 
 
 def _relevant_counts(judgements: Judgements, threshold: int) -> np.ndarray:

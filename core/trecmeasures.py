@@ -48,3 +48,74 @@ def interpolated_precision(batch: Batch, k: Any, level: float) -> np.ndarray:
     value = best_from[np.arange(len(where)), where]
     ok = (found > 0) & (needed <= found) & reached.any(axis=1)
     return np.where(ok, np.maximum(value, 0.0), 0.0)
+
+
+def _retrieved(batch: Batch) -> tuple[np.ndarray, np.ndarray]:
+    """Each question's results and relevant results retrieved (its whole list)."""
+    inside = np.arange(batch.grade.shape[1])[None, :] < batch.length[:, None]
+    return batch.length.astype(float), (batch.rel & inside).sum(axis=1).astype(float)
+
+
+def _ratio(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.divide(a, b, out=np.zeros_like(a, dtype=float), where=b > 0)
+
+
+@register("set_p", cutoff="none", trec=("set_p",))
+def set_precision(batch: Batch, k: Any) -> np.ndarray:
+    """Precision over the whole list: relevant retrieved / retrieved (trec_eval set_P)."""
+    ret, rel_ret = _retrieved(batch)
+    return _ratio(rel_ret, ret)
+
+
+@register("set_recall", cutoff="none", trec=("set_recall",))
+def set_recall(batch: Batch, k: Any) -> np.ndarray:
+    """Recall over the whole list: relevant retrieved / relevant (trec_eval set_recall)."""
+    _, rel_ret = _retrieved(batch)
+    return _ratio(rel_ret, batch.n_rel.astype(float))
+
+
+@register("set_relative_p", cutoff="none", trec=("set_relative_p",))
+def set_relative_precision(batch: Batch, k: Any) -> np.ndarray:
+    """Set precision over the best it could be for a list this long: relevant retrieved / min(retrieved, R)
+    (trec_eval set_relative_P)."""
+    ret, rel_ret = _retrieved(batch)
+    return _ratio(rel_ret, np.minimum(ret, batch.n_rel)) * ((ret > 0) & (batch.n_rel > 0))
+
+
+@register("set_map", cutoff="none", trec=("set_map",))
+def set_map(batch: Batch, k: Any) -> np.ndarray:
+    """Unranked average precision: set precision x set recall (trec_eval set_map)."""
+    ret, rel_ret = _retrieved(batch)
+    return _ratio(rel_ret * rel_ret, ret * batch.n_rel)
+
+
+@register("set_f", cutoff="none", trec=("set_f",))
+def set_f(batch: Batch, k: Any) -> np.ndarray:
+    """The harmonic mean of set precision and set recall, 2PR / (P + R) (trec_eval set_F, beta 1)."""
+    ret, rel_ret = _retrieved(batch)
+    p, r = _ratio(rel_ret, ret), _ratio(rel_ret, batch.n_rel.astype(float))
+    return np.where(rel_ret > 0, _ratio(2 * p * r, p + r), 0.0)
+
+
+@register("relative_p", cutoff="required", trec=("relative_p",))
+def relative_precision(batch: Batch, k: Any) -> np.ndarray:
+    """Relevant in the first k over the most there could be, min(k, R) (trec_eval relative_P)."""
+    kk = np.broadcast_to(np.asarray(k), batch.length.shape)
+    inside = np.arange(batch.grade.shape[1])[None, :] < np.minimum(batch.length, kk)[:, None]
+    found = (batch.rel & inside).sum(axis=1).astype(float)
+    return _ratio(found, np.minimum(kk, batch.n_rel).astype(float))
+
+
+@register("gm_bpref", cutoff="none", trec=("gm_bpref",), average="geometric")
+def gm_bpref(batch: Batch, k: Any) -> np.ndarray:
+    """bpref per question; over the questions, its geometric mean (each value at least 0.00001), as
+    trec_eval's gm_bpref."""
+    from vx_eval.core.metrics import bpref
+
+    return bpref(batch, None)
+
+
+@register("iprec_avg", cutoff="none", aliases=("11pt_avg",))
+def eleven_point_average(batch: Batch, k: Any) -> np.ndarray:
+    """The mean of the interpolated precision at the eleven recall levels 0, 0.1, ..., 1 (trec_eval 11pt_avg)."""
+    return np.mean([interpolated_precision(batch, None, level) for level in IPREC_LEVELS], axis=0)

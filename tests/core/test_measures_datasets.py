@@ -35,6 +35,13 @@ PAIRS = {
     "found@1": "success_1",
     "found@5": "success_5",
     "found@10": "success_10",
+    "set_p": "set_P",
+    "set_recall": "set_recall",
+    "set_relative_p": "set_relative_P",
+    "set_map": "set_map",
+    "set_f": "set_F",
+    "relative_p@10": "relative_P_10",
+    "relative_p@100": "relative_P_100",
 }
 COLLECTIONS = {
     "scifact": "scifact/qrels/test.tsv",

@@ -196,3 +196,24 @@ def test_no_summary_prints_the_questions_lines_only(capsys):
         capsys, "eval", str(UPSTREAM / "qrels.test"), str(UPSTREAM / "results.test"), "--trec-format", "-q", "-n"
     )
     assert code == 0 and out and all(line.split("\t")[1] != "all" for line in out.splitlines())
+
+
+def test_trec_evals_other_measures_match_its_own_lines(capsys):
+    """set_P, set_recall, set_relative_P, set_map, set_F, relative_P, gm_bpref and 11pt_avg, every question
+    and over all, as `trec_eval -m all_trec -q` printed them."""
+    flags = "set_P set_recall set_relative_P set_map set_F relative_P gm_bpref 11pt_avg".split()
+    code, out, err = call(
+        capsys,
+        "eval",
+        str(UPSTREAM / "qrels.test"),
+        str(UPSTREAM / "results.test"),
+        "--trec-format",
+        "-q",
+        *[f for name in flags for f in ("-m", name)],
+    )
+    assert code == 0, err
+    mine = out.splitlines()
+    names = {line.split()[0] for line in mine}
+    assert {"gm_bpref", "11pt_avg", "relative_P_1000", "set_F"} <= names
+    theirs = [line for line in (UPSTREAM / "out.test.aq").read_text().splitlines() if line.split()[0] in names]
+    assert mine == theirs

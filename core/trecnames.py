@@ -1,0 +1,121 @@
+"""trec_eval's spellings of measures: its ``-m`` syntax (``P.5,10``, ``iprec_at_recall..10,.50``, ``11pt_avg``),
+its names (``P_5``, ``ndcg_cut_10``, ``recip_rank``), its named sets (``official``), the order it prints them
+in, and those it prints over all questions only."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+
+from vx_eval.core import metrics
+from vx_eval.core.trecmeasures import IPREC_LEVELS
+
+TREC_CUTOFFS = {
+    "p": (5, 10, 15, 20, 30, 100, 200, 500, 1000),
+    "recall": (5, 10, 15, 20, 30, 100, 200, 500, 1000),
+    "ndcg_cut": (5, 10, 15, 20, 30, 100, 200, 500, 1000),
+    "map_cut": (5, 10, 15, 20, 30, 100, 200, 500, 1000),
+    "success": (1, 5, 10),
+    "relative_p": (5, 10, 15, 20, 30, 100, 200, 500, 1000),
+}
+"""trec_eval's measures with cut-offs, and the cut-offs it computes when a name comes without any."""
+_TREC_PARAMS = re.compile(r"^([A-Za-z_]+)\.(\d+(?:,\d+)*)$")
+_TREC_LEVELS = re.compile(r"^iprec_at_recall\.([0-9.]+(?:,[0-9.]+)*)$", re.IGNORECASE)
+
+
+def expand_trec(names: Iterable[str]) -> list[str]:
+    """trec_eval's ``-m`` syntax as measure names: ``P.5,10`` is P_5 and P_10, ``ndcg_cut`` alone its nine
+    default cut-offs (``success``: 1, 5, 10); every other name is kept as it is."""
+    out: list[str] = []
+    for name in names:
+        text = name.strip()
+        levels = _TREC_LEVELS.match(text)
+        match = _TREC_PARAMS.match(text)
+        if text.lower() == "11pt_avg":  # a name no parse can start with a digit
+            out.append("iprec_avg")
+        elif text.lower() == "iprec_at_recall" or levels:
+            given = [float(v) for v in levels[1].split(",") if v.strip(".")] if levels else IPREC_LEVELS
+            out += [f"iprec(recall={v:g})" for v in sorted(set(given))]
+        elif match and match[1].lower() in TREC_CUTOFFS:
+            out += [f"{match[1]}_{k}" for k in match[2].split(",")]
+        elif text.lower() in TREC_CUTOFFS:
+            out += [f"{text}_{k}" for k in TREC_CUTOFFS[text.lower()]]
+        else:
+            out.append(text)
+    return out
+
+
+TREC_COUNTS = ("runid", "num_q", "num_ret", "num_rel", "num_rel_ret")
+"""trec_eval's counting lines, which `-m` may name alongside measures."""
+_TREC_NAME = {
+    "found": "success",
+    "recall": "recall",
+    "p": "P",
+    "map": "map_cut",
+    "ndcg": "ndcg_cut",
+    "relative_p": "relative_P",
+}
+_TREC_WHOLE = {
+    "mrr": "recip_rank",
+    "map": "map",
+    "gm_map": "gm_map",
+    "ndcg": "ndcg",
+    "rprec": "Rprec",
+    "bpref": "bpref",
+    "gm_bpref": "gm_bpref",
+    "iprec_avg": "11pt_avg",
+    "set_p": "set_P",
+    "set_relative_p": "set_relative_P",
+    "set_recall": "set_recall",
+    "set_map": "set_map",
+    "set_f": "set_F",
+}
+TREC_ORDER = (
+    *TREC_COUNTS,
+    *("map", "gm_map", "Rprec", "bpref", "recip_rank", "iprec_at_recall", "P", "relstring", "recall", "infAP"),
+    *("gm_bpref", "Rprec_mult", "utility", "11pt_avg", "binG", "G", "ndcg", "ndcg_rel", "Rndcg", "ndcg_cut"),
+    *("map_cut", "relative_P", "success", "set_P", "set_relative_P", "set_recall", "set_map", "set_F"),
+)
+"""The order trec_eval prints its measures in (its measure table), whatever order -m names them in."""
+SETS = {
+    "official": (
+        *TREC_COUNTS,
+        *("map", "gm_map", "Rprec", "bpref", "recip_rank", "iprec_at_recall", "P"),
+    ),
+}
+"""trec_eval's named sets of measures (``-m official``: what it prints when no -m is given)."""
+SUMMARY_ONLY = {"gm_map", "gm_bpref"}
+"""Measures trec_eval prints over all questions only, never per question."""
+
+
+def trec_name(measure: metrics.Measure) -> str | None:
+    """trec_eval's name of a measure (``P_5``, ``ndcg_cut_10``, ``recip_rank``, ``iprec_at_recall_0.10``),
+    None where it has none."""
+    name = measure.definition.name
+    if measure.per_relevant:
+        return None
+    if name == "iprec":
+        return f"iprec_at_recall_{measure.param or 0.0:.2f}"
+    if measure.k is None:
+        return _TREC_WHOLE.get(name)
+    prefix = _TREC_NAME.get(name)
+    return f"{prefix}_{measure.k}" if prefix else None
+
+
+def trec_sorted(measures: Sequence[metrics.Measure]) -> list[metrics.Measure]:
+    """The measures in trec_eval's printing order: its measure table, then cut-off or level ascending."""
+
+    def place(m: metrics.Measure) -> tuple[int, float]:
+        named = trec_name(m) or ""
+        base = "iprec_at_recall" if named.startswith("iprec_at_recall") else named.rsplit("_", 1)[0]
+        for candidate in (named, base):
+            if candidate in TREC_ORDER:
+                return TREC_ORDER.index(candidate), float(m.k or m.param or 0)
+        return len(TREC_ORDER), 0.0
+
+    return sorted(measures, key=place)
+
+
+def expand_sets(names: Sequence[str]) -> list[str]:
+    """trec_eval's named sets (``official``) as the measures they hold; other names as they are."""
+    return [n for name in names for n in SETS.get(name.strip(), (name,))]
