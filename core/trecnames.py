@@ -19,7 +19,8 @@ TREC_CUTOFFS = {
     "relative_p": (5, 10, 15, 20, 30, 100, 200, 500, 1000),
 }
 """trec_eval's measures with cut-offs, and the cut-offs it computes when a name comes without any."""
-_TREC_PARAMS = re.compile(r"^([A-Za-z_]+)\.(\d+(?:,\d+)*)$")
+_TREC_PARAMS = re.compile(r"^([A-Za-z_]+)\.(\d+(?:\.\d*)?(?:,\d+(?:\.\d*)?)*)$")
+"""``P.5,10``; trec_eval reads a cut-off as a whole number, so ``ndcg_cut.23.4`` is ndcg_cut_23."""
 _TREC_LEVELS = re.compile(r"^iprec_at_recall\.([0-9.]+(?:,[0-9.]+)*)$", re.IGNORECASE)
 
 
@@ -37,7 +38,8 @@ def expand_trec(names: Iterable[str]) -> list[str]:
             given = [float(v) for v in levels[1].split(",") if v.strip(".")] if levels else IPREC_LEVELS
             out += [f"iprec(recall={v:g})" for v in sorted(set(given))]
         elif match and match[1].lower() in TREC_CUTOFFS:
-            out += [f"{match[1]}_{k}" for k in match[2].split(",")]
+            cutoffs = sorted({int(float(k)) for k in match[2].split(",")})
+            out += [f"{match[1]}_{k}" for k in cutoffs]
         elif text.lower() in TREC_CUTOFFS:
             out += [f"{text}_{k}" for k in TREC_CUTOFFS[text.lower()]]
         else:

@@ -217,3 +217,24 @@ def test_trec_evals_other_measures_match_its_own_lines(capsys):
     assert {"gm_bpref", "11pt_avg", "relative_P_1000", "set_F"} <= names
     theirs = [line for line in (UPSTREAM / "out.test.aq").read_text().splitlines() if line.split()[0] in names]
     assert mine == theirs
+
+
+def test_trec_evals_parameter_syntax_gives_its_own_lines(capsys):
+    """The parameters of `make quicktest`'s measure line that vx-eval has: cut-offs listed in any order (and
+    23.4 read as 23), recall levels written ``..10,.20``; the lines equal trec_eval's own."""
+    code, out, err = call(
+        capsys,
+        "eval",
+        str(UPSTREAM / "qrels.test"),
+        str(UPSTREAM / "results.test"),
+        "--trec-format",
+        "-q",
+        *("-m", "iprec_at_recall..10,.20,.25,.75,.50", "-m", "P.5,7,3", "-m", "recall.20,2000"),
+        *("-m", "ndcg_cut.10,20,23.4", "-m", "success.2,5,20"),
+    )
+    assert code == 0, err
+    mine = out.splitlines()
+    names = {line.split()[0] for line in mine}
+    assert {"ndcg_cut_23", "P_3", "iprec_at_recall_0.25", "success_20", "recall_2000"} <= names
+    expected = (UPSTREAM / "out.test.meas_params").read_text().splitlines()
+    assert mine == [line for line in expected if line.split()[0] in names]
