@@ -46,15 +46,20 @@ def test_vx_evals_own_names_are_printed_in_trec_evals(capsys):
 UPSTREAM = Path(__file__).parents[1] / "data" / "trec_eval10"
 
 
+def theirs(expected: str, mine: list[str]) -> list[str]:
+    """The lines of trec_eval's own output file `expected` for the measures `mine` prints, in its order."""
+    names = {line.split()[0] for line in mine}
+    return [line for line in (UPSTREAM / expected).read_text().splitlines() if line.split()[0] in names]
+
+
 def test_without_c_only_the_questions_the_run_answers_count_as_trec_eval_counts_them(capsys):
     """results.trunc answers fewer questions than qrels.test judges: with -c the others score 0 and count
     (trec_eval's own -c -q lines, among its all_trec ones), without -c they are left out."""
     qrels, run = str(UPSTREAM / "qrels.test"), str(UPSTREAM / "results.trunc")
     code, out, err = call(capsys, "eval", qrels, run, "--trec-format", "-c", "-q")
     assert code == 0, err
-    names = {line.split()[0] for line in out.splitlines()}
-    theirs = [line for line in (UPSTREAM / "out.test.aqc").read_text().splitlines() if line.split()[0] in names]
-    assert out.splitlines() == theirs
+    expected = theirs("out.test.aqc", out.splitlines())
+    assert out.splitlines() == expected
     code, out, err = call(capsys, "eval", qrels, run, "--trec-format", "-m", "num_q", "-m", "map", "-q")
     assert code == 0, err
     answered = {line.split()[0] for line in (UPSTREAM / "results.trunc").read_text().splitlines() if line.strip()}
@@ -83,9 +88,8 @@ def test_every_question_of_the_official_set_matches_trec_evals_own_lines(capsys)
     )
     assert code == 0, err
     mine = out.splitlines()
-    names = {line.split()[0] for line in mine}
-    theirs = [line for line in (UPSTREAM / "out.test.aq").read_text().splitlines() if line.split()[0] in names]
-    assert mine == theirs and len(mine) == 111
+    expected = theirs("out.test.aq", mine)
+    assert mine == expected and len(mine) == 111
 
 
 def test_measures_print_in_trec_evals_order_whatever_order_they_are_named_in(capsys):
@@ -131,9 +135,8 @@ def test_a_grade_below_0_is_unjudged_as_trec_eval_reads_it_and_said_so(capsys):
     assert code == 0, err
     assert "304 grades are below 0" in err and "read as unjudged, as trec_eval reads them" in err
     mine = out.splitlines()
-    names = {line.split()[0] for line in mine}
-    theirs = [line for line in (UPSTREAM / "out.test.aql").read_text().splitlines() if line.split()[0] in names]
-    assert mine == theirs and any(line.startswith("bpref") for line in mine)
+    expected = theirs("out.test.aql", mine)
+    assert mine == expected and any(line.startswith("bpref") for line in mine)
 
 
 def test_max_per_query_cuts_each_list_as_trec_evals_minus_M_does(capsys):
@@ -150,9 +153,8 @@ def test_max_per_query_cuts_each_list_as_trec_evals_minus_M_does(capsys):
         "100",
     )
     assert code == 0, err
-    names = {line.split()[0] for line in out.splitlines()}
-    theirs = [line for line in (UPSTREAM / "out.test.aqcM").read_text().splitlines() if line.split()[0] in names]
-    assert out.splitlines() == theirs
+    expected = theirs("out.test.aqcM", out.splitlines())
+    assert out.splitlines() == expected
 
 
 def test_judged_only_scores_as_trec_evals_minus_J_per_question(capsys):
@@ -215,8 +217,7 @@ def test_trec_evals_other_measures_match_its_own_lines(capsys):
     mine = out.splitlines()
     names = {line.split()[0] for line in mine}
     assert {"gm_bpref", "11pt_avg", "relative_P_1000", "set_F"} <= names
-    theirs = [line for line in (UPSTREAM / "out.test.aq").read_text().splitlines() if line.split()[0] in names]
-    assert mine == theirs
+    assert mine == theirs("out.test.aq", mine)
 
 
 def test_trec_evals_parameter_syntax_gives_its_own_lines(capsys):
@@ -236,5 +237,4 @@ def test_trec_evals_parameter_syntax_gives_its_own_lines(capsys):
     mine = out.splitlines()
     names = {line.split()[0] for line in mine}
     assert {"ndcg_cut_23", "P_3", "iprec_at_recall_0.25", "success_20", "recall_2000"} <= names
-    expected = (UPSTREAM / "out.test.meas_params").read_text().splitlines()
-    assert mine == [line for line in expected if line.split()[0] in names]
+    assert mine == theirs("out.test.meas_params", mine)

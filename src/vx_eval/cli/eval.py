@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
 
 import click
 
@@ -61,9 +60,9 @@ import click
 @click.option(
     "--trec-format",
     is_flag=True,
-    help="Print exactly what `trec_eval -c` prints (its names, P_5, ndcg_cut_10; its measure order, questions "
-    "sorted; its layout), for scripts written for it; -m may name runid, num_q, num_ret, num_rel and num_rel_ret "
-    "too.",
+    help="Print exactly what `trec_eval` prints (its names, P_5, ndcg_cut_10; its measure order, questions "
+    "sorted; its layout; with no -m its official set), for scripts written for it; -m may name runid, num_q, "
+    "num_ret, num_rel and num_rel_ret too.",
 )
 def eval_command(
     qrels: Path,
@@ -79,14 +78,27 @@ def eval_command(
     trec_format: bool,
 ) -> None:
     """Score a TREC RUN file against QRELS (TREC qrels or a golden file), as `trec_eval -c` does."""
-    from vx_eval.core.trec import DEFAULT_MEASURES, Shape, evaluate_run, read_judgements
+    from vx_eval.core.trec import DEFAULT_MEASURES, Shape, evaluate_run, read_judgements, run_tag, trec_eval_output
 
     shape = Shape(max_per_query, judged_only)
-    if trec_format:  # with no -m, what trec_eval prints with none: its official set
-        wanted = measures or ("official",)
-        _trec_format(qrels, run_file, wanted, threshold, per_query, complete, shape, summary=not no_summary)
-        return
     run = _run_path(run_file)
+    if trec_format:
+        output, warnings = trec_eval_output(
+            read_judgements(qrels),
+            run,
+            measures or ("official",),  # with no -m, what trec_eval prints with none: its official set
+            threshold=threshold,
+            per_query=per_query,
+            runid=run_tag(run),
+            complete=complete,
+            shape=shape,
+        )
+        for warning in warnings:
+            click.echo(f"warning: {warning}", err=True)
+        if no_summary:  # trec_eval -n: the questions' lines only
+            output = "".join(line for line in output.splitlines(keepends=True) if line.split("\t")[1:2] != ["all"])
+        sys.stdout.write(output)
+        return
     evaluation = evaluate_run(
         read_judgements(qrels), run, measures or DEFAULT_MEASURES, threshold=threshold, shape=shape
     )
@@ -113,37 +125,6 @@ def eval_command(
     out.write(f"{'num_q':<16}\tall\t{len(evaluation.question_ids)}\n")
     for name, value in means.items():
         out.write(f"{name:<16}\tall\t{value:.4f}\n")
-
-
-def _trec_format(
-    qrels: Path,
-    run_file: Path,
-    measures: tuple[str, ...],
-    threshold: int,
-    per_query: bool,
-    complete: bool,
-    shape: Any,
-    *,
-    summary: bool,
-) -> None:
-    from vx_eval.core.trec import read_judgements, run_tag, trec_eval_output
-
-    path = _run_path(run_file)
-    output, warnings = trec_eval_output(
-        read_judgements(qrels),
-        path,
-        measures,
-        threshold=threshold,
-        per_query=per_query,
-        runid=run_tag(path),
-        complete=complete,
-        shape=shape,
-    )
-    if not summary:  # trec_eval -n: the questions' lines only
-        output = "".join(line for line in output.splitlines(keepends=True) if line.split("\t")[1:2] != ["all"])
-    for warning in warnings:
-        click.echo(f"warning: {warning}", err=True)
-    sys.stdout.write(output)
 
 
 def _run_path(run_file: Path) -> Path:
