@@ -49,7 +49,7 @@ def batch_speed(prompts: int) -> None:
 
 
 def one_run(writer: str, extra_env: dict[str, str]) -> None:
-    with tempfile.TemporaryDirectory(prefix=f"vx-zero-{writer}-") as work:
+    with tempfile.TemporaryDirectory(prefix=f"vx-zero-{writer.split(':')[0]}-") as work:
         env = {**os.environ, **extra_env, "XDG_CACHE_HOME": str(Path(work) / "cache"), "VX_EVAL_WRITER": writer}
         env["VX_EVAL_MODEL_CACHE"] = os.environ.get("VX_EVAL_MODEL_CACHE") or str(
             Path.home() / ".cache" / "vx-eval" / "models"
