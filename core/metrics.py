@@ -40,11 +40,12 @@ class MetricDef:
     param: tuple[str, float] | None = None
     """A measure's own parameter, its name and default (RBP's persistence ``p``: ``rbp(p=0.95)``); the
     function then takes it as a third argument."""
-    closed: bool = False
-    """Whether the parameter may be 0 or 1 itself (a recall level), not only lie strictly between."""
+    span: str = "open"
+    """Where the parameter may lie: ``open`` strictly between 0 and 1 (a persistence), ``closed`` from 0 to
+    1 (a recall level), ``positive`` above 0 (a multiple of R)."""
     average: str = "mean"
-    """How questions' values make the run's: ``mean``, or ``geometric`` (trec_eval's gm_map: the mean of
-    log(max(value, 0.00001)), exponentiated)."""
+    """How questions' values make the run's: ``mean``; ``geometric`` (trec_eval's gm_map: the mean of
+    log(max(value, 0.00001)), exponentiated); ``sum`` (a count, as trec_eval's num_nonrel_judged_ret)."""
 
     @property
     def doc(self) -> str:
@@ -63,13 +64,13 @@ def register(
     aliases: Iterable[str] = (),
     trec: Iterable[str] = (),
     param: tuple[str, float] | None = None,
-    closed: bool = False,
+    span: str = "open",
     average: str = "mean",
 ) -> Callable[[Any], Any]:
     """Register a measure function under `name`; aliases and trec_eval spellings parse to it too."""
 
     def add(fn: Any) -> Any:
-        definition = MetricDef(name, fn, cutoff, tuple(aliases), tuple(trec), param, closed, average)
+        definition = MetricDef(name, fn, cutoff, tuple(aliases), tuple(trec), param, span, average)
         for spelling in (name, *definition.aliases):
             if spelling in _ALIASES:
                 raise MetricError(f"measure name '{spelling}' is registered twice")
@@ -96,7 +97,7 @@ class Measure:
     def __post_init__(self) -> None:
         suffix = "" if self.k is None else f"@{self.k}{'r' * self.per_relevant}"
         own = self.definition.param
-        shown = own and self.param is not None and (self.param != own[1] or self.definition.closed)
+        shown = own and self.param is not None and (self.param != own[1] or self.definition.span != "open")
         spelled = f"({own[0]}={self.param:g})" if shown and own else ""
         object.__setattr__(self, "name", f"{self.definition.name}{spelled}{suffix}")
 
@@ -185,10 +186,14 @@ def _param(text: str, definition: MetricDef, given: tuple[str, str] | None) -> f
         value = float(given[1])
     except ValueError:
         raise MetricError(f"measure {quoted(text)}: {own[0]} must be a number, such as {own[1]:g}") from None
-    if definition.closed and not 0 <= value <= 1:
-        raise MetricError(f"measure {quoted(text)}: {own[0]} must lie between 0 and 1")
-    if not definition.closed and not 0 < value < 1:
-        raise MetricError(f"measure {quoted(text)}: {own[0]} must lie strictly between 0 and 1")
+    allowed = {
+        "open": (0 < value < 1, "strictly between 0 and 1"),
+        "closed": (0 <= value <= 1, "between 0 and 1"),
+        "positive": (0 < value < 1e6, "above 0"),
+    }
+    ok, where = allowed[definition.span]
+    if not ok:
+        raise MetricError(f"measure {quoted(text)}: {own[0]} must lie {where}")
     return value
 
 
@@ -206,6 +211,8 @@ def average(measure: Measure, values: np.ndarray) -> float:
         return float("nan")
     if measure.definition.average == "geometric":
         return float(np.exp(np.mean(np.log(np.maximum(kept, MIN_GEO_MEAN)))))
+    if measure.definition.average == "sum":
+        return float(kept.sum())
     return float(kept.mean())
 
 

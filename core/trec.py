@@ -383,7 +383,7 @@ def trec_eval_output(
         for i, qid in sorted(((i, judgements.question_ids[i]) for i in kept), key=lambda pair: pair[1].encode()):
             lines += [f"{c:<22}\t{qid}\t{per[c][i]}" for c in counts if c in per]
             lines += [
-                f"{trec_name(m):<22}\t{qid}\t{values[i, j]:.4f}"
+                f"{trec_name(m):<22}\t{qid}\t{_shown(m, values[i, j])}"
                 for j, m in enumerate(measures)
                 if m.definition.name not in SUMMARY_ONLY
             ]
@@ -397,8 +397,13 @@ def trec_eval_output(
     }
     lines += [f"{c:<22}\tall\t{totals[c.lower()]}" for c in counts]
     means = [metrics.average(m, values[kept, j]) if len(kept) else 0.0 for j, m in enumerate(measures)]
-    lines += [f"{trec_name(m):<22}\tall\t{means[j]:.4f}" for j, m in enumerate(measures)]
+    lines += [f"{trec_name(m):<22}\tall\t{_shown(m, means[j])}" for j, m in enumerate(measures)]
     return "\n".join(lines) + "\n", scored.warnings
+
+
+def _shown(measure: metrics.Measure, value: float) -> str:
+    """A value as trec_eval prints it: a count (summed, not averaged) as a whole number, else four places."""
+    return str(round(value)) if measure.definition.average == "sum" else f"{value:.4f}"
 
 
 def _relevant_counts(judgements: Judgements, threshold: int) -> np.ndarray:

@@ -28,7 +28,7 @@ def gm_map(batch: Batch, k: Any) -> np.ndarray:
     return average_precision(batch, None)
 
 
-@register("iprec", cutoff="none", aliases=("iprec_at_recall",), param=("recall", 0.0), closed=True)
+@register("iprec", cutoff="none", aliases=("iprec_at_recall",), param=("recall", 0.0), span="closed")
 def interpolated_precision(batch: Batch, k: Any, level: float) -> np.ndarray:
     """Interpolated precision at a recall level (trec_eval iprec_at_recall): the best precision at any rank
     from the one where round(level x R) relevant units have been found (the first relevant for level 0) to
@@ -119,3 +119,53 @@ def gm_bpref(batch: Batch, k: Any) -> np.ndarray:
 def eleven_point_average(batch: Batch, k: Any) -> np.ndarray:
     """The mean of the interpolated precision at the eleven recall levels 0, 0.1, ..., 1 (trec_eval 11pt_avg)."""
     return np.mean([interpolated_precision(batch, None, level) for level in IPREC_LEVELS], axis=0)
+
+
+RPREC_MULTIPLES = (0.2, 0.4, 0.6, 0.8, 1.0, 1.2, 1.4, 1.6, 1.8, 2.0)
+"""trec_eval's multiples of R for Rprec_mult when none are named."""
+
+
+@register("rprec_mult", cutoff="none", param=("m", 1.0), span="positive")
+def r_precision_multiple(batch: Batch, k: Any, m: float) -> np.ndarray:
+    """Precision at m x R results (R: the question's relevant units; m x R + 0.9 cut to a whole number, as
+    trec_eval's Rprec_mult computes it); 0 where that is no result at all."""
+    cut = np.floor(m * batch.n_rel + 0.9).astype(int)
+    width = batch.grade.shape[1]
+    inside = np.arange(width)[None, :] < np.minimum(batch.length, cut)[:, None]
+    found = (batch.rel & inside).sum(axis=1).astype(float)
+    return _ratio(found, cut.astype(float))
+
+
+@register("unj", cutoff="required", trec=("unj",))
+def unjudged(batch: Batch, k: Any) -> np.ndarray:
+    """The share of the first k places that hold an unjudged result, over k (a list shorter than k counts
+    its missing places as judged: trec_eval unj)."""
+    kk = np.broadcast_to(np.asarray(k), batch.length.shape)
+    inside = np.arange(batch.grade.shape[1])[None, :] < np.minimum(batch.length, kk)[:, None]
+    return (inside & ~batch.judged).sum(axis=1) / kk.astype(float)
+
+
+@register("utility", cutoff="none", trec=("utility",))
+def utility(batch: Batch, k: Any) -> np.ndarray:
+    """Relevant results retrieved minus non-relevant ones (trec_eval utility with its default coefficients
+    1, -1, 0, 0)."""
+    ret, rel_ret = _retrieved(batch)
+    return rel_ret - (ret - rel_ret)
+
+
+@register("num_nonrel_judged_ret", cutoff="none", trec=("num_nonrel_judged_ret",), average="sum")
+def nonrelevant_judged_retrieved(batch: Batch, k: Any) -> np.ndarray:
+    """Judged non-relevant results retrieved, a count; summed over the questions (trec_eval's)."""
+    inside = np.arange(batch.grade.shape[1])[None, :] < batch.length[:, None]
+    return (inside & batch.judged & ~batch.rel).sum(axis=1).astype(float)
+
+
+@register("bin_g", cutoff="none", aliases=("bing",), trec=("bing",))
+def binary_g(batch: Batch, k: Any) -> np.ndarray:
+    """trec_eval's binG: over the relevant units, 1 / log2(2 + the non-relevant results ranked above each one
+    found), summed and divided by R; 0 when none is found."""
+    inside = np.arange(batch.grade.shape[1])[None, :] < batch.length[:, None]
+    found = batch.rel & inside
+    nonrel_above = np.arange(1, batch.grade.shape[1] + 1)[None, :] - batch.rel_cum
+    terms = np.where(found, 1.0 / np.log2(2.0 + nonrel_above), 0.0)
+    return _ratio(terms.sum(axis=1), batch.n_rel.astype(float))

@@ -8,7 +8,7 @@ import re
 from collections.abc import Iterable, Sequence
 
 from vx_eval.core import metrics
-from vx_eval.core.trecmeasures import IPREC_LEVELS
+from vx_eval.core.trecmeasures import IPREC_LEVELS, RPREC_MULTIPLES
 
 TREC_CUTOFFS = {
     "p": (5, 10, 15, 20, 30, 100, 200, 500, 1000),
@@ -17,11 +17,15 @@ TREC_CUTOFFS = {
     "map_cut": (5, 10, 15, 20, 30, 100, 200, 500, 1000),
     "success": (1, 5, 10),
     "relative_p": (5, 10, 15, 20, 30, 100, 200, 500, 1000),
+    "unj": (5, 10, 20),
 }
 """trec_eval's measures with cut-offs, and the cut-offs it computes when a name comes without any."""
 _TREC_PARAMS = re.compile(r"^([A-Za-z_]+)\.(\d+(?:\.\d*)?(?:,\d+(?:\.\d*)?)*)$")
 """``P.5,10``; trec_eval reads a cut-off as a whole number, so ``ndcg_cut.23.4`` is ndcg_cut_23."""
-_TREC_LEVELS = re.compile(r"^iprec_at_recall\.([0-9.]+(?:,[0-9.]+)*)$", re.IGNORECASE)
+_TREC_LEVELS = re.compile(r"^(iprec_at_recall|rprec_mult)\.([0-9.]+(?:,[0-9.]+)*)$", re.IGNORECASE)
+_LEVELLED = {"iprec_at_recall": ("iprec", "recall"), "rprec_mult": ("rprec_mult", "m")}
+"""trec_eval's measures whose parameters are fractions (recall levels, multiples of R): vx-eval's own
+measure and the name of its parameter."""
 
 
 def expand_trec(names: Iterable[str]) -> list[str]:
@@ -34,9 +38,12 @@ def expand_trec(names: Iterable[str]) -> list[str]:
         match = _TREC_PARAMS.match(text)
         if text.lower() == "11pt_avg":  # a name no parse can start with a digit
             out.append("iprec_avg")
-        elif text.lower() == "iprec_at_recall" or levels:
-            given = [float(v) for v in levels[1].split(",") if v.strip(".")] if levels else IPREC_LEVELS
-            out += [f"iprec(recall={v:g})" for v in sorted(set(given))]
+        elif text.lower() in _LEVELLED or levels:
+            kind = (levels[1] if levels else text).lower()
+            own, param = _LEVELLED[kind]
+            defaults = IPREC_LEVELS if kind == "iprec_at_recall" else RPREC_MULTIPLES
+            given = [float(v) for v in levels[2].split(",") if v.strip(".")] if levels else defaults
+            out += [f"{own}({param}={v:g})" for v in sorted(set(given))]
         elif match and match[1].lower() in TREC_CUTOFFS:
             cutoffs = sorted({int(float(k)) for k in match[2].split(",")})
             out += [f"{match[1]}_{k}" for k in cutoffs]
@@ -56,6 +63,7 @@ _TREC_NAME = {
     "map": "map_cut",
     "ndcg": "ndcg_cut",
     "relative_p": "relative_P",
+    "unj": "unj",
 }
 _TREC_WHOLE = {
     "mrr": "recip_rank",
@@ -71,12 +79,16 @@ _TREC_WHOLE = {
     "set_recall": "set_recall",
     "set_map": "set_map",
     "set_f": "set_F",
+    "utility": "utility",
+    "bin_g": "binG",
+    "num_nonrel_judged_ret": "num_nonrel_judged_ret",
 }
 TREC_ORDER = (
     *TREC_COUNTS,
     *("map", "gm_map", "Rprec", "bpref", "recip_rank", "iprec_at_recall", "P", "relstring", "recall", "infAP"),
     *("gm_bpref", "Rprec_mult", "utility", "11pt_avg", "binG", "G", "ndcg", "ndcg_rel", "Rndcg", "ndcg_cut"),
     *("map_cut", "relative_P", "success", "set_P", "set_relative_P", "set_recall", "set_map", "set_F"),
+    *("num_nonrel_judged_ret", "rbp", "rbp_resid", "unj"),
 )
 """The order trec_eval prints its measures in (its measure table), whatever order -m names them in."""
 SETS = {
@@ -98,6 +110,8 @@ def trec_name(measure: metrics.Measure) -> str | None:
         return None
     if name == "iprec":
         return f"iprec_at_recall_{measure.param or 0.0:.2f}"
+    if name == "rprec_mult":
+        return f"Rprec_mult_{1.0 if measure.param is None else measure.param:.2f}"
     if measure.k is None:
         return _TREC_WHOLE.get(name)
     prefix = _TREC_NAME.get(name)

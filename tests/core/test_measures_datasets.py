@@ -42,6 +42,11 @@ PAIRS = {
     "set_f": "set_F",
     "relative_p@10": "relative_P_10",
     "relative_p@100": "relative_P_100",
+    "rprec_mult(m=0.4)": "Rprec_mult_0.40",
+    "rprec_mult(m=2)": "Rprec_mult_2.00",
+    "utility": "utility",
+    "num_nonrel_judged_ret": "num_nonrel_judged_ret",
+    "bin_g": "binG",
 }
 COLLECTIONS = {
     "scifact": "scifact/qrels/test.tsv",

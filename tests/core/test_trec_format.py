@@ -201,9 +201,13 @@ def test_no_summary_prints_the_questions_lines_only(capsys):
 
 
 def test_trec_evals_other_measures_match_its_own_lines(capsys):
-    """set_P, set_recall, set_relative_P, set_map, set_F, relative_P, gm_bpref and 11pt_avg, every question
-    and over all, as `trec_eval -m all_trec -q` printed them."""
-    flags = "set_P set_recall set_relative_P set_map set_F relative_P gm_bpref 11pt_avg".split()
+    """set_P, set_recall, set_relative_P, set_map, set_F, relative_P, gm_bpref, 11pt_avg, Rprec_mult, unj,
+    utility, num_nonrel_judged_ret (a count, summed) and binG, every question and over all, as
+    `trec_eval -m all_trec -q` printed them."""
+    flags = (
+        "set_P set_recall set_relative_P set_map set_F relative_P gm_bpref 11pt_avg Rprec_mult unj utility "
+        "num_nonrel_judged_ret binG"
+    ).split()
     code, out, err = call(
         capsys,
         "eval",
@@ -216,7 +220,7 @@ def test_trec_evals_other_measures_match_its_own_lines(capsys):
     assert code == 0, err
     mine = out.splitlines()
     names = {line.split()[0] for line in mine}
-    assert {"gm_bpref", "11pt_avg", "relative_P_1000", "set_F"} <= names
+    assert {"gm_bpref", "11pt_avg", "relative_P_1000", "set_F", "Rprec_mult_2.00", "unj_20", "binG"} <= names
     assert mine == theirs("out.test.aq", mine)
 
 
@@ -231,10 +235,10 @@ def test_trec_evals_parameter_syntax_gives_its_own_lines(capsys):
         "--trec-format",
         "-q",
         *("-m", "iprec_at_recall..10,.20,.25,.75,.50", "-m", "P.5,7,3", "-m", "recall.20,2000"),
-        *("-m", "ndcg_cut.10,20,23.4", "-m", "success.2,5,20"),
+        *("-m", "ndcg_cut.10,20,23.4", "-m", "success.2,5,20", "-m", "Rprec_mult.5.0,0.2,0.35"),
     )
     assert code == 0, err
     mine = out.splitlines()
     names = {line.split()[0] for line in mine}
-    assert {"ndcg_cut_23", "P_3", "iprec_at_recall_0.25", "success_20", "recall_2000"} <= names
+    assert {"ndcg_cut_23", "P_3", "iprec_at_recall_0.25", "success_20", "recall_2000", "Rprec_mult_5.00"} <= names
     assert mine == theirs("out.test.meas_params", mine)
