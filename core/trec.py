@@ -21,7 +21,7 @@ import numpy as np
 from vx_eval.core import metrics
 from vx_eval.core.columns import QRELS, RUN, Columns, read_columns, same_bytes, scan
 from vx_eval.core.errors import GoldenError, VxEvalError, quoted
-from vx_eval.core.trecnames import SUMMARY_ONLY, TREC_COUNTS, expand_sets, expand_trec, trec_name, trec_sorted
+from vx_eval.core.trecnames import SUMMARY_ONLY, TREC_COUNTS, TREC_OWN, expand_sets, expand_trec, trec_name, trec_sorted
 
 DEFAULT_MEASURES = ("ndcg@10", "map", "recall@100", "mrr", "p@10")
 QID, DOC, VALUE = 0, 1, 2  # the kept columns of both layouts
@@ -359,7 +359,7 @@ def trec_eval_output(
     reading the files noticed. `complete` (``-c``): every judged question counts, one without results
     scoring 0; without it, as trec_eval without -c, only the judged questions the run answers. `shape`:
     -M and -J."""
-    wanted = expand_trec(expand_sets(names))
+    wanted = [TREC_OWN.get(n, n) for n in expand_trec(expand_sets(names))]
     counts = [c for c in TREC_COUNTS if c in {n.lower() for n in wanted}]
     parsed = [metrics.parse(n) for n in wanted if n.lower() not in TREC_COUNTS]
     measures = trec_sorted(list({m.name: m for m in parsed}.values()))  # each once, in trec_eval's order

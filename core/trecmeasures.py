@@ -169,3 +169,26 @@ def binary_g(batch: Batch, k: Any) -> np.ndarray:
     nonrel_above = np.arange(1, batch.grade.shape[1] + 1)[None, :] - batch.rel_cum
     terms = np.where(found, 1.0 / np.log2(2.0 + nonrel_above), 0.0)
     return _ratio(terms.sum(axis=1), batch.n_rel.astype(float))
+
+
+@register("rbp_trec", cutoff="none", param=("p", 0.9))
+def rbp_trec(batch: Batch, k: Any, p: float) -> np.ndarray:
+    """trec_eval's rbp, which differs from vx-eval's ``rbp``: persistence 0.9 by default, and graded gains,
+    each result's grade over the question's highest judged grade where that is above 1 (trec_eval scales
+    gains into [0, 1]); an unjudged result gains nothing. ``vx-eval eval --trec-format -m rbp`` gives this."""
+    top = batch.ideal[:, 0] if batch.ideal.shape[1] else np.zeros(len(batch.n_rel))
+    scale = np.where(top > 1, top, 1.0)
+    inside = np.arange(batch.grade.shape[1])[None, :] < batch.length[:, None]
+    weights = (1 - p) * p ** np.arange(batch.grade.shape[1])[None, :]
+    return (weights * np.where(inside, batch.grade, 0.0) / scale[:, None]).sum(axis=1)
+
+
+@register("rbp_trec_resid", cutoff="none", param=("p", 0.9))
+def rbp_trec_residual(batch: Batch, k: Any, p: float) -> np.ndarray:
+    """trec_eval's rbp_resid: where the list holds an unjudged result, p^n (n results) plus (1 - p) times the
+    sum of p^(r-1) over the unjudged results' ranks r; 0 where every result is judged."""
+    inside = np.arange(batch.grade.shape[1])[None, :] < batch.length[:, None]
+    unjudged = inside & ~batch.judged
+    weights = p ** np.arange(batch.grade.shape[1])[None, :]
+    value = p ** batch.length.astype(float) + (1 - p) * (weights * unjudged).sum(axis=1)
+    return np.where(unjudged.any(axis=1), value, 0.0)

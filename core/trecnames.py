@@ -99,6 +99,10 @@ SETS = {
 }
 """trec_eval's named sets of measures (``-m official``: what it prints when no -m is given)."""
 SUMMARY_ONLY = {"gm_map", "gm_bpref"}
+_TREC_RBP = {"rbp_trec": "rbp", "rbp_trec_resid": "rbp_resid"}
+TREC_OWN = {"rbp": "rbp_trec", "rbp_resid": "rbp_trec_resid"}
+"""trec_eval's names of measures that differ from vx-eval's of the same name (RBP's persistence and gains):
+under trec_eval's name, in its format, trec_eval's measure."""
 """Measures trec_eval prints over all questions only, never per question."""
 
 
@@ -110,6 +114,8 @@ def trec_name(measure: metrics.Measure) -> str | None:
         return None
     if name == "iprec":
         return f"iprec_at_recall_{measure.param or 0.0:.2f}"
+    if name in _TREC_RBP and (measure.param is None or measure.param == 0.9):
+        return _TREC_RBP[name]
     if name == "rprec_mult":
         return f"Rprec_mult_{1.0 if measure.param is None else measure.param:.2f}"
     if measure.k is None:

@@ -242,3 +242,30 @@ def test_trec_evals_parameter_syntax_gives_its_own_lines(capsys):
     names = {line.split()[0] for line in mine}
     assert {"ndcg_cut_23", "P_3", "iprec_at_recall_0.25", "success_20", "recall_2000", "Rprec_mult_5.00"} <= names
     assert mine == theirs("out.test.meas_params", mine)
+
+
+def test_rbp_under_trec_evals_name_is_trec_evals_and_vx_evals_keeps_its_own(capsys):
+    """trec_eval's rbp (persistence 0.9, graded gains scaled into [0, 1]) and rbp_resid, on binary and on graded
+    judgements with unjudged marks, equal its own lines; vx-eval's own output keeps vx-eval's rbp (p 0.8)."""
+    for qrels, run, expected, extra in (
+        ("qrels.test", "results.test", "out.test.aq", ()),
+        ("qrels.rel_level", "results.test", "out.test.aql", ("-l", "2")),
+    ):
+        code, out, err = call(
+            capsys,
+            "eval",
+            str(UPSTREAM / qrels),
+            str(UPSTREAM / run),
+            "--trec-format",
+            "-q",
+            *extra,
+            *("-m", "rbp", "-m", "rbp_resid"),
+        )
+        assert code == 0, err
+        mine = out.splitlines()
+        assert len(mine) == 8 and mine == theirs(expected, mine)
+    code, out, _ = call(capsys, "eval", str(UPSTREAM / "qrels.test"), str(UPSTREAM / "results.test"), "-m", "rbp")
+    assert code == 0 and "rbp " in out.replace("\t", " ")
+    trec_all = next(line for line in theirs("out.test.aq", ["rbp"]) if "\tall\t" in line).split()[-1]
+    ours_all = next(line for line in out.splitlines() if line.startswith("rbp")).split()[-1]
+    assert ours_all != trec_all  # p 0.8 here, 0.9 there: a different measure under its own parameters
