@@ -8,6 +8,7 @@ import re
 from collections.abc import Iterable, Sequence
 
 from vx_eval.core import metrics
+from vx_eval.core.errors import MetricError, quoted
 from vx_eval.core.trecmeasures import IPREC_LEVELS, RPREC_MULTIPLES
 
 TREC_CUTOFFS = {
@@ -42,7 +43,7 @@ def expand_trec(names: Iterable[str]) -> list[str]:
             kind = (levels[1] if levels else text).lower()
             own, param = _LEVELLED[kind]
             defaults = IPREC_LEVELS if kind == "iprec_at_recall" else RPREC_MULTIPLES
-            given = [float(v) for v in levels[2].split(",") if v.strip(".")] if levels else defaults
+            given = [_number(text, v) for v in levels[2].split(",") if v.strip(".")] if levels else defaults
             out += [f"{own}({param}={v:g})" for v in sorted(set(given))]
         elif match and match[1].lower() in TREC_CUTOFFS:
             cutoffs = sorted({int(float(k)) for k in match[2].split(",")})
@@ -52,6 +53,13 @@ def expand_trec(names: Iterable[str]) -> list[str]:
         else:
             out.append(text)
     return out
+
+
+def _number(text: str, value: str) -> float:
+    try:
+        return float(value)
+    except ValueError:
+        raise MetricError(f"measure {quoted(text)}: {quoted(value)} is not a number (write e.g. .10,.50)") from None
 
 
 TREC_COUNTS = ("runid", "num_q", "num_ret", "num_rel", "num_rel_ret")

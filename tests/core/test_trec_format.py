@@ -269,3 +269,18 @@ def test_rbp_under_trec_evals_name_is_trec_evals_and_vx_evals_keeps_its_own(caps
     trec_all = next(line for line in theirs("out.test.aq", ["rbp"]) if "\tall\t" in line).split()[-1]
     ours_all = next(line for line in out.splitlines() if line.startswith("rbp")).split()[-1]
     assert ours_all != trec_all  # p 0.8 here, 0.9 there: a different measure under its own parameters
+
+
+@pytest.mark.parametrize(
+    ("spelled", "said"),
+    [
+        ("iprec_at_recall.1.2.3", "'1.2.3' is not a number"),
+        ("iprec_at_recall..5,2", "recall must lie between 0 and 1"),
+        ("Rprec_mult.0", "m must lie above 0"),
+    ],
+)
+def test_a_parameter_out_of_its_range_is_one_line_and_exit_2(capsys, spelled, said):
+    code, _, err = call(
+        capsys, "eval", str(UPSTREAM / "qrels.test"), str(UPSTREAM / "results.test"), "--trec-format", "-m", spelled
+    )
+    assert code == 2 and said in err and "Traceback" not in err
