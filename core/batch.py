@@ -57,6 +57,9 @@ class Batch:
     """Each question's judged units (any grade, 0 included): bpref's judged non-relevant count."""
     score: np.ndarray | None = None
     """The score at each place of the reduced list (ties: equal neighbours), where the results had scores."""
+    pooled: np.ndarray | None = None
+    """Where known (TREC qrels grading a document below 0): the places holding a result that was in the pool
+    but judged by nobody, as against one never pooled (infAP tells them apart)."""
 
     @classmethod
     def of(cls, questions: Sequence[Judged], depth: float = float("inf")) -> Batch:
@@ -98,7 +101,7 @@ class Batch:
         return Batch(
             self.grade[index], self.judged[index], self.hit[index], self.ideal[index], self.n_rel[index],
             self.length[index], self.returned[index], self.threshold, self.depth, pick(self.n_judged),
-            pick(self.score),
+            pick(self.score), pick(self.pooled),
         )  # fmt: skip
 
     def cut(self, n: int) -> Batch:
@@ -111,6 +114,7 @@ class Batch:
             length=np.minimum(self.length, n),
             returned=np.minimum(self.returned, n),
             score=None if self.score is None else self.score[:, :n],
+            pooled=None if self.pooled is None else self.pooled[:, :n],
         )
 
     def at_threshold(self, threshold: int) -> Batch:

@@ -21,7 +21,19 @@ import numpy as np
 from vx_eval.core import metrics
 from vx_eval.core.columns import QRELS, RUN, Columns, read_columns, same_bytes, scan
 from vx_eval.core.errors import GoldenError, VxEvalError, quoted
-from vx_eval.core.trecnames import SUMMARY_ONLY, TREC_COUNTS, TREC_OWN, expand_sets, expand_trec, trec_name, trec_sorted
+from vx_eval.core.trecmeasures import relevance_strings
+from vx_eval.core.trecnames import (
+    SUMMARY_ONLY,
+    TREC_COUNTS,
+    TREC_ORDER,
+    TREC_OWN,
+    expand_sets,
+    expand_trec,
+    relstrings,
+    trec_name,
+    trec_place,
+    trec_sorted,
+)
 
 DEFAULT_MEASURES = ("ndcg@10", "map", "recall@100", "mrr", "p@10")
 QID, DOC, VALUE = 0, 1, 2  # the kept columns of both layouts
@@ -51,6 +63,9 @@ class Judgements:
     question_ids: list[str]
     rows_question: np.ndarray  # each row's index into question_ids
     warnings: tuple[str, ...] = ()
+    pooled: frozenset[tuple[int, str]] = frozenset()
+    """(question index, document) of the rows graded below 0: in the pool, judged by nobody (infAP tells
+    them from documents never pooled; every other measure reads them as unjudged)."""
 
     @classmethod
     def of(cls, qids: Sequence[str], docs: Sequence[str], grades: Sequence[float]) -> Judgements:
@@ -134,8 +149,10 @@ def _judgements(columns: Columns, source: str) -> Judgements:
             f"{source}: {len(below)} grade{'s are' if len(below) > 1 else ' is'} below 0 (lines "
             f"{_lines(columns, below)}); read as unjudged, as trec_eval reads them"
         )
+        pooled = frozenset(zip(rows_question[below].tolist(), columns.text(DOC, below), strict=True))
         kept = np.flatnonzero(grades >= 0)
         columns, grades, rows_question = columns.select(kept), grades[kept], rows_question[kept]
+        return Judgements(columns, grades, order, rows_question, tuple(warnings), pooled)
     return Judgements(columns, grades, order, rows_question, tuple(warnings))
 
 
@@ -264,7 +281,15 @@ def run_batch(judgements: Judgements, run: Run, threshold: int = 1) -> metrics.B
     n_rel = np.bincount(j_q[(j_grade >= threshold) & positive], minlength=nq).astype(float)
     rel = (grades >= threshold) & (grades > 0)
     n_judged = np.bincount(j_q, minlength=nq).astype(float)
-    return metrics.Batch(grades, judged, rel, ideal, n_rel, length, length, threshold, n_judged=n_judged)
+    pooled = None
+    if judgements.pooled:  # what infAP needs: the results in the pool that nobody judged
+        pooled = np.zeros((nq, width), dtype=bool)
+        docs = run.columns.text(DOC, r_line)
+        inside = np.fromiter(
+            ((int(q), doc) in judgements.pooled for q, doc in zip(r_q, docs, strict=True)), bool, len(r_q)
+        )
+        pooled[r_q[inside], rank[inside]] = True
+    return metrics.Batch(grades, judged, rel, ideal, n_rel, length, length, threshold, n_judged=n_judged, pooled=pooled)
 
 
 @dataclass(frozen=True)
@@ -306,7 +331,8 @@ def score(
     (`core.trecstream`) where it can be, else read whole and checked line by line (`read_run`). `shape`:
     each question's list cut (-M) or taken to its judged results (-J) before anything is measured."""
     shape = shape or Shape()
-    if isinstance(run, Path) and not shape.changes:
+    pooled = judgements.pooled and any(m.definition.name == "infap" for m in measures)  # not streamed
+    if isinstance(run, Path) and not shape.changes and not pooled:
         try:
             from vx_eval.core import trecstream
 
@@ -359,7 +385,7 @@ def trec_eval_output(
     reading the files noticed. `complete` (``-c``): every judged question counts, one without results
     scoring 0; without it, as trec_eval without -c, only the judged questions the run answers. `shape`:
     -M and -J."""
-    wanted = [TREC_OWN.get(n, n) for n in expand_trec(expand_sets(names))]
+    wanted, strings = relstrings([TREC_OWN.get(n, n) for n in expand_trec(expand_sets(names))])
     counts = [c for c in TREC_COUNTS if c in {n.lower() for n in wanted}]
     parsed = [metrics.parse(n) for n in wanted if n.lower() not in TREC_COUNTS]
     measures = trec_sorted(list({m.name: m for m in parsed}.values()))  # each once, in trec_eval's order
@@ -378,15 +404,19 @@ def trec_eval_output(
         "num_rel_ret": np.asarray(scored.num_rel_ret, dtype=np.int64),
     }
     kept = np.arange(len(judgements.question_ids)) if complete else np.flatnonzero(per["num_ret"] > 0)
+    texts = _strings(judgements, run, threshold, shape, strings) if per_query else []
+    before = sum(1 for m in measures if trec_place(m)[0] < TREC_ORDER.index("relstring"))  # where it prints
     lines: list[str] = []
     if per_query:
         for i, qid in sorted(((i, judgements.question_ids[i]) for i in kept), key=lambda pair: pair[1].encode()):
             lines += [f"{c:<22}\t{qid}\t{per[c][i]}" for c in counts if c in per]
-            lines += [
+            mine = [
                 f"{trec_name(m):<22}\t{qid}\t{_shown(m, values[i, j])}"
                 for j, m in enumerate(measures)
                 if m.definition.name not in SUMMARY_ONLY
             ]
+            at = sum(1 for m in measures[:before] if m.definition.name not in SUMMARY_ONLY)
+            lines += [*mine[:at], *(f"{name:<22}\t{qid}\t'{text[i]}'" for name, text in texts), *mine[at:]]
     totals: dict[str, object] = {
         "runid": runid,
         "num_q": len(kept),
@@ -399,6 +429,17 @@ def trec_eval_output(
     means = [metrics.average(m, values[kept, j]) if len(kept) else 0.0 for j, m in enumerate(measures)]
     lines += [f"{trec_name(m):<22}\tall\t{_shown(m, means[j])}" for j, m in enumerate(measures)]
     return "\n".join(lines) + "\n", scored.warnings
+
+
+def _strings(
+    judgements: Judgements, run: Run | Path, threshold: int, shape: Shape | None, wanted: list[tuple[str, int]]
+) -> list[tuple[str, list[str]]]:
+    """Each relstring asked for, with every question's string (the run read whole: strings are not streamed)."""
+    if not wanted:
+        return []
+    read = read_run(run) if isinstance(run, Path) else run
+    batch = (shape or Shape()).applied(run_batch(judgements, read, threshold))
+    return [(name, relevance_strings(batch, length)) for name, length in wanted]
 
 
 def _shown(measure: metrics.Measure, value: float) -> str:

@@ -192,3 +192,174 @@ def rbp_trec_residual(batch: Batch, k: Any, p: float) -> np.ndarray:
     weights = p ** np.arange(batch.grade.shape[1])[None, :]
     value = p ** batch.length.astype(float) + (1 - p) * (weights * unjudged).sum(axis=1)
     return np.where(unjudged.any(axis=1), value, 0.0)
+
+
+def _gain_sums(batch: Batch) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Each question's gains as retrieved (grades; 0 past the list and where unjudged), the running DCG of
+    the list and of the ideal list (every positive grade, best first), and how many positive grades there
+    are: what trec_eval's gain-level measures walk."""
+    width = max(batch.grade.shape[1], batch.ideal.shape[1])
+    inside = np.arange(batch.grade.shape[1])[None, :] < batch.length[:, None]
+    gains = np.zeros((len(batch.n_rel), width))
+    gains[:, : batch.grade.shape[1]] = np.where(inside, np.maximum(batch.grade, 0.0), 0.0)
+    ideal = np.zeros_like(gains)
+    ideal[:, : batch.ideal.shape[1]] = batch.ideal
+    discount = 1.0 / np.log2(np.arange(width) + 2.0)[None, :]
+    return gains, np.cumsum(gains * discount, axis=1), np.cumsum(ideal * discount, axis=1), (ideal > 0).sum(axis=1)
+
+
+@register("ndcg_rel", cutoff="none", trec=("ndcg_rel",))
+def ndcg_rel(batch: Batch, k: Any) -> np.ndarray:
+    """trec_eval's ndcg_rel: nDCG averaged over the relevant units (grade above 0), taken at each one's place
+    where it is retrieved (the ideal DCG over as many places, at most all the positive grades) and at the
+    list's end for each one not retrieved."""
+    gains, dcg, ideal, positive = _gain_sums(batch)
+    rows = np.arange(len(positive))
+    width = gains.shape[1]
+    at = np.minimum(np.arange(width)[None, :], np.maximum(positive - 1, 0)[:, None])
+    ideal_here = np.take_along_axis(ideal, at, axis=1)
+    found = gains > 0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        along = np.where(found, dcg / ideal_here, 0.0).sum(axis=1)
+        last = np.maximum(batch.length - 1, 0)
+        full = ideal[rows, np.maximum(positive - 1, 0)]
+        rest = (positive - found.sum(axis=1)) * np.where(batch.length > 0, dcg[rows, last], 0.0) / full
+        total = along + rest
+    return np.where((positive > 0) & (total > 0), total / np.maximum(positive, 1), 0.0)
+
+
+class _IdealWalk:
+    """trec_eval's walk down the ideal list, level by level (gains ascending in `levels`, each with how many
+    judged units hold it), one place at a time: `step` moves to the next place and gives its ideal gain."""
+
+    def __init__(self, levels: list[tuple[float, int]]) -> None:
+        self.levels, self.level, self.count = levels, len(levels) - 1, 0
+        self.gain = levels[-1][0] if levels else 0.0
+
+    def step(self) -> float:
+        self.count += 1
+        while self.level >= 0 and self.count > self.levels[self.level][1]:
+            self.count, self.level = 1, self.level - 1
+            self.gain = self.levels[self.level][0] if self.level >= 0 else 0.0
+        return self.gain
+
+
+def _rows(batch: Batch) -> Any:
+    """Each question's retrieved gains (0 where unjudged) and its gain levels with their counts."""
+    n_judged = batch.n_judged if batch.n_judged is not None else batch.n_rel
+    for i in range(len(batch.n_rel)):
+        got = [float(g) if j else 0.0 for g, j in zip(batch.grade[i, : batch.length[i]], batch.judged[i], strict=False)]
+        positive = [int(g) for g in batch.ideal[i] if g > 0]
+        top = max(positive, default=0)
+        counts = [int(n_judged[i]) - len(positive)] + [positive.count(level) for level in range(1, top + 1)]
+        yield i, got, [(float(level), count) for level, count in enumerate(counts)]
+
+
+@register("rndcg", cutoff="none", trec=("rndcg",))
+def r_ndcg(batch: Batch, k: Any) -> np.ndarray:
+    """trec_eval's Rndcg: nDCG averaged over the places where the ideal list's gain changes (with 5 units at
+    grade 3, 3 at 2 and 10 at 1: nDCG at 5, 8 and 18), and at the list's end where it is longer; 0 where
+    nothing is relevant."""
+    out = np.zeros(len(batch.n_rel))
+    for i, got, levels in _rows(batch):
+        if batch.n_rel[i] == 0:
+            continue
+        walk, total, changes, dcg, ideal = _IdealWalk(levels), 0.0, 0, 0.0, 0.0
+        old, place = walk.gain, 0
+        while place < len(got) and walk.gain > 0:
+            gain = walk.step()
+            if gain != old:
+                if ideal > 0:
+                    total, changes = total + dcg / ideal, changes + 1
+                old = gain
+            dcg += got[place] / np.log2(place + 2)
+            ideal += gain / np.log2(place + 2) if gain > 0 else 0.0
+            place += 1
+        if place < len(got):
+            dcg += sum(g / np.log2(r + 2) for r, g in enumerate(got) if r >= place)
+            place = len(got)
+            if ideal > 0:
+                total, changes = total + dcg / ideal, changes + 1
+        while walk.gain > 0:
+            gain = walk.step()
+            if gain != old:
+                if ideal > 0:
+                    total, changes = total + dcg / ideal, changes + 1
+                old = gain
+            ideal += gain / np.log2(place + 2) if gain > 0 else 0.0
+            place += 1
+        out[i] = total / changes if changes else 0.0
+    return out
+
+
+@register("g", cutoff="none", aliases=("normalized_gain",), trec=("g",))
+def normalized_gain(batch: Batch, k: Any) -> np.ndarray:
+    """trec_eval's G: each retrieved unit's gain over log2(2 + what the ideal list had gained by then (at least
+    1 a place) - what this list had gained), summed, over the ideal list's total gain."""
+    out = np.zeros(len(batch.n_rel))
+    for i, got, levels in _rows(batch):
+        walk, g, gained, ideal_total, cost = _IdealWalk(levels), 0.0, 0.0, 0.0, 0.0
+        for gain in got:
+            if walk.gain > 0:
+                ideal = walk.step()
+                ideal_total += ideal if ideal > 0 else 0.0
+                cost += ideal if ideal >= 1.0 else 1.0
+            else:
+                cost += 1.0
+            gained += gain
+            if gain:
+                g += gain / np.log2(2 + cost - gained)
+        while walk.gain > 0:
+            ideal = walk.step()
+            ideal_total += ideal if ideal > 0 else 0.0
+        out[i] = g / ideal_total if ideal_total > 0 else 0.0
+    return out
+
+
+INFAP_EPSILON = 0.00001
+
+
+@register("infap", cutoff="none", aliases=("inferred_ap",), trec=("infap",))
+def inferred_ap(batch: Batch, k: Any) -> np.ndarray:
+    """Inferred AP (Yilmaz & Aslam, 2006) as trec_eval computes it: precision at each relevant unit estimated
+    from the judged results above it, results never pooled counting as non-relevant and those pooled but
+    judged by nobody (graded below 0 in TREC qrels) left out as sampled; divided by R."""
+    pooled = batch.pooled if batch.pooled is not None else np.zeros_like(batch.judged)
+    out = np.zeros(len(batch.n_rel))
+    for i in range(len(out)):
+        rel = nonrel = unjudged = 0
+        total = 0.0
+        for j in range(int(batch.length[i])):
+            if not batch.judged[i, j]:
+                unjudged += bool(pooled[i, j])
+                continue
+            if not batch.rel[i, j]:
+                nonrel += 1
+                continue
+            rel += 1
+            if j == 0:
+                total += 1.0
+            else:
+                seen = (rel - 1 + nonrel + unjudged) / j
+                total += 1.0 / (j + 1) + (j / (j + 1)) * seen * (
+                    (rel - 1 + INFAP_EPSILON) / (rel - 1 + nonrel + 2 * INFAP_EPSILON)
+                )
+        out[i] = total / batch.n_rel[i] if batch.n_rel[i] else total
+    return out
+
+
+def relevance_strings(batch: Batch, length: int) -> list[str]:
+    """trec_eval's relstring: each question's first `length` results as one character each, its grade (``>``
+    above 9), ``.`` for a result pooled but judged by nobody, ``-`` for one never pooled."""
+    pooled = batch.pooled if batch.pooled is not None else np.zeros_like(batch.judged)
+    out = []
+    for i in range(len(batch.n_rel)):
+        chars = []
+        for j in range(min(length, int(batch.length[i]))):
+            if batch.judged[i, j]:
+                grade = int(batch.grade[i, j])
+                chars.append(">" if grade > 9 else str(grade))
+            else:
+                chars.append("." if pooled[i, j] else "-")
+        out.append("".join(chars))
+    return out

@@ -55,6 +55,24 @@ def expand_trec(names: Iterable[str]) -> list[str]:
     return out
 
 
+RELSTRING = re.compile(r"^relstring(?:\.(\d+))?$", re.IGNORECASE)
+"""trec_eval's relstring (each question's first results as characters), ``relstring.20`` for 20; default 10."""
+
+
+def relstrings(names: Sequence[str]) -> tuple[list[str], list[tuple[str, int]]]:
+    """The names other than relstring, and the relstring asked for (its printed name and its length): as in
+    trec_eval, the last naming wins (``-m all_trec -m relstring.20`` prints relstring_20 alone)."""
+    rest: list[str] = []
+    strings: list[tuple[str, int]] = []
+    for name in names:
+        match = RELSTRING.match(name.strip())
+        if match is None:
+            rest.append(name)
+        else:
+            strings = [(f"relstring_{match[1]}" if match[1] else "relstring", int(match[1] or 10))]
+    return rest, strings
+
+
 def _number(text: str, value: str) -> float:
     try:
         return float(value)
@@ -89,6 +107,10 @@ _TREC_WHOLE = {
     "set_f": "set_F",
     "utility": "utility",
     "bin_g": "binG",
+    "ndcg_rel": "ndcg_rel",
+    "rndcg": "Rndcg",
+    "g": "G",
+    "infap": "infAP",
     "num_nonrel_judged_ret": "num_nonrel_judged_ret",
 }
 TREC_ORDER = (
@@ -103,6 +125,14 @@ SETS = {
     "official": (
         *TREC_COUNTS,
         *("map", "gm_map", "Rprec", "bpref", "recip_rank", "iprec_at_recall", "P"),
+    ),
+    "all_trec": (
+        *TREC_COUNTS,
+        *("map", "gm_map", "Rprec", "bpref", "recip_rank", "iprec_at_recall", "P", "relstring", "recall"),
+        *("infAP", "gm_bpref"),
+        *("Rprec_mult", "utility", "11pt_avg", "binG", "G", "ndcg", "ndcg_rel", "Rndcg", "ndcg_cut", "map_cut"),
+        *("relative_P", "success", "set_P", "set_relative_P", "set_recall", "set_map", "set_F"),
+        *("num_nonrel_judged_ret", "rbp", "rbp_resid", "unj"),
     ),
 }
 """trec_eval's named sets of measures (``-m official``: what it prints when no -m is given)."""
@@ -132,18 +162,19 @@ def trec_name(measure: metrics.Measure) -> str | None:
     return f"{prefix}_{measure.k}" if prefix else None
 
 
+def trec_place(m: metrics.Measure) -> tuple[int, float]:
+    """Where trec_eval prints a measure: its place in the measure table, then its cut-off or level."""
+    named = trec_name(m) or ""
+    base = "iprec_at_recall" if named.startswith("iprec_at_recall") else named.rsplit("_", 1)[0]
+    for candidate in (named, base):
+        if candidate in TREC_ORDER:
+            return TREC_ORDER.index(candidate), float(m.k or m.param or 0)
+    return len(TREC_ORDER), 0.0
+
+
 def trec_sorted(measures: Sequence[metrics.Measure]) -> list[metrics.Measure]:
     """The measures in trec_eval's printing order: its measure table, then cut-off or level ascending."""
-
-    def place(m: metrics.Measure) -> tuple[int, float]:
-        named = trec_name(m) or ""
-        base = "iprec_at_recall" if named.startswith("iprec_at_recall") else named.rsplit("_", 1)[0]
-        for candidate in (named, base):
-            if candidate in TREC_ORDER:
-                return TREC_ORDER.index(candidate), float(m.k or m.param or 0)
-        return len(TREC_ORDER), 0.0
-
-    return sorted(measures, key=place)
+    return sorted(measures, key=trec_place)
 
 
 def expand_sets(names: Sequence[str]) -> list[str]:

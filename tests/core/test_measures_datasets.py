@@ -47,6 +47,10 @@ PAIRS = {
     "utility": "utility",
     "num_nonrel_judged_ret": "num_nonrel_judged_ret",
     "bin_g": "binG",
+    "g": "G",
+    "ndcg_rel": "ndcg_rel",
+    "rndcg": "Rndcg",
+    "infap": "infAP",
 }
 COLLECTIONS = {
     "scifact": "scifact/qrels/test.tsv",
