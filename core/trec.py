@@ -300,6 +300,8 @@ class Scores:
     num_ret: np.ndarray
     num_rel_ret: np.ndarray
     warnings: tuple[str, ...]
+    batch: metrics.Batch | None = None
+    """The lists as measured, where the run was read whole (streamed runs keep none)."""
 
 
 @dataclass(frozen=True)
@@ -326,13 +328,15 @@ def score(
     measures: Sequence[metrics.Measure],
     threshold: int,
     shape: Shape | None = None,
+    whole: bool = False,
 ) -> Scores:
     """The run scored against the judgements: a run file streamed in chunks of whole questions
     (`core.trecstream`) where it can be, else read whole and checked line by line (`read_run`). `shape`:
-    each question's list cut (-M) or taken to its judged results (-J) before anything is measured."""
+    each question's list cut (-M) or taken to its judged results (-J) before anything is measured. `whole`:
+    read the run whole and keep the lists measured in `Scores.batch` (what relstring prints)."""
     shape = shape or Shape()
     pooled = judgements.pooled and any(m.definition.name == "infap" for m in measures)  # not streamed
-    if isinstance(run, Path) and not shape.changes and not pooled:
+    if isinstance(run, Path) and not (shape.changes or pooled or whole):
         try:
             from vx_eval.core import trecstream
 
@@ -342,12 +346,12 @@ def score(
             streamed = trecstream.score_stream(run, judged, list(measures), threshold)
             return Scores(streamed.values, streamed.num_ret, streamed.num_rel_ret, judgements.warnings)
         except (ImportError, trecstream.Unstreamable):
-            run = read_run(run)
+            pass  # read whole below
     if isinstance(run, Path):
         run = read_run(run)
     batch = shape.applied(run_batch(judgements, run, threshold))
     values = np.column_stack([m.compute(batch) for m in measures]) if measures else np.zeros((len(batch.n_rel), 0))
-    return Scores(values, batch.length, batch.hit.sum(axis=1), judgements.warnings + run.warnings)
+    return Scores(values, batch.length, batch.hit.sum(axis=1), judgements.warnings + run.warnings, batch)
 
 
 def evaluate_run(
@@ -396,7 +400,7 @@ def trec_eval_output(
             "has (success, recip_rank, P, recall, map, gm_map, map_cut, ndcg, ndcg_cut, Rprec, bpref, "
             "iprec_at_recall, or the set official)"
         )
-    scored = score(judgements, run, measures, threshold, shape)
+    scored = score(judgements, run, measures, threshold, shape, whole=bool(strings) and per_query)
     values = scored.values
     per = {
         "num_ret": np.asarray(scored.num_ret, dtype=np.int64),
@@ -404,8 +408,13 @@ def trec_eval_output(
         "num_rel_ret": np.asarray(scored.num_rel_ret, dtype=np.int64),
     }
     kept = np.arange(len(judgements.question_ids)) if complete else np.flatnonzero(per["num_ret"] > 0)
-    texts = _strings(judgements, run, threshold, shape, strings) if per_query else []
-    before = sum(1 for m in measures if trec_place(m)[0] < TREC_ORDER.index("relstring"))  # where it prints
+    texts = [(name, relevance_strings(scored.batch, n)) for name, n in strings] if scored.batch and per_query else []
+    # relstring prints among the questions' lines where trec_eval's measure table has it
+    at = sum(
+        1
+        for m in measures
+        if trec_place(m)[0] < TREC_ORDER.index("relstring") and m.definition.name not in SUMMARY_ONLY
+    )
     lines: list[str] = []
     if per_query:
         for i, qid in sorted(((i, judgements.question_ids[i]) for i in kept), key=lambda pair: pair[1].encode()):
@@ -415,7 +424,6 @@ def trec_eval_output(
                 for j, m in enumerate(measures)
                 if m.definition.name not in SUMMARY_ONLY
             ]
-            at = sum(1 for m in measures[:before] if m.definition.name not in SUMMARY_ONLY)
             lines += [*mine[:at], *(f"{name:<22}\t{qid}\t'{text[i]}'" for name, text in texts), *mine[at:]]
     totals: dict[str, object] = {
         "runid": runid,
@@ -429,17 +437,6 @@ def trec_eval_output(
     means = [metrics.average(m, values[kept, j]) if len(kept) else 0.0 for j, m in enumerate(measures)]
     lines += [f"{trec_name(m):<22}\tall\t{_shown(m, means[j])}" for j, m in enumerate(measures)]
     return "\n".join(lines) + "\n", scored.warnings
-
-
-def _strings(
-    judgements: Judgements, run: Run | Path, threshold: int, shape: Shape | None, wanted: list[tuple[str, int]]
-) -> list[tuple[str, list[str]]]:
-    """Each relstring asked for, with every question's string (the run read whole: strings are not streamed)."""
-    if not wanted:
-        return []
-    read = read_run(run) if isinstance(run, Path) else run
-    batch = (shape or Shape()).applied(run_batch(judgements, read, threshold))
-    return [(name, relevance_strings(batch, length)) for name, length in wanted]
 
 
 def _shown(measure: metrics.Measure, value: float) -> str:
