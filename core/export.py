@@ -70,10 +70,11 @@ def with_judge_grades(report: Report, questions: Sequence[Question]) -> list[Que
         judged: dict[str, int] = {}
         for setup in report.setups:
             pq = setup.per_question
-            if not pq.grades or i >= len(pq.grades) or pq.grades[i] is None or i >= len(pq.results):
+            grades = pq.grades[i] if pq.grades and i < len(pq.grades) else None
+            if grades is None or i >= len(pq.results):
                 continue
             units = [unit for unit, _ in ranked_units(pq.results[i], question)]
-            for unit, grade in zip(units, pq.grades[i] or [], strict=False):
+            for unit, grade in zip(units, grades, strict=False):
                 if grade is not None and not unit.startswith(NO_UNIT):
                     judged.setdefault(unit, grade)
         out.append(with_judged_grades(question, judged))

@@ -126,14 +126,7 @@ SETS = {
         *TREC_COUNTS,
         *("map", "gm_map", "Rprec", "bpref", "recip_rank", "iprec_at_recall", "P"),
     ),
-    "all_trec": (
-        *TREC_COUNTS,
-        *("map", "gm_map", "Rprec", "bpref", "recip_rank", "iprec_at_recall", "P", "relstring", "recall"),
-        *("infAP", "gm_bpref"),
-        *("Rprec_mult", "utility", "11pt_avg", "binG", "G", "ndcg", "ndcg_rel", "Rndcg", "ndcg_cut", "map_cut"),
-        *("relative_P", "success", "set_P", "set_relative_P", "set_recall", "set_map", "set_F"),
-        *("num_nonrel_judged_ret", "rbp", "rbp_resid", "unj"),
-    ),
+    "all_trec": TREC_ORDER,  # its whole measure table but the preference and jg measures: all vx-eval has
 }
 """trec_eval's named sets of measures (``-m official``: what it prints when no -m is given)."""
 SUMMARY_ONLY = {"gm_map", "gm_bpref"}
