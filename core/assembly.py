@@ -25,7 +25,7 @@ from vx_eval.core.schema import (
     Tuning,
 )
 from vx_eval.core.targets import missing_notes
-from vx_eval.core.views import BestGraded, GradedDashboard, GradedQuestion, JudgeInfo
+from vx_eval.core.views import BestGraded, GradedDashboard, GradedQuestion, Headroom, JudgeInfo
 
 SHOWN_QUESTIONS = 5
 
@@ -120,6 +120,19 @@ def graded_questions(
     )
 
 
+def dashboard(
+    ranking: Ranking, questions: Sequence[Question], settings: Settings, room: Headroom | None, judge: JudgeInfo | None
+) -> GradedDashboard | None:
+    """The graded dashboard of a ranked run where it is graded (`graded_questions`): its leader the pick,
+    its strongest questions among those some setup finds (`room`'s count), the circular setups never best."""
+    if not settings.graded:
+        return None
+    found_by = room.found_by if room is not None else ()
+    circular = judge.circular if judge is not None else ()
+    ids = [q.id for q in questions]
+    return graded_questions(ranking.setups, ids, ranking.picks.finds_the_most, found_by, circular)
+
+
 def golden_info(golden: GoldenSet, labelled: int) -> GoldenInfo:
     return GoldenInfo(
         source=golden.source,
@@ -177,17 +190,7 @@ def assemble(experiment: Experiment, outcome: Outcome) -> Report:
         frontier=ranking.frontier,
         detectable_difference=ranking.detectable,
         judge=outcome.judge,
-        graded_questions=(
-            graded_questions(
-                ranking.setups,
-                [q.id for q in outcome.questions],
-                ranking.picks.finds_the_most,
-                room.found_by if room is not None else (),
-                outcome.judge.circular if outcome.judge else (),
-            )
-            if outcome.settings.graded
-            else None
-        ),
+        graded_questions=dashboard(ranking, outcome.questions, outcome.settings, room, outcome.judge),
         provenance=outcome.provenance,
         headroom=room,
         pairs=headroom.all_pairs(ranking.setups, outcome.settings),

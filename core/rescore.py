@@ -133,17 +133,7 @@ def rescore(
             "frontier": ranked.frontier,
             "detectable_difference": ranked.detectable,
             "judge": judged[1] if judged else None,
-            "graded_questions": (
-                assembly.graded_questions(
-                    ranked.setups,
-                    [q.id for q in questions],
-                    ranked.picks.finds_the_most,
-                    room.found_by if room is not None else (),
-                    judged[1].circular if judged else (),
-                )
-                if settings.graded
-                else None
-            ),
+            "graded_questions": assembly.dashboard(ranked, questions, settings, room, judged[1] if judged else None),
             "derived_from": DerivedFrom(run=report.id, how="rescored", note=TIMES_NOTE),
             "headroom": room,
             "pairs": headroom.all_pairs(ranked.setups, settings),

@@ -40,8 +40,9 @@ MIX = {"fact": 0.35, "why": 0.15, "keyword": 0.5}
 """Natural-language questions (fact, why) and keyword queries, half and half."""
 QUESTIONS = 24
 FEWEST = 10
-"""Drafted questions below which a run refuses to rank: fewer cannot tell setups apart (measured on the
-quickstart, 24 questions detect differences of about 0.08 in DCG@10; 10 detect about 0.13)."""
+"""Drafted questions below which a run refuses to rank: fewer cannot tell setups apart (on a drafted run of
+the quickstart, 24 questions detected differences of about 0.08 in DCG@10; the detectable difference grows
+as 1/sqrt(n), so 10 would detect about 0.13)."""
 JUDGE = "cross-encoder"
 WRITER_ENV = "VX_EVAL_WRITER"
 SERVED_ADVICE = (
@@ -112,7 +113,6 @@ class AutoConfig:
     """What drafting did just now (tries, refusals and why), or None."""
     questions: int
     found: tuple[str, ...] = ()
-    writer: WriterChoice | None = None
 
     @property
     def drafted_now(self) -> bool:
@@ -338,7 +338,7 @@ def prepare(
     if save_config is not None:
         _write(save_config, config_data(source, work, runs, save_config.parent, writer=writer))
     found = source.discovered.found if source.discovered else ()
-    return AutoConfig(path, path.read_text(encoding="utf-8"), summary, count, found, writer)
+    return AutoConfig(path, path.read_text(encoding="utf-8"), summary, count, found)
 
 
 def refusals(summary: WriteSummary) -> str:
