@@ -11,7 +11,7 @@ import hashlib
 import json
 import re
 from collections.abc import Iterator, Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -28,6 +28,7 @@ class ChatModel(Protocol):
     def complete(self, messages: Sequence[Message], max_tokens: int) -> str: ...
 
 
+@runtime_checkable
 class ManyAtOnce(Protocol):
     """A chat model that answers several requests at once: a local model in one batch, a served one
     concurrently. `width` is how many it takes at a time to best effect."""
@@ -41,15 +42,14 @@ def complete_all(model: ChatModel, requests: Sequence[Sequence[Message]], max_to
     """Every request answered, in order: at once where the model can (`ManyAtOnce`), else one by one."""
     if not requests:
         return []
-    many = getattr(model, "complete_many", None)
-    if many is not None:
-        return list(many(requests, max_tokens))
+    if isinstance(model, ManyAtOnce):
+        return list(model.complete_many(requests, max_tokens))
     return [model.complete(r, max_tokens) for r in requests]
 
 
 def width_of(model: ChatModel) -> int:
     """How many requests `model` takes at a time to best effect (1 for one that answers one by one)."""
-    return max(1, int(getattr(model, "width", 1)))
+    return max(1, int(model.width)) if isinstance(model, ManyAtOnce) else 1
 
 
 class ChatOptions(BaseModel):
@@ -129,13 +129,6 @@ class AnswerCache(KeyedCache):
     @staticmethod
     def key(model: str, messages: Sequence[Message], max_tokens: int) -> str:
         return hashlib.sha256(json.dumps([model, list(messages), max_tokens], sort_keys=True).encode()).hexdigest()
-
-    def answer(self, key: str) -> str | None:
-        found = self.values(self.SPACE, [key])
-        return str(found[key]) if key in found else None
-
-    def keep(self, key: str, answer: str) -> None:
-        self.put(self.SPACE, {key: answer})
 
 
 @contextlib.contextmanager
