@@ -10,6 +10,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from vx_eval.core.template import Unit
+
 POINTING = re.compile(
     r"\b(the|this|that|above|given|following)\s+(passage|text|document|article|excerpt|paragraph|section)\b"
     r"|\baccording to (the|this)\b|\bmentioned (above|here)\b",
@@ -37,6 +39,24 @@ def unusable(text: str) -> str | None:
     if sum(1 for t in tokens if re.fullmatch(r"[\d.,:%$€/-]+", t)) > 0.5 * len(tokens):
         return "mostly numbers"
     return None
+
+
+def usable_units(units: Sequence[Unit]) -> tuple[list[Unit], dict[str, int]]:
+    """The units a question can come from, in their order, and how many were left out for each reason."""
+    usable: list[Unit] = []
+    skipped: dict[str, int] = {}
+    for unit in units:
+        why = unusable(unit.text)
+        if why:
+            tally(skipped, why)
+        else:
+            usable.append(unit)
+    return usable, skipped
+
+
+def tally(counts: dict[str, int], name: str) -> None:
+    """One more `name` in `counts` (a check failed, a passage left out)."""
+    counts[name] = counts.get(name, 0) + 1
 
 
 def longest_shared_run(question: str, passage: str) -> int:

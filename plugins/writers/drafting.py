@@ -33,7 +33,8 @@ from vx_eval.plugins.writers.checks import (
     check,
     parse_draft,
     similarity,
-    unusable,
+    tally,
+    usable_units,
 )
 
 KINDS: dict[str, str] = {
@@ -195,10 +196,6 @@ def kinds_for(n: int, mix: dict[str, float], seed: int) -> list[str]:
     return out
 
 
-def _count(tally: dict[str, int], name: str) -> None:
-    tally[name] = tally.get(name, 0) + 1
-
-
 @dataclass
 class _Slot:
     """One passage (or pair) being asked for a question: its kind, the re-ask's reasons, the tries made."""
@@ -243,13 +240,13 @@ def _checked(slot: _Slot, answer: str, taken: Sequence[str], outcome: WriteOutco
     draft = parse_draft(answer)
     if draft is None:
         slot.feedback = ["answer with one line starting QUESTION:"]
-        _count(outcome.failed_checks, "not in the form asked")
+        tally(outcome.failed_checks, "not in the form asked")
         return None
     if not draft.evidence:  # the sentence of each passage the question shares most words with
         draft.evidence = [best_sentence(draft.question, p) for p in slot.texts]
     failed = check(draft, slot.texts, taken, slot.kind, slot.titles)
     for name, _ in failed:
-        _count(outcome.failed_checks, name)
+        tally(outcome.failed_checks, name)
     slot.feedback = [reason for _, reason in failed]
     return None if failed else draft
 
@@ -283,14 +280,7 @@ def write_questions(
     or a re-ask with the reasons its last draft failed), checks the drafts, asks the critic about those that
     pass, and accepts them in the passages' sampled order (a passage whose draft failed is asked again in the
     next round, beside the passages that join it there)."""
-    usable: list[Unit] = []
-    skipped: dict[str, int] = {}
-    for unit in units:
-        why = unusable(unit.text)
-        if why:
-            _count(skipped, why)
-        else:
-            usable.append(unit)
+    usable, skipped = usable_units(units)
     outcome = WriteOutcome([], skipped_passages=skipped)
     accepted: list[str] = []
     shown = list(EXAMPLE_QUESTIONS)  # a copied example is a near duplicate too
@@ -315,7 +305,7 @@ def write_questions(
             if draft is not None and len(outcome.rows) < settings.n:
                 close = next((q for q in accepted if similarity(draft.question, q) >= NEAR_DUPLICATE), None)
                 if close is not None:  # a draft of this same round, accepted just before it
-                    _count(outcome.failed_checks, "near-duplicate")
+                    tally(outcome.failed_checks, "near-duplicate")
                     slot.feedback = [f'it nearly repeats another question ("{close[:80]}"); ask something else']
                 elif _judged(slot, scored[id(slot)], settings, outcome):
                     outcome.rows.append(_row(len(outcome.rows) + 1, slot, draft, scored[id(slot)] or {}))

@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from vx_eval import hookimpl
 from vx_eval.core.golden import GoldenRow
 from vx_eval.core.template import Unit, WriteOutcome, WriterDescription, WriteRequest
-from vx_eval.plugins.writers.checks import Draft, check, content_words, sentences, unusable, words
+from vx_eval.plugins.writers.checks import Draft, check, content_words, sentences, tally, usable_units, words
 
 
 class KeywordQueryWriter:
@@ -46,14 +46,8 @@ class KeywordQueryWriter:
         )
 
     def write(self, units: Sequence[Unit], request: WriteRequest) -> WriteOutcome:
-        outcome = WriteOutcome([])
-        usable = []
-        for unit in units:
-            why = unusable(unit.text)
-            if why:
-                outcome.skipped_passages[why] = outcome.skipped_passages.get(why, 0) + 1
-            else:
-                usable.append(unit)
+        usable, skipped = usable_units(units)
+        outcome = WriteOutcome([], skipped_passages=skipped)
         seen = Counter(w for unit in usable for w in content_words(unit.text))
         rng = random.Random(request.seed)
         accepted: list[str] = []
@@ -63,13 +57,11 @@ class KeywordQueryWriter:
             outcome.tried += 1
             draft = self._draft(unit, seen, len(usable), rng)
             if draft is None:
-                outcome.failed_checks["no sentence with enough words"] = (
-                    outcome.failed_checks.get("no sentence with enough words", 0) + 1
-                )
+                tally(outcome.failed_checks, "no sentence with enough words")
                 continue
             failed = check(draft, [unit.text], accepted, "keyword", [unit.title] if unit.title else [])
             for name, _ in failed:
-                outcome.failed_checks[name] = outcome.failed_checks.get(name, 0) + 1
+                tally(outcome.failed_checks, name)
             if failed:
                 continue
             accepted.append(draft.question)
