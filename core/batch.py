@@ -60,6 +60,9 @@ class Batch:
     pooled: np.ndarray | None = None
     """Where known (TREC qrels grading a document below 0): the places holding a result that was in the pool
     but judged by nobody, as against one never pooled (infAP tells them apart)."""
+    documents: int = 0
+    """The collection's size where known (trec_eval -N; 0 as there by default): what utility's fourth
+    coefficient counts the non-relevant documents left out from."""
 
     @classmethod
     def of(cls, questions: Sequence[Judged], depth: float = float("inf")) -> Batch:
@@ -101,7 +104,7 @@ class Batch:
         return Batch(
             self.grade[index], self.judged[index], self.hit[index], self.ideal[index], self.n_rel[index],
             self.length[index], self.returned[index], self.threshold, self.depth, pick(self.n_judged),
-            pick(self.score), pick(self.pooled),
+            pick(self.score), pick(self.pooled), self.documents,
         )  # fmt: skip
 
     def cut(self, n: int) -> Batch:

@@ -25,7 +25,8 @@ __all__ = ["REGISTRY", "Batch", "Judged", "Measure", "MetricDef", "check_metrics
 
 Cutoff = "int | np.ndarray | None"
 MetricFn = Callable[..., np.ndarray]
-"""``fn(batch, k)``, or ``fn(batch, k, param)`` for a measure with a parameter of its own."""
+"""``fn(batch, k)``, or ``fn(batch, k, param)`` for a measure with a parameter of its own (or a list of
+values, where one is given)."""
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,9 @@ class MetricDef:
     average: str = "mean"
     """How questions' values make the run's: ``mean``; ``geometric`` (trec_eval's gm_map: the mean of
     log(max(value, 0.00001)), exponentiated); ``sum`` (a count, as trec_eval's num_nonrel_judged_ret)."""
+    values: Callable[[str], Any] | None = None
+    """Reads a measure's list of values as written (utility's coefficients ``utility(2,-1,0,0)``, nDCG's
+    gains ``ndcg(1=3,2=9)``), refusing what it cannot read; the function then takes what it returns."""
 
     @property
     def doc(self) -> str:
@@ -66,11 +70,12 @@ def register(
     param: tuple[str, float] | None = None,
     span: str = "open",
     average: str = "mean",
+    values: Callable[[str], Any] | None = None,
 ) -> Callable[[Any], Any]:
     """Register a measure function under `name`; aliases and trec_eval spellings parse to it too."""
 
     def add(fn: Any) -> Any:
-        definition = MetricDef(name, fn, cutoff, tuple(aliases), tuple(trec), param, span, average)
+        definition = MetricDef(name, fn, cutoff, tuple(aliases), tuple(trec), param, span, average, values)
         for spelling in (name, *definition.aliases):
             if spelling in _ALIASES:
                 raise MetricError(f"measure name '{spelling}' is registered twice")
@@ -92,6 +97,8 @@ class Measure:
     per_relevant: bool = False
     param: float | None = None
     """The definition's own parameter (None: its default)."""
+    values: str | None = None
+    """The definition's list of values as written (``2,-1,0,0``; None: its default)."""
     name: str = field(init=False)
 
     def __post_init__(self) -> None:
@@ -99,10 +106,13 @@ class Measure:
         own = self.definition.param
         shown = own and self.param is not None and (self.param != own[1] or self.definition.span != "open")
         spelled = f"({own[0]}={self.param:g})" if shown and own else ""
-        object.__setattr__(self, "name", f"{self.definition.name}{spelled}{suffix}")
+        listed = "" if self.values is None else f"({self.values})"
+        object.__setattr__(self, "name", f"{self.definition.name}{spelled}{listed}{suffix}")
 
     def _fn(self, batch: Batch, k: Any) -> np.ndarray:
-        own = self.definition.param
+        own, read = self.definition.param, self.definition.values
+        if read is not None and self.values is not None:
+            return np.asarray(self.definition.fn(batch, k, read(self.values)), dtype=float)
         if own is None:
             return np.asarray(self.definition.fn(batch, k), dtype=float)
         value = own[1] if self.param is None else self.param
@@ -132,7 +142,8 @@ class Measure:
         return 0 if self.per_relevant else (self.k or 0)
 
 
-_WITH_AT = re.compile(r"^([a-z][a-z0-9_+-]*?)(?:\(([a-z]+)=([0-9.]{1,12})\))?(?:@(\d+)(r?))?$")
+_WITH_AT = re.compile(r"^([a-z][a-z0-9_+-]*?)(?:\(([a-z]+)=([0-9.]{1,12})\)|\(([-+0-9.,=e]{1,200})\))?(?:@(\d+)(r?))?$")
+"""``name``, ``name(p=0.9)`` or ``name(2,-1,0,0)`` (a list of values), then ``@k`` or ``@kr``."""
 _TREC_FORM = re.compile(r"^([a-z][a-z0-9_]*?)_(\d+)$")
 
 
@@ -149,12 +160,12 @@ def _cutoff(text: str, digits: str) -> int:
 def parse(text: str) -> Measure:
     """Parse ``ndcg@10``, ``hit@5``, ``recall@2r``, ``mrr``, or trec_eval's ``ndcg_cut_10``, ``P_5``, ``Rprec``."""
     spelled = text.strip().lower().replace("_at_", "@")  # Mixpeek's spelling: recall_at_10, f2_at_2r
-    name, k, per_r, given = None, None, False, None
+    name, k, per_r, given, listed = None, None, False, None, None
     if match := _WITH_AT.match(spelled):
         name = _ALIASES.get(match[1]) or _TREC_CUT.get(match[1])
-        k = _cutoff(text, match[4]) if match[4] else None
-        per_r = bool(match[5])
-        given = (match[2], match[3]) if match[2] else None
+        k = _cutoff(text, match[5]) if match[5] else None
+        per_r = bool(match[6])
+        given, listed = ((match[2], match[3]) if match[2] else None), match[4]
     if name is None and (match := _TREC_FORM.match(spelled)) and match[1] in _TREC_CUT:
         name, k = _TREC_CUT[match[1]], _cutoff(text, match[2])
     if name is None:
@@ -171,7 +182,11 @@ def parse(text: str) -> Measure:
         raise MetricError(f"measure '{name}' takes no cut-off: write {name}")
     if k is not None and k < 1:
         raise MetricError(f"measure '{text}': the cut-off must be at least 1")
-    return Measure(definition, k, per_r, _param(text, definition, given))
+    if listed is not None:
+        if definition.values is None:
+            raise MetricError(f"measure {quoted(text)}: {definition.name} takes no list of values")
+        definition.values(listed)  # refuses what it cannot read, before anything is scored
+    return Measure(definition, k, per_r, _param(text, definition, given), listed)
 
 
 def _param(text: str, definition: MetricDef, given: tuple[str, str] | None) -> float | None:
@@ -426,9 +441,10 @@ def condensed(batch: Batch) -> Batch:
     judged = np.take_along_axis(keep, order, axis=1)
     length = keep.sum(axis=1)
     score = None if batch.score is None else np.take_along_axis(np.where(keep, batch.score, -np.inf), order, axis=1)
+    hit = (grade >= batch.threshold) & (grade > 0) & judged  # found@k reads the condensed list too (trec_eval -J)
     return Batch(
-        grade, judged, batch.hit, batch.ideal, batch.n_rel, length, batch.returned,
-        batch.threshold, batch.depth, batch.n_judged, score,
+        grade, judged, hit, batch.ideal, batch.n_rel, length, length,
+        batch.threshold, batch.depth, batch.n_judged, score, documents=batch.documents,
     )  # fmt: skip
 
 

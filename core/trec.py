@@ -12,6 +12,7 @@ said: a fractional grade is cut to a whole number (``1.5`` counts as 1), and a s
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,19 +22,7 @@ import numpy as np
 from vx_eval.core import metrics
 from vx_eval.core.columns import QRELS, RUN, Columns, read_columns, same_bytes, scan
 from vx_eval.core.errors import GoldenError, VxEvalError, quoted
-from vx_eval.core.trecmeasures import relevance_strings
-from vx_eval.core.trecnames import (
-    SUMMARY_ONLY,
-    TREC_COUNTS,
-    TREC_ORDER,
-    TREC_OWN,
-    expand_sets,
-    expand_trec,
-    relstrings,
-    trec_name,
-    trec_place,
-    trec_sorted,
-)
+from vx_eval.core.trecnames import expand_trec
 
 DEFAULT_MEASURES = ("ndcg@10", "map", "recall@100", "mrr", "p@10")
 QID, DOC, VALUE = 0, 1, 2  # the kept columns of both layouts
@@ -307,18 +296,22 @@ class Scores:
 @dataclass(frozen=True)
 class Shape:
     """What trec_eval does to each question's list before measuring it: -M cuts it to its first results,
-    then -J keeps only its judged results (relevant or not), the rest moving up."""
+    then -J keeps only its judged results (relevant or not), the rest moving up; -N gives the collection's
+    size (what utility's fourth coefficient counts from)."""
 
     max_per_query: int | None = None
     judged_only: bool = False
+    documents: int = 0
 
     @property
     def changes(self) -> bool:
-        return self.max_per_query is not None or self.judged_only
+        return self.max_per_query is not None or self.judged_only or bool(self.documents)
 
     def applied(self, batch: metrics.Batch) -> metrics.Batch:
         if self.max_per_query is not None:
             batch = batch.cut(self.max_per_query)
+        if self.documents:
+            batch = dataclasses.replace(batch, documents=self.documents)
         return metrics.condensed(batch) if self.judged_only else batch
 
 
@@ -368,93 +361,3 @@ def evaluate_run(
     measures = [metrics.parse(name) for name in expand_trec(measure_names)]
     scored = score(judgements, run, measures, threshold, shape)
     return Evaluation([m.name for m in measures], judgements.question_ids, scored.values, scored.warnings)
-
-
-# ------------------------------------------------------------------------------- trec_eval's own output
-
-
-def trec_eval_output(
-    judgements: Judgements,
-    run: Run | Path,
-    names: Sequence[str] = DEFAULT_MEASURES,
-    *,
-    threshold: int = 1,
-    per_query: bool = False,
-    runid: str = "run",
-    complete: bool = True,
-    shape: Shape | None = None,
-) -> tuple[str, tuple[str, ...]]:
-    """What ``trec_eval [-c] [-q] -m …`` prints for the same files and measures: its names, its layout
-    (``%-22s\\t%s\\t%.4f``, counts as whole numbers), per question then ``all`` with ``per_query``; and what
-    reading the files noticed. `complete` (``-c``): every judged question counts, one without results
-    scoring 0; without it, as trec_eval without -c, only the judged questions the run answers. `shape`:
-    -M and -J."""
-    wanted, strings = relstrings([TREC_OWN.get(n, n) for n in expand_trec(expand_sets(names))])
-    counts = [c for c in TREC_COUNTS if c in {n.lower() for n in wanted}]
-    parsed = [metrics.parse(n) for n in wanted if n.lower() not in TREC_COUNTS]
-    measures = trec_sorted(list({m.name: m for m in parsed}.values()))  # each once, in trec_eval's order
-    missing = [m.name for m in measures if trec_name(m) is None]
-    if missing:
-        raise VxEvalError(
-            f"{', '.join(missing)} has no trec_eval name; leave out --trec-format, or ask for measures trec_eval "
-            "has (success, recip_rank, P, recall, map, gm_map, map_cut, ndcg, ndcg_cut, Rprec, bpref, "
-            "iprec_at_recall, or the set official)"
-        )
-    scored = score(judgements, run, measures, threshold, shape, whole=bool(strings) and per_query)
-    values = scored.values
-    per = {
-        "num_ret": np.asarray(scored.num_ret, dtype=np.int64),
-        "num_rel": _relevant_counts(judgements, threshold),
-        "num_rel_ret": np.asarray(scored.num_rel_ret, dtype=np.int64),
-    }
-    kept = np.arange(len(judgements.question_ids)) if complete else np.flatnonzero(per["num_ret"] > 0)
-    texts = [(name, relevance_strings(scored.batch, n)) for name, n in strings] if scored.batch and per_query else []
-    # relstring prints among the questions' lines where trec_eval's measure table has it
-    at = sum(
-        1
-        for m in measures
-        if trec_place(m)[0] < TREC_ORDER.index("relstring") and m.definition.name not in SUMMARY_ONLY
-    )
-    lines: list[str] = []
-    if per_query:
-        for i, qid in sorted(((i, judgements.question_ids[i]) for i in kept), key=lambda pair: pair[1].encode()):
-            lines += [f"{c:<22}\t{qid}\t{per[c][i]}" for c in counts if c in per]
-            mine = [
-                f"{trec_name(m):<22}\t{qid}\t{_shown(m, values[i, j])}"
-                for j, m in enumerate(measures)
-                if m.definition.name not in SUMMARY_ONLY
-            ]
-            lines += [*mine[:at], *(f"{name:<22}\t{qid}\t'{text[i]}'" for name, text in texts), *mine[at:]]
-    totals: dict[str, object] = {
-        "runid": runid,
-        "num_q": len(kept),
-        **{c: int(v[kept].sum()) for c, v in per.items()},
-        # with -c, trec_eval's summary num_rel counts every grade above 0 in the qrels, whatever -l says (its
-        # per-question lines follow -l); without -c it sums the per-question lines: the same here
-        **({"num_rel": int((judgements.grades > 0).sum())} if complete else {}),
-    }
-    lines += [f"{c:<22}\tall\t{totals[c.lower()]}" for c in counts]
-    means = [metrics.average(m, values[kept, j]) if len(kept) else 0.0 for j, m in enumerate(measures)]
-    lines += [f"{trec_name(m):<22}\tall\t{_shown(m, means[j])}" for j, m in enumerate(measures)]
-    return "\n".join(lines) + "\n", scored.warnings
-
-
-def _shown(measure: metrics.Measure, value: float) -> str:
-    """A value as trec_eval prints it: a count (summed, not averaged) as a whole number, else four places."""
-    return str(round(value)) if measure.definition.average == "sum" else f"{value:.4f}"
-
-
-def _relevant_counts(judgements: Judgements, threshold: int) -> np.ndarray:
-    """Each judged question's relevant documents at `threshold`."""
-    relevant = (judgements.grades >= threshold) & (judgements.grades > 0)
-    return np.bincount(judgements.rows_question[relevant], minlength=len(judgements.question_ids)).astype(np.int64)
-
-
-def run_tag(path: Path) -> str:
-    """A run file's name as trec_eval's ``runid`` line gives it: the sixth field of its first line."""
-    with path.open("rb") as handle:
-        for raw in handle:
-            fields = raw.split()
-            if fields and not fields[0].startswith(b"#"):
-                return fields[5].decode("utf-8", "replace") if len(fields) >= 6 else "run"
-    return "run"

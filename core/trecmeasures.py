@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from vx_eval.core.batch import Batch
+from vx_eval.core.errors import MetricError, quoted
 from vx_eval.core.metrics import _count, _filled, _safe_div, average_precision, bpref, register
 
 IPREC_LEVELS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
@@ -101,10 +102,28 @@ def gm_bpref(batch: Batch, k: Any) -> np.ndarray:
     return bpref(batch, None)
 
 
-@register("iprec_avg", cutoff="none", aliases=("11pt_avg",))
-def eleven_point_average(batch: Batch, k: Any) -> np.ndarray:
-    """The mean of the interpolated precision at the eleven recall levels 0, 0.1, ..., 1 (trec_eval 11pt_avg)."""
-    return np.mean([interpolated_precision(batch, None, level) for level in IPREC_LEVELS], axis=0)
+def _numbers(text: str, what: str, example: str) -> list[float]:
+    """A list of values as written (``2,-1,0,0``), each a number."""
+    try:
+        return [float(v) for v in text.split(",")]
+    except ValueError:
+        raise MetricError(f"{what} {quoted(text)} is not a list of numbers (write e.g. {example})") from None
+
+
+def read_levels(text: str) -> tuple[float, ...]:
+    """Recall levels as written (``.25,.5,.75``), each from 0 to 1."""
+    levels = tuple(_numbers(text, "recall levels", ".2,.5,.8"))
+    if any(not 0 <= v <= 1 for v in levels):
+        raise MetricError(f"recall levels {quoted(text)}: each must lie between 0 and 1")
+    return levels
+
+
+@register("iprec_avg", cutoff="none", aliases=("11pt_avg",), values=read_levels)
+def eleven_point_average(batch: Batch, k: Any, levels: tuple[float, ...] = IPREC_LEVELS) -> np.ndarray:
+    """The mean of the interpolated precision at the eleven recall levels 0, 0.1, ..., 1 (trec_eval 11pt_avg),
+    or at the levels given: ``iprec_avg(.2,.5,.8)`` is trec_eval's ``11pt_avg.0.2,0.5,0.8``, the old 3-point
+    average."""
+    return np.mean([interpolated_precision(batch, None, level) for level in levels], axis=0)
 
 
 RPREC_MULTIPLES = (0.2, 0.4, 0.6, 0.8, 1.0, 1.2, 1.4, 1.6, 1.8, 2.0)
@@ -126,12 +145,24 @@ def unjudged(batch: Batch, k: Any) -> np.ndarray:
     return (_filled(batch, k) & ~batch.judged).sum(axis=1) / np.asarray(k, dtype=float)
 
 
-@register("utility", cutoff="none", trec=("utility",))
-def utility(batch: Batch, k: Any) -> np.ndarray:
-    """Relevant results retrieved minus non-relevant ones (trec_eval utility with its default coefficients
-    1, -1, 0, 0)."""
+def read_coefficients(text: str) -> tuple[float, float, float, float]:
+    """utility's four coefficients as written (``2,-1,0,0``)."""
+    values = _numbers(text, "utility's coefficients", "2,-1,0,0")
+    if len(values) != 4:
+        raise MetricError(f"utility's coefficients {quoted(text)}: give four (relevant and non-relevant retrieved, "
+                          "then relevant and non-relevant not retrieved), e.g. 2,-1,0,0")  # fmt: skip
+    return values[0], values[1], values[2], values[3]
+
+
+@register("utility", cutoff="none", trec=("utility",), values=read_coefficients)
+def utility(batch: Batch, k: Any, weights: tuple[float, ...] = (1.0, -1.0, 0.0, 0.0)) -> np.ndarray:
+    """A weighted count of the contingency table (trec_eval utility): by default relevant results retrieved
+    minus non-relevant ones; ``utility(2,-1,0,0)`` weighs relevant retrieved, non-relevant retrieved, relevant
+    missed and non-relevant left out (which needs the collection's size, trec_eval -N), in that order."""
     ret, rel_ret = _retrieved(batch)
-    return rel_ret - (ret - rel_ret)
+    rel = batch.n_rel.astype(float)
+    left_out = batch.documents + rel_ret - ret - rel
+    return weights[0] * rel_ret + weights[1] * (ret - rel_ret) + weights[2] * (rel - rel_ret) + weights[3] * left_out
 
 
 @register("num_nonrel_judged_ret", cutoff="none", trec=("num_nonrel_judged_ret",), average="sum")
@@ -202,6 +233,70 @@ def ndcg_rel(batch: Batch, k: Any) -> np.ndarray:
         rest = (positive - found.sum(axis=1)) * np.where(batch.length > 0, dcg[rows, last], 0.0) / full
         total = along + rest
     return np.where((positive > 0) & (total > 0), total / np.maximum(positive, 1), 0.0)
+
+
+def read_gains(text: str) -> dict[int, float]:
+    """nDCG's gains by grade as written (``1=3,2=9,4=4.5``); a grade not named gains its own value."""
+    gains: dict[int, float] = {}
+    for pair in text.split(","):
+        level, _, gain = pair.partition("=")
+        try:
+            gains[int(level)] = float(gain)
+        except ValueError:
+            raise MetricError(f"gains {quoted(text)}: write grade=gain pairs, e.g. 1=3,2=9") from None
+    return gains
+
+
+def _gained(batch: Batch, k: Any, gains: dict[int, float] | None) -> tuple[np.ndarray, np.ndarray]:
+    """The DCG of each list and of its ideal list with a gain for each grade (a grade not named gains its own
+    value; a gain may be 0 or below, lowering the DCG); the ideal list holds every judged unit's gain above
+    0, best first."""
+    table = gains or {}
+    judged = _filled(batch, None) & batch.judged
+    got = np.where(judged, np.vectorize(lambda g: table.get(int(g), g), otypes=[float])(batch.grade), 0.0)
+    rows = []
+    for _, _, levels in _rows(batch):
+        gain = {**{level: float(level) for level in range(len(levels))}, **table}
+        rows.append(sorted((gain[level] for level, (_, n) in enumerate(levels) for _ in range(n)), reverse=True))
+    ideal = np.zeros((len(rows), max([len(r) for r in rows] + [1])))
+    for i, row in enumerate(rows):
+        ideal[i, : len(row)] = row
+
+    def dcg(values: np.ndarray) -> np.ndarray:
+        places = np.arange(values.shape[1])[None, :]
+        inside = places < (values.shape[1] if k is None else np.reshape(k, (-1, 1)))
+        return (np.where(inside, values, 0.0) / np.log2(places + 2.0)).sum(axis=1)
+
+    return dcg(got), dcg(np.maximum(ideal, 0.0))
+
+
+@register("ndcg_gains", cutoff="optional", values=read_gains)
+def ndcg_gains(batch: Batch, k: Any, gains: dict[int, float] | None = None) -> np.ndarray:
+    """nDCG with a gain for each grade: ``ndcg_gains(1=3,2=9,4=4.5)`` is trec_eval's ``ndcg.1=3,2=9,4=4.5``
+    (see `_gained`)."""
+    dcg, ideal = _gained(batch, k, gains)
+    return _safe_div(dcg, ideal)
+
+
+@register("dcg_gains", cutoff="optional", values=read_gains)
+def dcg_gains(batch: Batch, k: Any, gains: dict[int, float] | None = None) -> np.ndarray:
+    """DCG with a gain for each grade (trec_eval's ``dcg.1=3,2=9``); without gains, as ``dcg``."""
+    return _gained(batch, k, gains)[0]
+
+
+@register("ideal_dcg", cutoff="optional", values=read_gains)
+def ideal_dcg(batch: Batch, k: Any, gains: dict[int, float] | None = None) -> np.ndarray:
+    """The DCG of the ideal list, every judged unit's gain above 0 best first (trec_eval ideal_dcg); with a
+    gain for each grade where given (``ideal_dcg(1=3,2=9)``)."""
+    return _gained(batch, k, gains)[1]
+
+
+@register("yaap", cutoff="none", trec=("yaap",))
+def yaap(batch: Batch, k: Any) -> np.ndarray:
+    """Yet Another AP (Robertson, ECIR 2012; trec_eval yaap): log((1 + S) / (1 + R - S)), S the sum of the
+    precisions at the relevant units found (AP x R): monotonic with AP on a question, better averaged."""
+    found = average_precision(batch, None) * batch.n_rel
+    return np.log((1.0 + found) / (1.0 + batch.n_rel - found))
 
 
 class _IdealWalk:

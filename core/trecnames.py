@@ -21,38 +21,65 @@ TREC_CUTOFFS = {
     "unj": (5, 10, 20),
 }
 """trec_eval's measures with cut-offs, and the cut-offs it computes when a name comes without any."""
-_TREC_PARAMS = re.compile(r"^([A-Za-z_]+)\.(\d+(?:\.\d*)?(?:,\d+(?:\.\d*)?)*)$")
-"""``P.5,10``; trec_eval reads a cut-off as a whole number, so ``ndcg_cut.23.4`` is ndcg_cut_23."""
-_TREC_LEVELS = re.compile(r"^(iprec_at_recall|rprec_mult)\.([0-9.]+(?:,[0-9.]+)*)$", re.IGNORECASE)
+_CUTOFFS = re.compile(r"^\d+(?:\.\d*)?(?:,\d+(?:\.\d*)?)*$")
+"""``5,10``; trec_eval reads a cut-off as a whole number, so ``ndcg_cut.23.4`` is ndcg_cut_23."""
 _LEVELLED = {"iprec_at_recall": ("iprec", "recall"), "rprec_mult": ("rprec_mult", "m")}
 """trec_eval's measures whose parameters are fractions (recall levels, multiples of R): vx-eval's own
 measure and the name of its parameter."""
 
 
+_TREC_VALUES = {
+    "utility": "utility",
+    "11pt_avg": "iprec_avg",
+    "ndcg": "ndcg_gains",
+    "dcg": "dcg_gains",
+    "ideal_dcg": "ideal_dcg",
+}
+"""trec_eval's measures whose parameters are a list of values, and vx-eval's measure taking them as written:
+``utility.2,-1,0,0``, ``11pt_avg..25,.5,.75`` (recall levels), ``ndcg.1=3,2=9`` (a gain per grade)."""
+
+
 def expand_trec(names: Iterable[str]) -> list[str]:
     """trec_eval's ``-m`` syntax as measure names: ``P.5,10`` is P_5 and P_10, ``ndcg_cut`` alone its nine
-    default cut-offs (``success``: 1, 5, 10); every other name is kept as it is."""
-    out: list[str] = []
+    default cut-offs (``success``: 1, 5, 10), ``utility.2,-1,0,0`` utility with those coefficients; every
+    other name is kept as it is. As in trec_eval, a measure named twice is computed once, with the
+    parameters of its last naming that has any (``-m all_trec -m P.5`` gives P_5 alone)."""
+    chosen: dict[str, list[str]] = {}
+    given: set[str] = set()
     for name in names:
         text = name.strip()
-        levels = _TREC_LEVELS.match(text)
-        match = _TREC_PARAMS.match(text)
-        if text.lower() == "11pt_avg":  # a name no parse can start with a digit
-            out.append("iprec_avg")
-        elif text.lower() in _LEVELLED or levels:
-            kind = (levels[1] if levels else text).lower()
-            own, param = _LEVELLED[kind]
-            defaults = IPREC_LEVELS if kind == "iprec_at_recall" else RPREC_MULTIPLES
-            given = [_number(text, v) for v in levels[2].split(",") if v.strip(".")] if levels else defaults
-            out += [f"{own}({param}={v:g})" for v in sorted(set(given))]
-        elif match and match[1].lower() in TREC_CUTOFFS:
-            cutoffs = sorted({int(float(k)) for k in match[2].split(",")})
-            out += [f"{match[1]}_{k}" for k in cutoffs]
-        elif text.lower() in TREC_CUTOFFS:
-            out += [f"{text}_{k}" for k in TREC_CUTOFFS[text.lower()]]
+        base, _, params = text.partition(".")
+        key = base.lower()
+        if key == "11pt_avg" or key in _LEVELLED or key in TREC_CUTOFFS or (key in _TREC_VALUES and params):
+            if params or key not in given:
+                chosen[key] = _expanded(text, key, params)
+            given |= {key} if params else set()
         else:
-            out.append(text)
-    return out
+            chosen.setdefault(text, [text])
+    return [n for expanded in chosen.values() for n in expanded]
+
+
+def _expanded(text: str, key: str, params: str) -> list[str]:
+    """One trec_eval measure named with its parameters (or none: its defaults) as vx-eval's names."""
+    if key in _TREC_VALUES and params:
+        read = metrics.REGISTRY[_TREC_VALUES[key]].values
+        if read is not None:
+            read(params)  # refused here, in the words it was written in
+        return [f"{_TREC_VALUES[key]}({params})"]
+    if key == "11pt_avg":
+        return ["iprec_avg"]
+    if key in _LEVELLED:
+        own, param = _LEVELLED[key]
+        defaults = IPREC_LEVELS if key == "iprec_at_recall" else RPREC_MULTIPLES
+        levels = [_number(text, v) for v in params.split(",") if v.strip(".")] if params else defaults
+        return [f"{own}({param}={v:g})" for v in sorted(set(levels))]
+    if not params:
+        return [f"{text}_{k}" for k in TREC_CUTOFFS[key]]
+    if not _CUTOFFS.match(params):
+        raise MetricError(
+            f"measure {quoted(text)}: write its cut-offs as whole numbers, e.g. {text.partition('.')[0]}.5,10"
+        )
+    return [f"{text.partition('.')[0]}_{k}" for k in sorted({int(float(v)) for v in params.split(",")})]
 
 
 RELSTRING = re.compile(r"^relstring(?:\.(\d+))?$", re.IGNORECASE)
@@ -112,21 +139,37 @@ _TREC_WHOLE = {
     "g": "G",
     "infap": "infAP",
     "num_nonrel_judged_ret": "num_nonrel_judged_ret",
+    "dcg": "dcg",
+    "dcg_gains": "dcg",
+    "ideal_dcg": "ideal_dcg",
+    "yaap": "yaap",
 }
 TREC_ORDER = (
     *TREC_COUNTS,
     *("map", "gm_map", "Rprec", "bpref", "recip_rank", "iprec_at_recall", "P", "relstring", "recall", "infAP"),
-    *("gm_bpref", "Rprec_mult", "utility", "11pt_avg", "binG", "G", "ndcg", "ndcg_rel", "Rndcg", "ndcg_cut"),
-    *("map_cut", "relative_P", "success", "set_P", "set_relative_P", "set_recall", "set_map", "set_F"),
-    *("num_nonrel_judged_ret", "rbp", "rbp_resid", "unj"),
+    *("gm_bpref", "Rprec_mult", "utility", "11pt_avg", "binG", "G", "dcg", "ideal_dcg", "ndcg", "ndcg_rel"),
+    *("Rndcg", "ndcg_cut", "map_cut", "relative_P", "success", "set_P", "set_relative_P", "set_recall"),
+    *("set_map", "set_F", "num_nonrel_judged_ret", "yaap", "rbp", "rbp_resid", "unj"),
 )
-"""The order trec_eval prints its measures in (its measure table), whatever order -m names them in."""
+"""The order trec_eval prints its measures in (its measure table, less the preference and judgement-group
+measures, which `core.trecprefs` and `core.trecjg` print), whatever order -m names them in."""
 SETS = {
     "official": (
         *TREC_COUNTS,
         *("map", "gm_map", "Rprec", "bpref", "recip_rank", "iprec_at_recall", "P"),
     ),
-    "all_trec": TREC_ORDER,  # its whole measure table but the preference and jg measures: all vx-eval has
+    "set": (*TREC_COUNTS, "utility", "set_P", "set_recall", "set_relative_P", "set_map", "set_F"),
+    "all_trec": tuple(n for n in TREC_ORDER if n not in ("dcg", "ideal_dcg", "yaap")),  # as its all_trec
+    "all_prefs": (
+        *("runid", "num_q", "prefs_num_prefs_poss", "prefs_num_prefs_ful", "prefs_num_prefs_ful_ret"),
+        *("prefs_simp", "prefs_pair", "prefs_avgjg", "prefs_avgjg_Rnonrel", "prefs_simp_ret", "prefs_pair_ret"),
+        *("prefs_avgjg_ret", "prefs_avgjg_Rnonrel_ret", "prefs_simp_imp", "prefs_pair_imp", "prefs_avgjg_imp"),
+    ),
+    "prefs": (
+        *("runid", "num_q", "prefs_num_prefs_poss", "prefs_num_prefs_ful", "prefs_num_prefs_ful_ret"),
+        *("prefs_simp", "prefs_pair", "prefs_avgjg"),
+    ),
+    "qrels_jg": ("runid", "num_q", "map_avgjg", "P_avgjg", "Rprec_mult_avgjg"),
 }
 """trec_eval's named sets of measures (``-m official``: what it prints when no -m is given)."""
 SUMMARY_ONLY = {"gm_map", "gm_bpref"}
@@ -143,6 +186,9 @@ def trec_name(measure: metrics.Measure) -> str | None:
     name = measure.definition.name
     if measure.per_relevant:
         return None
+    if measure.values is not None:
+        spelled = {"iprec_avg": "11pt_avg", "ndcg_gains": "ndcg", "dcg_gains": "dcg"}.get(name, name)
+        return f"{spelled}_{measure.values}" if spelled and measure.k is None else None
     if name == "iprec":
         return f"iprec_at_recall_{measure.param or 0.0:.2f}"
     if name in _TREC_RBP and (measure.param is None or measure.param == 0.9):

@@ -55,6 +55,38 @@ import click
     help="Evaluate only the judged results, relevant or not: unjudged ones are taken out and the rest move up "
     "(trec_eval -J; Sakai's condensed lists).",
 )
+@click.option(
+    "-N",
+    "--documents",
+    default=0,
+    type=click.IntRange(0),
+    help="The collection's size: what utility's fourth coefficient counts the non-relevant documents left out "
+    "from (trec_eval -N; default 0, as there).",
+)
+@click.option(
+    "-Z",
+    "--zscores",
+    type=click.Path(path_type=Path, exists=True, dir_okay=False),
+    help="With --trec-format: print every value as a z-score against FILE's 'question measure mean stddev' lines "
+    "(trec_eval -Z).",
+)
+@click.option(
+    "-R",
+    "--rel-format",
+    type=click.Choice(["qrels", "prefs", "qrels_prefs", "qrels_jg"]),
+    default="qrels",
+    show_default=True,
+    help="With --trec-format: how QRELS is read (trec_eval -R): TREC qrels; preferences (qid jg jsg docno level) "
+    "or qrels read as preferences, for the prefs_* measures (-m all_prefs); or qrels with judgement groups "
+    "(qid jg docno rel) for map_avgjg, P_avgjg and Rprec_mult_avgjg (-m qrels_jg).",
+)
+@click.option(
+    "-D",
+    "--debug-level",
+    default="0",
+    metavar="N",
+    help="Accepted for trec_eval's command lines (-D); vx-eval prints no debugging trace of its measures.",
+)
 @click.option("-n", "--no-summary", is_flag=True, help="With --trec-format and -q: no summary (`all`) lines.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON: measure -> mean (with -q, per question too).")
 @click.option(
@@ -73,15 +105,37 @@ def eval_command(
     complete: bool,
     max_per_query: int | None,
     judged_only: bool,
+    documents: int,
+    zscores: Path | None,
+    rel_format: str,
+    debug_level: str,
     no_summary: bool,
     as_json: bool,
     trec_format: bool,
 ) -> None:
-    """Score a TREC RUN file against QRELS (TREC qrels or a golden file), as `trec_eval -c` does."""
-    from vx_eval.core.trec import DEFAULT_MEASURES, Shape, evaluate_run, read_judgements, run_tag, trec_eval_output
+    """Score a TREC RUN file (- for standard input) against QRELS (TREC qrels or a golden file), as `trec_eval -c`
+    does."""
+    from vx_eval.core.errors import VxEvalError
+    from vx_eval.core.trec import DEFAULT_MEASURES, Shape, evaluate_run, read_judgements
+    from vx_eval.core.trecoutput import Printing, ZScores, jg_output, prefs_output, run_tag, trec_eval_output
 
-    shape = Shape(max_per_query, judged_only)
+    shape = Shape(max_per_query, judged_only, documents)
     run = _run_path(run_file)
+    if debug_level.split(".")[0] not in ("", "0"):
+        click.echo("note: -D asks trec_eval for a trace of its measures' workings; vx-eval prints none", err=True)
+    if zscores is not None and not trec_format:
+        raise VxEvalError("-Z prints trec_eval's z-score lines: add --trec-format")
+    if rel_format != "qrels" and not trec_format:
+        raise VxEvalError(f"-R {rel_format} prints trec_eval's own measures for those judgements: add --trec-format")
+    z = ZScores.read(zscores) if zscores else None
+    if rel_format != "qrels":
+        printing = Printing(per_query, run_tag(run), complete, shape, z)
+        if rel_format == "qrels_jg":
+            output = jg_output(qrels, run, measures or ("qrels_jg",), printing, threshold=threshold)
+        else:
+            output = prefs_output(qrels, run, measures or ("prefs",), printing, qrels=rel_format == "qrels_prefs")
+        sys.stdout.write(_summary_dropped(output) if no_summary else output)
+        return
     if trec_format:
         output, warnings = trec_eval_output(
             read_judgements(qrels),
@@ -92,12 +146,11 @@ def eval_command(
             runid=run_tag(run),
             complete=complete,
             shape=shape,
+            zscores=z,
         )
         for warning in warnings:
             click.echo(f"warning: {warning}", err=True)
-        if no_summary:  # trec_eval -n: the questions' lines only
-            output = "".join(line for line in output.splitlines(keepends=True) if line.split("\t")[1:2] != ["all"])
-        sys.stdout.write(output)
+        sys.stdout.write(_summary_dropped(output) if no_summary else output)
         return
     evaluation = evaluate_run(
         read_judgements(qrels), run, measures or DEFAULT_MEASURES, threshold=threshold, shape=shape
@@ -127,10 +180,26 @@ def eval_command(
         out.write(f"{name:<16}\tall\t{value:.4f}\n")
 
 
+def _summary_dropped(output: str) -> str:
+    """trec_eval -n: the questions' lines only, no ``all`` lines."""
+    return "".join(line for line in output.splitlines(keepends=True) if line.split("\t")[1:2] != ["all"])
+
+
 def _run_path(run_file: Path) -> Path:
-    """The run file, said to be missing (or a folder) before anything is read."""
+    """The run file, said to be missing (or a folder) before anything is read; ``-`` reads the run from
+    standard input (as trec_eval 10 does), kept in a temporary file the command removes when it ends."""
     from vx_eval.core.errors import VxEvalError, quoted
 
+    if str(run_file) == "-":
+        import os
+        import shutil
+        import tempfile
+
+        handle, name = tempfile.mkstemp(prefix="vx-eval-stdin-", suffix=".run")
+        click.get_current_context().call_on_close(lambda: os.unlink(name))
+        with os.fdopen(handle, "wb") as spool:
+            shutil.copyfileobj(sys.stdin.buffer, spool)
+        return Path(name)
     try:
         if not run_file.exists():
             raise VxEvalError(f"run file {quoted(run_file, 200)} does not exist")
