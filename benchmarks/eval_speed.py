@@ -7,7 +7,13 @@ work. Each command runs `--repeat` times, interleaved; wall time and peak memory
 `/usr/bin/time`) are the medians, with ratios against pytrec_eval and trec_eval measured in the same run.
 vx-eval's per-question values are checked against pytrec_eval's to 1e-9.
 
-    python benchmarks/eval_speed.py [--sizes 323x1000,10000x100,10000x1000] [--repeat 5]
+Then `-m all_trec` (every measure of trec_eval's all_trec set, `--trec-format -c -q`) at one and ten million
+lines: vx-eval's wall time and peak memory beside trec_eval's, and whether the two outputs are the same bytes.
+trec_eval must be on the PATH for that comparison (build it from https://github.com/usnistgov/trec_eval with
+`make`); without it, vx-eval's side alone is printed.
+
+    python benchmarks/eval_speed.py [--sizes 323x1000,10000x100,10000x1000] [--all-trec 1000x1000,10000x1000]
+        [--repeat 5]
 """
 
 from __future__ import annotations
@@ -134,6 +140,32 @@ def compare(size: str, repeat: int, folder: Path) -> None:
     print(f"  largest per-question difference from pytrec_eval (4 decimals printed): {worst:.1e}")
 
 
+def all_trec(size: str, repeat: int, folder: Path) -> None:
+    """`-m all_trec -c -q` through both tools: time, memory and whether the bytes agree."""
+    questions, depth = (int(x) for x in size.split("x"))
+    qrels, run = write_collection(folder, questions, depth)
+    lines = sum(1 for _ in run.open())
+    flags = ["-c", "-q", "-m", "all_trec", str(qrels), str(run)]
+    runs = {"vx-eval eval": [shutil.which("vx-eval") or "vx-eval", "eval", "--trec-format", *flags]}
+    if trec := shutil.which("trec_eval"):
+        runs["trec_eval (C)"] = [trec, *flags]
+    outputs = {name: folder / f"all-{name.split()[0]}.out" for name in runs}
+    results: dict[str, list[tuple[float, float]]] = {name: [] for name in runs}
+    for _ in range(repeat):
+        for name, argv in runs.items():
+            results[name].append(timed(argv, outputs[name]))
+    print(f"\n-m all_trec, {questions:,} questions x {depth:,} results ({lines:,} run lines), median of {repeat}:")
+    medians = {n: (statistics.median(t for t, _ in r), statistics.median(m for _, m in r)) for n, r in results.items()}
+    for name, (seconds, mb) in medians.items():
+        print(f"  {name:<15} {seconds:6.2f} s  {mb:7.0f} MB")
+    if "trec_eval (C)" not in medians:
+        print("  trec_eval is not on the PATH: vx-eval's side alone")
+        return
+    (ours_s, ours_mb), (s, mb) = medians["vx-eval eval"], medians["trec_eval (C)"]
+    same = outputs["vx-eval eval"].read_bytes() == outputs["trec_eval (C)"].read_bytes()
+    print(f"  vx-eval / trec_eval (C): time {ours_s / s:.2f}x, memory {ours_mb / mb:.2f}x; same bytes: {same}")
+
+
 def startup(repeat: int) -> None:
     vx = shutil.which("vx-eval") or "vx-eval"
     rows: dict[str, list[float]] = {"python -c pass": [], "vx-eval --help": []}
@@ -149,12 +181,15 @@ def startup(repeat: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="323x1000,10000x100,10000x1000")
+    parser.add_argument("--all-trec", default="1000x1000,10000x1000", help="sizes for -m all_trec ('' for none)")
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
     startup(args.repeat)
     with tempfile.TemporaryDirectory() as tmp:
-        for size in args.sizes.split(","):
+        for size in filter(None, args.sizes.split(",")):
             compare(size, args.repeat, Path(tmp))
+        for size in filter(None, args.all_trec.split(",")):
+            all_trec(size, args.repeat, Path(tmp))
     print(json.dumps({"trec_eval on PATH": shutil.which("trec_eval")}))
 
 

@@ -22,6 +22,7 @@ import numpy as np
 from vx_eval.core import metrics
 from vx_eval.core.columns import QRELS, RUN, Columns, read_columns, same_bytes, scan
 from vx_eval.core.errors import GoldenError, VxEvalError, quoted
+from vx_eval.core.trecmeasures import relevance_strings
 from vx_eval.core.trecnames import expand_trec
 
 DEFAULT_MEASURES = ("ndcg@10", "map", "recall@100", "mrr", "p@10")
@@ -289,8 +290,8 @@ class Scores:
     num_ret: np.ndarray
     num_rel_ret: np.ndarray
     warnings: tuple[str, ...]
-    batch: metrics.Batch | None = None
-    """The lists as measured, where the run was read whole (streamed runs keep none)."""
+    texts: dict[int, list[str]] = field(default_factory=dict)
+    """trec_eval's relstring of each question, by its length (those asked for)."""
 
 
 @dataclass(frozen=True)
@@ -321,30 +322,31 @@ def score(
     measures: Sequence[metrics.Measure],
     threshold: int,
     shape: Shape | None = None,
-    whole: bool = False,
+    strings: Sequence[int] = (),
 ) -> Scores:
     """The run scored against the judgements: a run file streamed in chunks of whole questions
     (`core.trecstream`) where it can be, else read whole and checked line by line (`read_run`). `shape`:
-    each question's list cut (-M) or taken to its judged results (-J) before anything is measured. `whole`:
-    read the run whole and keep the lists measured in `Scores.batch` (what relstring prints)."""
+    each question's list cut (-M) or taken to its judged results (-J) before anything is measured;
+    `strings`: the lengths of the relstrings wanted."""
     shape = shape or Shape()
-    pooled = judgements.pooled and any(m.definition.name == "infap" for m in measures)  # not streamed
-    if isinstance(run, Path) and not (shape.changes or pooled or whole):
+    pooled = judgements.pooled and (strings or any(m.definition.name == "infap" for m in measures))  # not streamed
+    if isinstance(run, Path) and not (shape.changes or pooled):
         try:
             from vx_eval.core import trecstream
 
             judged = trecstream.judged_of(
                 judgements.columns, judgements.grades, judgements.rows_question, len(judgements.question_ids), threshold
             )
-            streamed = trecstream.score_stream(run, judged, list(measures), threshold)
-            return Scores(streamed.values, streamed.num_ret, streamed.num_rel_ret, judgements.warnings)
+            streamed = trecstream.score_stream(run, judged, list(measures), threshold, strings)
+            return Scores(streamed.values, streamed.num_ret, streamed.num_rel_ret, judgements.warnings, streamed.texts)
         except (ImportError, trecstream.Unstreamable):
             pass  # read whole below
     if isinstance(run, Path):
         run = read_run(run)
     batch = shape.applied(run_batch(judgements, run, threshold))
     values = np.column_stack([m.compute(batch) for m in measures]) if measures else np.zeros((len(batch.n_rel), 0))
-    return Scores(values, batch.length, batch.hit.sum(axis=1), judgements.warnings + run.warnings, batch)
+    texts = {n: relevance_strings(batch, n) for n in strings}
+    return Scores(values, batch.length, batch.hit.sum(axis=1), judgements.warnings + run.warnings, texts)
 
 
 def evaluate_run(

@@ -299,22 +299,6 @@ def yaap(batch: Batch, k: Any) -> np.ndarray:
     return np.log((1.0 + found) / (1.0 + batch.n_rel - found))
 
 
-class _IdealWalk:
-    """trec_eval's walk down the ideal list, level by level (gains ascending in `levels`, each with how many
-    judged units hold it), one place at a time: `step` moves to the next place and gives its ideal gain."""
-
-    def __init__(self, levels: list[tuple[float, int]]) -> None:
-        self.levels, self.level, self.count = levels, len(levels) - 1, 0
-        self.gain = levels[-1][0] if levels else 0.0
-
-    def step(self) -> float:
-        self.count += 1
-        while self.level >= 0 and self.count > self.levels[self.level][1]:
-            self.count, self.level = 1, self.level - 1
-            self.gain = self.levels[self.level][0] if self.level >= 0 else 0.0
-        return self.gain
-
-
 def _rows(batch: Batch) -> Any:
     """Each question's retrieved gains (0 where unjudged) and its gain levels with their counts."""
     n_judged = batch.n_judged if batch.n_judged is not None else batch.n_rel
@@ -326,65 +310,51 @@ def _rows(batch: Batch) -> Any:
         yield i, got, [(float(level), count) for level, count in enumerate(counts)]
 
 
+def _walks(batch: Batch) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """What trec_eval's gain-level measures walk, one row a question: the gains as retrieved (0 where
+    unjudged or past the list), the ideal gains (every positive grade, best first, then 0), both one place
+    longer than the longer of the two, and the discount 1 / log2(place + 2)."""
+    width = max(batch.grade.shape[1], batch.ideal.shape[1]) + 1
+    got = np.zeros((len(batch.n_rel), width))
+    got[:, : batch.grade.shape[1]] = np.where(_filled(batch, None) & batch.judged, batch.grade, 0.0)
+    ideal = np.zeros_like(got)
+    ideal[:, : batch.ideal.shape[1]] = np.maximum(batch.ideal, 0.0)
+    return got, ideal, 1.0 / np.log2(np.arange(width) + 2.0), (ideal > 0).sum(axis=1)
+
+
 @register("rndcg", cutoff="none", trec=("rndcg",))
 def r_ndcg(batch: Batch, k: Any) -> np.ndarray:
     """trec_eval's Rndcg: nDCG averaged over the places where the ideal list's gain changes (with 5 units at
-    grade 3, 3 at 2 and 10 at 1: nDCG at 5, 8 and 18), and at the list's end where it is longer; 0 where
-    nothing is relevant."""
-    out = np.zeros(len(batch.n_rel))
-    for i, got, levels in _rows(batch):
-        if batch.n_rel[i] == 0:
-            continue
-        walk, total, changes, dcg, ideal = _IdealWalk(levels), 0.0, 0, 0.0, 0.0
-        old, place = walk.gain, 0
-        while place < len(got) and walk.gain > 0:
-            gain = walk.step()
-            if gain != old:
-                if ideal > 0:
-                    total, changes = total + dcg / ideal, changes + 1
-                old = gain
-            dcg += got[place] / np.log2(place + 2)
-            ideal += gain / np.log2(place + 2) if gain > 0 else 0.0
-            place += 1
-        if place < len(got):
-            dcg += sum(g / np.log2(r + 2) for r, g in enumerate(got) if r >= place)
-            place = len(got)
-            if ideal > 0:
-                total, changes = total + dcg / ideal, changes + 1
-        while walk.gain > 0:
-            gain = walk.step()
-            if gain != old:
-                if ideal > 0:
-                    total, changes = total + dcg / ideal, changes + 1
-                old = gain
-            ideal += gain / np.log2(place + 2) if gain > 0 else 0.0
-            place += 1
-        out[i] = total / changes if changes else 0.0
-    return out
+    grade 3, 3 at 2 and 10 at 1: nDCG at 5, 8 and 18, the list's DCG taken at most to its end), and once
+    more at the list's end where it runs on past the ideal list's end by more than one; 0 where nothing is
+    relevant."""
+    got, ideal, discount, positive = _walks(batch)
+    rows, width = np.arange(len(positive)), got.shape[1]
+    dcg = np.concatenate([np.zeros((len(rows), 1)), np.cumsum(got * discount, axis=1)], axis=1)  # dcg[:, p]: p places
+    idcg = np.concatenate([np.zeros((len(rows), 1)), np.cumsum(ideal * discount, axis=1)], axis=1)
+    place = np.arange(1, width)[None, :]
+    change = ideal[:, 1:] != ideal[:, :-1]  # at place p (1 ..): the ideal gain differs from the one before
+    length = batch.length[:, None]
+    seen = np.take_along_axis(dcg, np.minimum(place, length), axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        terms = np.where(change, seen / idcg[:, 1:width], 0.0).sum(axis=1)
+        beyond = positive + 1 < batch.length  # the list goes on past the ideal list: once more at its end
+        last = np.where(beyond, dcg[rows, batch.length.clip(max=width)] / idcg[rows, -1], 0.0)
+        value = (terms + last) / (change.sum(axis=1) + beyond)
+    return np.where((batch.n_rel > 0) & (positive > 0), np.nan_to_num(value), 0.0)
 
 
 @register("g", cutoff="none", aliases=("normalized_gain",), trec=("g",))
 def normalized_gain(batch: Batch, k: Any) -> np.ndarray:
     """trec_eval's G: each retrieved unit's gain over log2(2 + what the ideal list had gained by then (at least
     1 a place) - what this list had gained), summed, over the ideal list's total gain."""
-    out = np.zeros(len(batch.n_rel))
-    for i, got, levels in _rows(batch):
-        walk, g, gained, ideal_total, cost = _IdealWalk(levels), 0.0, 0.0, 0.0, 0.0
-        for gain in got:
-            if walk.gain > 0:
-                ideal = walk.step()
-                ideal_total += ideal if ideal > 0 else 0.0
-                cost += ideal if ideal >= 1.0 else 1.0
-            else:
-                cost += 1.0
-            gained += gain
-            if gain:
-                g += gain / np.log2(2 + cost - gained)
-        while walk.gain > 0:
-            ideal = walk.step()
-            ideal_total += ideal if ideal > 0 else 0.0
-        out[i] = g / ideal_total if ideal_total > 0 else 0.0
-    return out
+    got, ideal, _, _ = _walks(batch)
+    cost = np.cumsum(np.maximum(ideal, 1.0), axis=1)
+    gained = np.cumsum(got, axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        g = np.where(got != 0, got / np.log2(2.0 + cost - gained), 0.0).sum(axis=1)
+    total = ideal.sum(axis=1)
+    return _safe_div(g, total) * (total > 0)
 
 
 INFAP_EPSILON = 0.00001
@@ -395,28 +365,23 @@ def inferred_ap(batch: Batch, k: Any) -> np.ndarray:
     """Inferred AP (Yilmaz & Aslam, 2006) as trec_eval computes it: precision at each relevant unit estimated
     from the judged results above it, results never pooled counting as non-relevant and those pooled but
     judged by nobody (graded below 0 in TREC qrels) left out as sampled; divided by R."""
-    pooled = batch.pooled if batch.pooled is not None else np.zeros_like(batch.judged)
-    out = np.zeros(len(batch.n_rel))
-    for i in range(len(out)):
-        rel = nonrel = unjudged = 0
-        total = 0.0
-        for j in range(int(batch.length[i])):
-            if not batch.judged[i, j]:
-                unjudged += bool(pooled[i, j])
-                continue
-            if not batch.rel[i, j]:
-                nonrel += 1
-                continue
-            rel += 1
-            if j == 0:
-                total += 1.0
-            else:
-                seen = (rel - 1 + nonrel + unjudged) / j
-                total += 1.0 / (j + 1) + (j / (j + 1)) * seen * (
-                    (rel - 1 + INFAP_EPSILON) / (rel - 1 + nonrel + 2 * INFAP_EPSILON)
-                )
-        out[i] = total / batch.n_rel[i] if batch.n_rel[i] else total
-    return out
+    inside = _filled(batch, None)
+    pooled = (batch.pooled if batch.pooled is not None else np.zeros_like(batch.judged)) & inside
+    judged = batch.judged & inside
+    rel = judged & batch.rel
+    nonrel = judged & ~batch.rel
+    above = np.zeros((len(rel), 1), dtype=np.int64)
+
+    def before(mask: np.ndarray) -> np.ndarray:  # how many above each place
+        return np.concatenate([above, np.cumsum(mask, axis=1)[:, :-1]], axis=1)
+
+    r, n, u = before(rel), before(nonrel), before(pooled & ~judged)
+    j = np.arange(rel.shape[1])[None, :].astype(float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        seen = (r + n + u) / j
+        estimate = 1.0 / (j + 1) + (j / (j + 1)) * seen * ((r + INFAP_EPSILON) / (r + n + 2 * INFAP_EPSILON))
+    total = np.where(rel, np.where(j == 0, 1.0, estimate), 0.0).sum(axis=1)
+    return np.where(batch.n_rel > 0, _safe_div(total, batch.n_rel.astype(float)), total)
 
 
 def relevance_strings(batch: Batch, length: int) -> list[str]:

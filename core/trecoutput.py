@@ -13,7 +13,6 @@ import numpy as np
 from vx_eval.core import metrics
 from vx_eval.core.errors import VxEvalError, quoted
 from vx_eval.core.trec import DEFAULT_MEASURES, Judgements, Run, Shape, score
-from vx_eval.core.trecmeasures import relevance_strings
 from vx_eval.core.trecnames import (
     SUMMARY_ONLY,
     TREC_COUNTS,
@@ -104,7 +103,7 @@ def trec_eval_output(
             "has (success, recip_rank, P, recall, map, gm_map, map_cut, ndcg, ndcg_cut, Rprec, bpref, "
             "iprec_at_recall, or the sets official and all_trec)"
         )
-    scored = score(judgements, run, measures, threshold, shape, whole=bool(strings) and per_query)
+    scored = score(judgements, run, measures, threshold, shape, [n for _, n in strings] if per_query else ())
     values = np.array(scored.values, dtype=float)
     per = {
         "num_ret": np.asarray(scored.num_ret, dtype=np.int64),
@@ -118,7 +117,7 @@ def trec_eval_output(
     if zscores is not None:
         per_z = {c: zscores.all_of(qids, [c], per[c][:, None])[:, 0] for c in per}
         values = zscores.all_of(qids, trec, values)
-    texts = [(name, relevance_strings(scored.batch, n)) for name, n in strings] if scored.batch and per_query else []
+    texts = [(name, scored.texts[n]) for name, n in strings] if per_query else []
     # relstring prints among the questions' lines where trec_eval's measure table has it
     at = sum(
         1

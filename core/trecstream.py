@@ -17,7 +17,8 @@ line or says what it did.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ import numpy as np
 
 from vx_eval.core import metrics
 from vx_eval.core.columns import Columns, same_bytes
+from vx_eval.core.trecmeasures import relevance_strings
 
 QID, DOC = 0, 1
 CHUNK_LINES = 1 << 18
@@ -92,6 +94,8 @@ class Scored:
     values: np.ndarray
     num_ret: np.ndarray
     num_rel_ret: np.ndarray
+    texts: dict[int, list[str]] = field(default_factory=dict)
+    """trec_eval's relstring of each question, by its length (those asked for)."""
 
 
 def _reader(path: Path) -> Any:
@@ -163,13 +167,16 @@ class Chunk:
         return cls(Columns(raw, data, starts, ends, source, lines), _floats(table.column("score")))
 
 
-def score_stream(path: Path, judged: Judged, measures: list[metrics.Measure], threshold: int) -> Scored:
-    """The run at `path` scored in chunks of whole questions (see the module); `Unstreamable` where the
-    careful reader is needed."""
+def score_stream(
+    path: Path, judged: Judged, measures: list[metrics.Measure], threshold: int, strings: Sequence[int] = ()
+) -> Scored:
+    """The run at `path` scored in chunks of whole questions (see the module), with the relstrings of the
+    lengths in `strings`; `Unstreamable` where the careful reader is needed."""
     import pyarrow as pa
 
     nq = len(judged.ideal)
     out = Scored(np.zeros((nq, len(measures))), np.zeros(nq, dtype=np.int64), np.zeros(nq, dtype=np.int64))
+    out.texts = {n: [""] * nq for n in strings}
     seen = np.zeros(nq, dtype=bool)
     pending: list[Any] = []
     held = 0
@@ -239,6 +246,9 @@ def _score_chunk(
     batch = _batch(order_q, length, judged, threshold, grade[order], is_judged[order])
     if measures:
         out.values[order_q] = np.column_stack([m.compute(batch) for m in measures])
+    for n, texts in out.texts.items():
+        for i, text in zip(order_q.tolist(), relevance_strings(batch, n), strict=True):
+            texts[i] = text
     out.num_ret[order_q] = batch.length
     out.num_rel_ret[order_q] = batch.hit.sum(axis=1)
 
