@@ -17,7 +17,7 @@ from vx_eval.cli import cli
 from vx_eval.core.errors import ConfigError, StoreError
 from vx_eval.core.sources import read_qrels
 
-from .conftest import SHARED
+from .conftest import shared
 
 TREC = {"ndcg@10": "ndcg_cut_10", "map": "map", "recall@100": "recall_100", "mrr": "recip_rank", "p@5": "P_5"}
 
@@ -28,8 +28,8 @@ def scifact_run(tmp_path_factory):
     folder = tmp_path_factory.mktemp("scifact-slice")
     config = {
         "name": "scifact-slice",
-        "golden": {"path": str(SHARED / "scifact"), "limit": 60},
-        "corpus": {"path": str(SHARED / "scifact"), "limit": 800},
+        "golden": {"path": str(shared("scifact")), "limit": 60},
+        "corpus": {"path": str(shared("scifact")), "limit": 800},
         "save_to": "runs",
         "targets": [
             {"name": "Local", "engine": "sqlite", "options": {"path": "s.db", "dense_models": [], "chunk_words": 0}}

@@ -18,7 +18,7 @@ from vx_eval.core.sources import read_qrels
 from vx_eval.core.trec import Judgements, Run, run_batch
 from vx_eval.core.units import judge
 
-from ..conftest import SHARED
+from ..conftest import shared
 
 PAIRS = {
     "ndcg": "ndcg",
@@ -61,7 +61,8 @@ COLLECTIONS = {
 
 
 def load_qrels(name: str) -> dict[str, dict[str, int]]:
-    qrels = read_qrels((SHARED / COLLECTIONS[name]).read_text(encoding="utf-8"), name)
+    folder, _, inside = COLLECTIONS[name].partition("/")
+    qrels = read_qrels((shared(folder) / inside).read_text(encoding="utf-8"), name)
     # Cranfield marks "no relevance" as -1; a grade is never below 0 here
     return {
         q: {d: max(g, 0) for d, g in docs.items()} for q, docs in qrels.items() if any(g > 0 for g in docs.values())

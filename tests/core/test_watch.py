@@ -47,10 +47,20 @@ def test_three_saves_during_the_settle_time_cost_one_run_and_the_same_content_ne
 
 
 def test_with_a_short_settle_time_a_burst_of_real_saves_runs_once(project, plugins):
+    """Real saves, and the settle time really slept; that the burst ends within it is made sure by an event,
+    not by timing (a loaded machine may stall the saver longer than any settle time)."""
     golden = project.root / "golden.jsonl"
     original = golden.read_bytes()
     config = project.write_config()
-    watcher = Watcher(config, plugins, settle=0.4, options=RunOptions())
+    settle = 0.4
+    burst_done = threading.Event()
+
+    def sleep(seconds: float) -> None:  # the settle period ends after the burst; polls sleep as they are
+        if seconds == settle:
+            assert burst_done.wait(timeout=120), "the saver never finished"
+        time.sleep(seconds)
+
+    watcher = Watcher(config, plugins, settle=settle, options=RunOptions(), sleep=sleep)
     Watcher(config, plugins, settle=0, options=RunOptions()).check_once()  # the current file, run once
     outcomes = []
 
@@ -58,16 +68,17 @@ def test_with_a_short_settle_time_a_burst_of_real_saves_runs_once(project, plugi
         for i in range(3):
             golden.write_bytes(original + extra(20 + i))
             time.sleep(0.1)
+        burst_done.set()
 
     saver = threading.Thread(target=burst)
     saver.start()
-    time.sleep(0.02)
-    stop_at = time.monotonic() + 5
+    stop_at = time.monotonic() + 120
     watcher.watch(poll=0.05, until=lambda o: outcomes.append(o) or o.action == "ran" or time.monotonic() > stop_at)
     saver.join()
     assert outcomes[-1].action == "ran"
     runs = runs_at(plugins, str(project.root / "runs"))
     assert len(runs) == 2  # the first content, then the last of the burst: not one run per save
+    assert runs_at(plugins, str(project.root / "runs"))[0].golden_sha256 == outcomes[-1].sha256
     assert watcher.check_once().action == "seen"
 
 

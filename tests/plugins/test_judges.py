@@ -9,7 +9,7 @@ import yaml
 from vx_eval.core.config import load_config
 from vx_eval.core.judgecheck import check_judge
 
-from ..conftest import SHARED
+from ..conftest import shared
 
 # Measured on this slice (8 judged queries, 200 passages + every judged one, keyword / MiniLM / hybrid /
 # hybrid reranked): quadratic kappa 0.203, linear 0.184, Kendall's tau 0.667 (4 setups: one pair swapped).
@@ -19,7 +19,7 @@ TAU_FLOOR = 0.66
 
 @pytest.mark.slow
 def test_the_cross_encoder_judge_agrees_with_trec_assessors_above_the_measured_floor(tmp_path, plugins, shared_cache):
-    dl19 = SHARED / "msmarco-dl19-5k"
+    dl19 = shared("msmarco-dl19-5k")
     config = tmp_path / "dl19.yaml"
     config.write_text(
         yaml.safe_dump(
