@@ -68,6 +68,8 @@ def write_collection(folder: Path, questions: int, depth: int, seed: int = 0) ->
     return qrels, run
 
 
+VX_EVAL = shutil.which("vx-eval") or str(Path(sys.executable).with_name("vx-eval"))
+"""vx-eval's command: on the PATH, else beside this Python (its venv not activated)."""
 CHILD_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 """Every side runs from compiled bytecode, as an installed package does (pip compiles it at install): with
 PYTHONDONTWRITEBYTECODE set, an editable checkout would compile its modules on every start, 20 ms here."""
@@ -92,7 +94,7 @@ def timed(argv: list[str], out: Path | None = None) -> tuple[float, float]:
 
 
 def commands(qrels: Path, run: Path) -> dict[str, list[str]]:
-    vx = shutil.which("vx-eval") or "vx-eval"
+    vx = VX_EVAL
     found = {
         "vx-eval eval": [vx, "eval", str(qrels), str(run), "-q", *(a for m in OURS for a in ("-m", m))],
         "pytrec_eval": [sys.executable, "-c", PYTREC, str(qrels), str(run)],
@@ -146,7 +148,7 @@ def all_trec(size: str, repeat: int, folder: Path) -> None:
     qrels, run = write_collection(folder, questions, depth)
     lines = sum(1 for _ in run.open())
     flags = ["-c", "-q", "-m", "all_trec", str(qrels), str(run)]
-    runs = {"vx-eval eval": [shutil.which("vx-eval") or "vx-eval", "eval", "--trec-format", *flags]}
+    runs = {"vx-eval eval": [VX_EVAL, "eval", "--trec-format", *flags]}
     if trec := shutil.which("trec_eval"):
         runs["trec_eval (C)"] = [trec, *flags]
     outputs = {name: folder / f"all-{name.split()[0]}.out" for name in runs}
@@ -167,7 +169,7 @@ def all_trec(size: str, repeat: int, folder: Path) -> None:
 
 
 def startup(repeat: int) -> None:
-    vx = shutil.which("vx-eval") or "vx-eval"
+    vx = VX_EVAL
     rows: dict[str, list[float]] = {"python -c pass": [], "vx-eval --help": []}
     for _ in range(repeat):
         rows["python -c pass"].append(timed([sys.executable, "-c", "pass"])[0])
