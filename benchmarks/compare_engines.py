@@ -31,7 +31,7 @@ from pathlib import Path
 import yaml
 
 from vx_eval.api import run
-from vx_eval.core.schema import Report, SetupResult
+from vx_eval.core.report.schema import Report, SetupResult
 
 REPO = Path(__file__).resolve().parents[1]
 SCIFACT = (REPO.parent / "shared" / "datasets" / "scifact").resolve()

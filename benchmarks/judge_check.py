@@ -19,8 +19,8 @@ from pathlib import Path
 import numpy as np
 from sklearn.metrics import cohen_kappa_score
 
-from vx_eval.core.config import load_config
-from vx_eval.core.judgecheck import check_judge
+from vx_eval.core.config.experiment import load_config
+from vx_eval.core.judging.check import check_judge
 from vx_eval.core.plugins import load_plugins
 from vx_eval.plugins.judges.cross_encoder import DEFAULT_CUT_POINTS
 

@@ -19,7 +19,7 @@ import sys
 import time
 from pathlib import Path
 
-from vx_eval.core.schema import PICK_NAMES, Report, load_report
+from vx_eval.core.report.schema import PICK_NAMES, Report, load_report
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -19,11 +19,11 @@ from pathlib import Path
 
 import yaml
 
-from vx_eval.core.config import load_config
-from vx_eval.core.models import DENSE, LATE, Models, ModelSettings
+from vx_eval.core.config.experiment import load_config
+from vx_eval.core.golden.sources import read_corpus
+from vx_eval.core.models.loading import DENSE, LATE, Models, ModelSettings
 from vx_eval.core.plugins import load_plugins
-from vx_eval.core.run import RunOptions, run_experiment
-from vx_eval.core.sources import read_corpus
+from vx_eval.core.run.pipeline import RunOptions, run_experiment
 from vx_eval.core.stores import Stores
 
 REPO = Path(__file__).resolve().parents[1]

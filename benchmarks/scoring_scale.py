@@ -16,11 +16,11 @@ import time
 
 import numpy as np
 
-from vx_eval.core import ranking, scoring
-from vx_eval.core.engine import Setup
-from vx_eval.core.golden import Question
-from vx_eval.core.schema import Settings
-from vx_eval.core.search import SetupRun
+from vx_eval.core.golden.files import Question
+from vx_eval.core.report.schema import Settings
+from vx_eval.core.run import ranking, scoring
+from vx_eval.core.run.engine import Setup
+from vx_eval.core.run.search import SetupRun
 
 DEPTH = 20
 
@@ -52,7 +52,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1000,10000,100000")
     args = parser.parse_args()
-    from vx_eval.core.metrics import parse
+    from vx_eval.core.measures.metrics import parse
 
     measures = [parse(m) for m in ("found@1", "found@10", "mrr", "recall@10", "ndcg@10", "map")]
     settings = Settings(metrics=[m.name for m in measures], primary="ndcg@10", depth=DEPTH, graded=True)

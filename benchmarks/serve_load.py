@@ -24,9 +24,9 @@ from pathlib import Path
 
 import httpx
 
-from vx_eval.core.history import run_ids
 from vx_eval.core.plugins import load_plugins
-from vx_eval.core.report import new_run_id, runs_folder
+from vx_eval.core.report.history import run_ids
+from vx_eval.core.report.saving import new_run_id, runs_folder
 from vx_eval.core.stores import Stores
 from vx_eval.testing.processes import free_port, start_server
 

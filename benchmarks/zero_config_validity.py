@@ -36,11 +36,11 @@ import yaml
 from scipy.stats import kendalltau
 
 from vx_eval.autoconfig import choose_writer, from_docs, prepare
-from vx_eval.core.config import load_config
-from vx_eval.core.engine import SilentProgress
-from vx_eval.core.judgecheck import check_judge
+from vx_eval.core.config.experiment import load_config
+from vx_eval.core.judging.check import check_judge
 from vx_eval.core.plugins import load_plugins
-from vx_eval.core.run import RunOptions, run_experiment
+from vx_eval.core.run.engine import SilentProgress
+from vx_eval.core.run.pipeline import RunOptions, run_experiment
 
 DATASETS = Path(__file__).resolve().parents[2] / "shared" / "datasets"
 

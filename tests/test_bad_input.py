@@ -69,7 +69,7 @@ def test_a_bad_config_is_one_clear_line_before_any_indexing(project, capsys, tex
 
 
 def test_dates_and_times_in_yaml_are_text_not_a_crash(project, plugins):
-    from vx_eval.core.config import load_config
+    from vx_eval.core.config.experiment import load_config
 
     for name in ("2001-13-45", "25:61:61", "2001-01-01"):
         assert load_config(config(project, BASE.replace("name: bad", f"name: {name}")), plugins).config.name == name

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from vx_eval.core.compare import Gate
 from vx_eval.core.errors import VxEvalError
+from vx_eval.core.report.compare import Gate
 
 from .conftest import quickstart_copy
 from .test_cli import call

@@ -15,7 +15,7 @@ import vx_eval
 from vx_eval.api import run
 from vx_eval.cli import cli
 from vx_eval.core.errors import ConfigError, StoreError
-from vx_eval.core.sources import read_qrels
+from vx_eval.core.golden.sources import read_qrels
 
 from .conftest import shared
 
@@ -171,7 +171,7 @@ def test_exporting_a_run_graded_by_a_judge_writes_its_grades_and_eval_gives_the_
     """Questions with no expected documents, graded by the judge alone: the judge's grades are the qrels
     (they were once left out, and an empty qrels.txt scored nothing), so `vx-eval eval` on the export gives
     every setup's numbers in the report."""
-    from vx_eval.core.trec import evaluate_run, read_judgements
+    from vx_eval.core.trec.files import evaluate_run, read_judgements
     from vx_eval.testing.conformance import copy_collection
 
     copy_collection(tmp_path)

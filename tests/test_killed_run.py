@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from vx_eval.core.history import list_runs
+from vx_eval.core.report.history import list_runs
 from vx_eval.core.stores import Stores
 
 QUESTIONS = 20_000
@@ -87,7 +87,7 @@ def test_a_killed_run_leaves_no_partial_report_and_resumes_to_the_same_measures(
 
 
 def test_resume_refuses_a_changed_golden_file_and_an_unknown_run(project, plugins):
-    from vx_eval.core.checkpoints import Checkpoints, Manifest
+    from vx_eval.core.run.checkpoints import Checkpoints, Manifest
 
     config = project.write_config()
     done = vx("run", str(config), "--resume", "20260101T000000000000Z-abcdef", cwd=project.root)

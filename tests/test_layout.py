@@ -17,6 +17,19 @@ def test_no_module_of_the_package_passes_500_lines():
         {(Path(folder) / name).resolve() for folder, _, names in os.walk(root, followlinks=True) for name in names}
     )
     modules = [p for p in modules if p.suffix == ".py"]
-    assert len(modules) > 100  # the whole package, core/ and plugins/ through their links included
+    assert len(modules) > 100  # the whole package, core/ and plugins/ included
     long = {str(p): n for p in modules if (n := len(p.read_text().splitlines())) > LIMIT}
     assert long == {}
+
+
+def test_no_symbolic_link_is_checked_in_and_the_quickstart_copies_are_the_same():
+    """docs/decisions/0001-layout.md: real folders only; the quickstart's files, kept both in configs/ and in
+    the package (the conformance suite reads them installed), never drift apart."""
+    import subprocess
+
+    repo = Path(__file__).resolve().parents[1]
+    staged = subprocess.run(["git", "ls-files", "-s"], cwd=repo, capture_output=True, text=True, check=True).stdout
+    assert not [line for line in staged.splitlines() if line.startswith("120000")]  # a link's mode
+    packaged = Path(vx_eval.__file__).resolve().parent / "testing" / "data"
+    for name in ("docs.jsonl", "golden.jsonl"):
+        assert (repo / "configs" / "quickstart" / name).read_bytes() == (packaged / name).read_bytes(), name

@@ -10,6 +10,8 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Any
 
+from vx_eval import core as _core
+
 __all__ = [
     "Hit",
     "Question",
@@ -33,14 +35,14 @@ __all__ = [
 
 _LAZY = {
     "hookimpl": "vx_eval.core.hookspecs",
-    "Hit": "vx_eval.core.engine",
+    "Hit": "vx_eval.core.run.engine",
     "Question": "vx_eval.questions",
     "Target": "vx_eval.questions",
     "save_questions": "vx_eval.questions",
     "read_golden": "vx_eval.questions",
     "golden_template": "vx_eval.questions",
     "write_golden": "vx_eval.questions",
-    "Report": "vx_eval.core.schema",
+    "Report": "vx_eval.core.report.schema",
     "Retriever": "vx_eval.evaluation",
     "evaluate": "vx_eval.evaluation",
     "embed_corpus": "vx_eval.evaluation",
@@ -50,6 +52,13 @@ _LAZY = {
     "rescore": "vx_eval.evaluation",
     "export_trec": "vx_eval.evaluation",
 }
+
+
+def _report_views() -> Any:
+    return import_module("vx_eval.notebook")
+
+
+_core.report_views = _report_views  # the Report's table, frames and page, which live above the core
 
 
 def __getattr__(name: str) -> Any:

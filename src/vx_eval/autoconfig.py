@@ -26,11 +26,11 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from vx_eval.core.endpoints import ModelEndpoint
-from vx_eval.core.engine import Discovered, slug
 from vx_eval.core.errors import ConfigError, GoldenError
-from vx_eval.core.golden import GoldenRow
-from vx_eval.core.models import DENSE, LATE, ModelCatalog, unknown_model
+from vx_eval.core.golden.files import GoldenRow
+from vx_eval.core.models.endpoints import ModelEndpoint
+from vx_eval.core.models.loading import DENSE, LATE, ModelCatalog, unknown_model
+from vx_eval.core.run.engine import Discovered, slug
 
 if TYPE_CHECKING:
     from vx_eval.api import WriteSummary
@@ -316,7 +316,7 @@ def prepare(
     """The config for `source` (written to its workspace, and to `save_config` when given) with its golden
     questions drafted by `writer` (`choose_writer`'s default when None) if the workspace has none yet."""
     from vx_eval.api import write_golden_rows
-    from vx_eval.core.golden import dump_rows
+    from vx_eval.core.golden.files import dump_rows
 
     writer = writer or choose_writer(None)
     work = workspace(source, Path.cwd())

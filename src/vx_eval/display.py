@@ -35,7 +35,7 @@ Justify = Literal[  # the columns' alignments
 ]
 
 if TYPE_CHECKING:
-    from vx_eval.core.schema import Report, SetupResult
+    from vx_eval.core.report.schema import Report, SetupResult
 
 PICK_TEXT = {
     "finds_the_most": "Finds the most",

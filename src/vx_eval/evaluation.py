@@ -16,17 +16,17 @@ from typing import Any
 
 import yaml
 
-from vx_eval.core.config import EvaluationConfig, parse_config
-from vx_eval.core.engine import Document, EngineHandle, Hit, OpenContext, Query, SilentProgress, TargetDescription
+from vx_eval.core.config.experiment import EvaluationConfig, parse_config
 from vx_eval.core.errors import ConfigError, did_you_mean, quoted
-from vx_eval.core.golden import GoldenSet, Question, dump_rows, parse_golden, question_row
-from vx_eval.core.models import DENSE, Models, ModelSettings
+from vx_eval.core.golden.files import GoldenSet, Question, dump_rows, parse_golden, question_row
+from vx_eval.core.golden.sources import read_corpus
+from vx_eval.core.models.loading import DENSE, Models, ModelSettings
 from vx_eval.core.plugins import Plugins, load_plugins
-from vx_eval.core.run import RunOptions, run_experiment
-from vx_eval.core.schema import Report
-from vx_eval.core.sources import read_corpus
+from vx_eval.core.report.schema import Report
+from vx_eval.core.run.engine import Document, EngineHandle, Hit, OpenContext, Query, SilentProgress, TargetDescription
+from vx_eval.core.run.pipeline import RunOptions, run_experiment
+from vx_eval.core.run.targets import open_targets
 from vx_eval.core.stores import Stores
-from vx_eval.core.targets import open_targets
 
 GIVEN = "(questions given to evaluate())"
 
@@ -308,7 +308,7 @@ def load_report(location: str | Path, *, runs: str | Path | None = None, ranking
     """A saved report: a ``report.json`` path (or its run folder, or ``s3://…``), or a run id (or
     ``latest``) among the runs saved at `runs` (default ``runs``); with its rankings, read back from the
     file beside it (`rankings=False` reads only the report: summaries, picks, per-question measures)."""
-    from vx_eval.core.compare import load_report as _load
+    from vx_eval.core.report.compare import load_report as _load
 
     stores = Stores(load_plugins())
     return _load(str(location), stores, str(runs) if runs else "runs", rankings=rankings)
@@ -319,23 +319,23 @@ def _kept(
 ) -> tuple[Report, Stores, str, GoldenSet, list[Question]]:
     """A saved run (or a report in hand), where its runs are kept, its golden set and its searched questions
     (from `golden` where given, else the exact copy kept beside the runs)."""
-    from vx_eval.core.history import golden_bytes
-    from vx_eval.core.rescore import searched_questions
+    from vx_eval.core.report.history import golden_bytes
+    from vx_eval.core.report.rescore import searched_questions
 
     stores = Stores(load_plugins())
     save_to = str(runs) if runs is not None else "runs"
-    from vx_eval.core.rankings import held
+    from vx_eval.core.report.kept_rankings import held
 
     if not isinstance(report, Report):
         report = load_report(report, runs=runs)
     elif report.rankings is not None and not held(report):  # read without its rankings: read them now
         report = load_report(report.id, runs=runs)
     if golden is None:
-        from vx_eval.core.golden import parse_golden
+        from vx_eval.core.golden.files import parse_golden
 
         kept = parse_golden(golden_bytes(stores, save_to, report), f"the golden file of run {report.id}")
     elif isinstance(golden, str | Path):
-        from vx_eval.core.sources import read_golden
+        from vx_eval.core.golden.sources import read_golden
 
         kept = read_golden(str(golden), stores)
     else:
@@ -355,7 +355,7 @@ def export_trec(
     run's kept rankings: trec_eval, ranx or ir_measures on them give the report's numbers. `report` is a
     report, a run id (at `runs`) or a report's location; the judgements come from `golden` or the copy of
     the golden file kept beside the runs."""
-    from vx_eval.core.export import export_trec as _export
+    from vx_eval.core.report.export import export_trec as _export
 
     report, stores, _, _, questions = _kept(report, runs, golden, queries)
     return _export(report, questions, str(folder), stores)
@@ -381,9 +381,9 @@ def rescore(
     with `replace`), another `relevance_threshold` or `primary`, or the grades of `judge` (whose options and
     the documents it reads come from `config`, the run's own). The new report names the run it came from
     and keeps its times; `save` keeps it beside that run."""
-    from vx_eval.core.config import load_config
-    from vx_eval.core.rescore import Rescoring, rejudge
-    from vx_eval.core.rescore import rescore as _rescore
+    from vx_eval.core.config.experiment import load_config
+    from vx_eval.core.report.rescore import Rescoring, rejudge
+    from vx_eval.core.report.rescore import rescore as _rescore
 
     report, stores, save_to, kept, questions = _kept(report, runs, golden, queries)
     judged = None
@@ -396,7 +396,7 @@ def rescore(
     asked = Rescoring(tuple(metrics), replace, relevance_threshold, primary)
     new = _rescore(report, kept, asked, judged)
     if save:
-        from vx_eval.core.report import save_report
+        from vx_eval.core.report.saving import save_report
 
         new, _ = save_report(new, kept.raw, stores, save_to)
     return new

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from vx_eval.core.schema import JudgeInfo, Report
+    from vx_eval.core.report.schema import JudgeInfo, Report
 
 SHARES = ("found", "hit", "recall", "p", "judged")
 

@@ -1,5 +1,5 @@
 """A report for people working in Python: the terminal table as text, DataFrames (one row per setup, or
-long format per question), the page inside a notebook, and saving. `core.schema.Report`'s methods call these."""
+long format per question), the page inside a notebook, and saving. `core.report.schema.Report`'s methods call these."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from vx_eval.core.errors import VxEvalError
 
 if TYPE_CHECKING:
-    from vx_eval.core.schema import Report
+    from vx_eval.core.report.schema import Report
 
 QUESTION_COLUMNS = ["setup", "question", "status", "time_ms", "position", "measure", "value"]
 
@@ -112,7 +112,7 @@ def save(report: Report, location: str) -> str:
     `location` (``<location>/retrieval/runs/<id>/report.json``, where `vx-eval runs` finds it); where."""
     from vx_eval.core.errors import redact
     from vx_eval.core.plugins import load_plugins
-    from vx_eval.core.report import save_report
+    from vx_eval.core.report.saving import save_report
     from vx_eval.core.stores import Stores
 
     stores = Stores(load_plugins())

@@ -36,9 +36,35 @@ every engine should pass.
 
 from __future__ import annotations
 
-from vx_eval.core.config import ConfigPath, SecretRef
-from vx_eval.core.endpoints import Billed, Embedded, Failure, InputType, ModelEndpoint, Provider, Reranked
-from vx_eval.core.engine import (
+from vx_eval.core.config.experiment import ConfigPath, SecretRef
+from vx_eval.core.errors import (
+    ConfigError,
+    EngineError,
+    GoldenError,
+    PluginError,
+    StoreError,
+    VxEvalError,
+    did_you_mean,
+    remember_secret,
+)
+from vx_eval.core.golden.files import GoldenRow
+from vx_eval.core.golden.template import QuestionWriter, Unit, WriteOutcome, WriterDescription, WriteRequest
+from vx_eval.core.hookspecs import hookimpl
+from vx_eval.core.judging.grading import Judge, Verdict
+from vx_eval.core.models.endpoints import Billed, Embedded, Failure, InputType, ModelEndpoint, Provider, Reranked
+from vx_eval.core.models.loading import (
+    DENSE,
+    LATE,
+    RERANKER,
+    CrossEncoder,
+    DenseEncoder,
+    LateEncoder,
+    ModelPlugin,
+    Models,
+    ModelSettings,
+)
+from vx_eval.core.plugins import Registry
+from vx_eval.core.run.engine import (
     DENSE_PREFIX,
     FUSION,
     GRAPH,
@@ -69,34 +95,8 @@ from vx_eval.core.engine import (
     reuse_allowed,
     slug,
 )
-from vx_eval.core.errors import (
-    ConfigError,
-    EngineError,
-    GoldenError,
-    PluginError,
-    StoreError,
-    VxEvalError,
-    did_you_mean,
-    remember_secret,
-)
-from vx_eval.core.golden import GoldenRow
-from vx_eval.core.hookspecs import hookimpl
-from vx_eval.core.judging import Judge, Verdict
-from vx_eval.core.models import (
-    DENSE,
-    LATE,
-    RERANKER,
-    CrossEncoder,
-    DenseEncoder,
-    LateEncoder,
-    ModelPlugin,
-    Models,
-    ModelSettings,
-)
-from vx_eval.core.plugins import Registry
-from vx_eval.core.remote import RemotePolicy
+from vx_eval.core.run.remote import RemotePolicy
 from vx_eval.core.stores import Store, StoreDenied, StoreFull, StoreNotFound
-from vx_eval.core.template import QuestionWriter, Unit, WriteOutcome, WriterDescription, WriteRequest
 from vx_eval.plugins.engines.prepare import Built, Chunk, IndexOptions, prepare
 
 __all__ = [

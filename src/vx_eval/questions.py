@@ -13,11 +13,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from vx_eval.core import golden as core_golden
-from vx_eval.core.config import ModelsConfig
-from vx_eval.core.engine import EngineHandle
+from vx_eval.core.config.experiment import ModelsConfig
 from vx_eval.core.errors import ConfigError, GoldenError
-from vx_eval.core.golden import GoldenSet
+from vx_eval.core.golden import files as core_golden
+from vx_eval.core.golden.files import GoldenSet
+from vx_eval.core.run.engine import EngineHandle
 
 
 def question_id(text: str) -> str:
@@ -135,8 +135,8 @@ def golden_template(
     same collection gives the same rows. `writer`, any function from a text to a question, drafts them
     (rows marked ``draft: true``). Returns the rows as mappings."""
     from vx_eval.api import save_golden
+    from vx_eval.core.golden.template import WriteRequest, drafted, sample_units
     from vx_eval.core.plugins import load_plugins
-    from vx_eval.core.template import WriteRequest, drafted, sample_units
 
     if by not in ("document", "page"):
         raise ConfigError(f"by is 'document' or 'page', not {by!r}")

@@ -14,9 +14,9 @@ from vx_eval.display import Justify
 from vx_eval.format import fmt_ms, judge_line
 
 if TYPE_CHECKING:
-    from vx_eval.core.compare import Change, Comparison, LatencyChange
-    from vx_eval.core.history import RunEntry
-    from vx_eval.core.judgecheck import JudgeCheck
+    from vx_eval.core.judging.check import JudgeCheck
+    from vx_eval.core.report.compare import Change, Comparison, LatencyChange
+    from vx_eval.core.report.history import RunEntry
 
 
 def show_comparison(console: Console, comparison: Comparison, only: set[str], *, changed: bool = False) -> None:

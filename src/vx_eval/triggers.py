@@ -1,6 +1,6 @@
 """Cloud triggers: re-run the evaluation when the golden file changes in S3 or Azure Blob Storage.
 
-Both handlers call the same logic as `vx-eval watch` (`core.watch.Watcher.check_once`): settle, never
+Both handlers call the same logic as `vx-eval watch` (`core.run.watch.Watcher.check_once`): settle, never
 twice for the same content. The config is packaged with the function and named by ``VX_EVAL_CONFIG``
 (a path); ``VX_EVAL_SETTLE`` sets the settle time in seconds (default 60). An event about any object other
 than the config's golden file is ignored.
@@ -28,11 +28,11 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote_plus
 
-from vx_eval.core.config import load_config
+from vx_eval.core.config.experiment import load_config
 from vx_eval.core.errors import ConfigError
 from vx_eval.core.plugins import load_plugins
-from vx_eval.core.run import RunOptions
-from vx_eval.core.watch import Watcher
+from vx_eval.core.run.pipeline import RunOptions
+from vx_eval.core.run.watch import Watcher
 
 
 def _watcher() -> Watcher:

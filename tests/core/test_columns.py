@@ -10,8 +10,8 @@ import tracemalloc
 import numpy as np
 import pytest
 
-from vx_eval.core.columns import QRELS, RUN, Form, Layout, same_bytes, scan
 from vx_eval.core.errors import VxEvalError
+from vx_eval.core.trec.columns import QRELS, RUN, Form, Layout, same_bytes, scan
 
 THREE = Layout("file", "q d x", (Form(3, (0, 1, 2)),))
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from vx_eval.core.config import SecretRef, load_config
+from vx_eval.core.config.experiment import SecretRef, load_config
 from vx_eval.core.errors import ConfigError
 
 
@@ -116,7 +116,7 @@ def test_secrets_are_references_to_environment_variables(monkeypatch):
 
 
 def test_a_secret_reference_passes_the_secret_check():
-    from vx_eval.core.config import _check_secrets
+    from vx_eval.core.config.experiment import _check_secrets
 
     assert _check_secrets({"api_key": {"env": "AZURE_SEARCH_KEY"}}, ("options",)) == []
     assert _check_secrets({"auth": {"token": "abc"}}, ("options",))[0][0] == ("options", "auth", "token")

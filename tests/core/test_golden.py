@@ -8,8 +8,8 @@ import json
 import pytest
 
 from vx_eval.core.errors import GoldenError
-from vx_eval.core.golden import default_id, dump_rows, lint, parse_golden
-from vx_eval.core.sources import beir_golden_bytes, read_golden
+from vx_eval.core.golden.files import default_id, dump_rows, lint, parse_golden
+from vx_eval.core.golden.sources import beir_golden_bytes, read_golden
 from vx_eval.core.stores import Stores
 
 BAD = b"""{"id": "q1", "question": "Can I defer?", "expected": ["deferment"]}

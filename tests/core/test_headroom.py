@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import vx_eval
-from vx_eval.core.headroom import randomised_tukey
+from vx_eval.core.report.headroom import randomised_tukey
 
 QUESTIONS = [
     vx_eval.Question("postpone a loan payment", ("deferment",), "q1", kind="fact"),

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from vx_eval.core.errors import StoreError
-from vx_eval.core.history import golden_bytes, list_runs, read_report
+from vx_eval.core.report.history import golden_bytes, list_runs, read_report
 from vx_eval.core.stores import StoreNotFound, Stores
 
 GOLDEN = b"old name\n"

@@ -7,8 +7,8 @@ import json
 import pytest
 
 from vx_eval.core.errors import GoldenError
-from vx_eval.core.golden import parse_golden
-from vx_eval.core.importers import bedrock_golden_bytes, read_topics, trec_golden_bytes
+from vx_eval.core.golden.files import parse_golden
+from vx_eval.core.golden.importers import bedrock_golden_bytes, read_topics, trec_golden_bytes
 
 BEDROCK = "\n".join(
     json.dumps(c)
@@ -79,8 +79,8 @@ def test_a_bedrock_line_of_another_shape_is_named():
 
 
 def test_a_labelled_row_beside_unlabelled_ones_is_the_only_one_scored(project, plugins):
-    from vx_eval.core.config import load_config
-    from vx_eval.core.run import RunOptions, run_experiment
+    from vx_eval.core.config.experiment import load_config
+    from vx_eval.core.run.pipeline import RunOptions, run_experiment
 
     data, _ = bedrock_golden_bytes(BEDROCK, "bedrock.jsonl")
     labelled = b'{"id": "w", "question": "How much is a wire transfer?", "expected": ["wire"]}\n'

@@ -8,12 +8,12 @@ import math
 import pytest
 from sklearn.metrics import cohen_kappa_score
 
-from vx_eval.core.config import load_config
+from vx_eval.core.config.experiment import load_config
 from vx_eval.core.errors import VxEvalError
-from vx_eval.core.golden import Question
-from vx_eval.core.judgecheck import agreement, same_order
-from vx_eval.core.judging import GradeCache, Verdict, grade_pairs, with_judged_grades
-from vx_eval.core.run import RunOptions, run_experiment
+from vx_eval.core.golden.files import Question
+from vx_eval.core.judging.check import agreement, same_order
+from vx_eval.core.judging.grading import GradeCache, Verdict, grade_pairs, with_judged_grades
+from vx_eval.core.run.pipeline import RunOptions, run_experiment
 
 from ..conftest import GOLDEN, write_jsonl
 

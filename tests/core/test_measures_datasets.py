@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 import pytrec_eval
 
-from vx_eval.core.golden import Question
-from vx_eval.core.metrics import Batch, parse
-from vx_eval.core.sources import read_qrels
-from vx_eval.core.trec import Judgements, Run, run_batch
-from vx_eval.core.units import judge
+from vx_eval.core.golden.files import Question
+from vx_eval.core.golden.sources import read_qrels
+from vx_eval.core.measures.metrics import Batch, parse
+from vx_eval.core.run.units import judge
+from vx_eval.core.trec.files import Judgements, Run, run_batch
 
 from ..conftest import shared
 
@@ -174,7 +174,7 @@ def test_gm_map_and_interpolated_precision_equal_pytrec_eval(name):
     interpolated precision at every level per question, wherever trec_eval 9 (inside pytrec_eval) and 10
     (what vx-eval follows) turn the level into the same number of relevant units: 9 added 0.9 and cut, 10
     rounds. Where they differ, trec_eval 10's own test output decides (`test_trec_format`)."""
-    from vx_eval.core.metrics import average
+    from vx_eval.core.measures.metrics import average
 
     qrels = load_qrels(name)
     run = draw_run(qrels)

@@ -8,10 +8,11 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from vx_eval.core import assembly, ranking
-from vx_eval.core.judging import circular_setups
-from vx_eval.core.picks import Scored, frontier
-from vx_eval.core.schema import Counts, Graded, PerQuestion, Settings, SetupResult, Times
+from vx_eval.core.judging.grading import circular_setups
+from vx_eval.core.report import assembly
+from vx_eval.core.report.picks import Scored, frontier
+from vx_eval.core.report.schema import Counts, Graded, PerQuestion, Settings, SetupResult, Times
+from vx_eval.core.run import ranking
 
 SETTINGS = Settings(primary="dcg@10", metrics=["dcg@10", "found@1", "mrr"], bootstrap=200, permutations=2000)
 

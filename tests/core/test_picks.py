@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from vx_eval.core.picks import Scored, frontier, neighbours, picks, ranked
+from vx_eval.core.report.picks import Scored, frontier, neighbours, picks, ranked
 
 
 def S(key, primary, at1=0.5, ms=10.0, failed=False):
@@ -81,7 +81,7 @@ def timed(key, primary, at1, center, spread=0.15, seed=0, n=26, mrr=0.0):
 
 
 def test_a_time_difference_inside_the_noise_is_a_tie_and_goes_to_the_better_setup():
-    from vx_eval.core.picks import Picker
+    from vx_eval.core.report.picks import Picker
 
     # hybrid is better at 1 and takes as long as dense, give or take the machine's noise: whichever median
     # comes out lower in a run, the pick is the better setup
@@ -98,7 +98,7 @@ def test_a_time_difference_inside_the_noise_is_a_tie_and_goes_to_the_better_setu
 
 
 def test_a_full_tie_goes_to_the_smaller_key_even_when_it_begins_the_other():
-    from vx_eval.core.picks import Picker
+    from vx_eval.core.report.picks import Picker
 
     # level on every measure, times within the noise: the name decides, and the shorter key comes first
     for seed in range(4):
@@ -112,7 +112,7 @@ def test_a_full_tie_goes_to_the_smaller_key_even_when_it_begins_the_other():
 
 
 def test_a_real_difference_in_speed_still_picks_the_faster():
-    from vx_eval.core.picks import Picker, compare_times
+    from vx_eval.core.report.picks import Picker, compare_times
 
     fast, slow = timed("keyword", 1.0, 0.8, 0.5, seed=1), timed("reranked", 1.0, 0.9, 50.0, seed=2)
     comparison = compare_times(fast, slow)
@@ -124,7 +124,7 @@ def test_a_real_difference_in_speed_still_picks_the_faster():
 
 
 def test_noise_is_not_surely_faster_either_way():
-    from vx_eval.core.picks import compare_times
+    from vx_eval.core.report.picks import compare_times
 
     a, b = timed("a", 1, 1, 10.1, seed=3), timed("b", 1, 1, 10.7, seed=4)
     one, other = compare_times(a, b), compare_times(b, a)
@@ -133,7 +133,7 @@ def test_noise_is_not_surely_faster_either_way():
 
 
 def test_a_saturated_primary_hands_the_picks_to_found_at_1_and_says_so():
-    from vx_eval.core.picks import Picker, saturated
+    from vx_eval.core.report.picks import Picker, saturated
 
     rows = [S(f"s{i}", 1.0, at1=0.65 + 0.03 * i, ms=5.0 + i) for i in range(10)]  # the better, the slower
     rows += [S("keyword", 0.85, at1=0.65, ms=0.4), S("graph", 0.88, at1=0.8, ms=100)]

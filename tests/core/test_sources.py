@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from vx_eval.core.sources import CorpusError, FileCorpus, read_corpus
+from vx_eval.core.golden.sources import CorpusError, FileCorpus, read_corpus
 from vx_eval.core.stores import Stores
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from vx_eval.core import stats
+from vx_eval.core.measures import stats
 
 
 def test_bootstrap_interval_holds_the_mean_and_is_seeded():

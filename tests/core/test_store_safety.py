@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from vx_eval.core.config import load_config
+from vx_eval.core.config.experiment import load_config
 from vx_eval.core.errors import VxEvalError
-from vx_eval.core.history import golden_bytes, list_runs, read_report, run_ids
-from vx_eval.core.leftovers import QUIET_FOR, is_stale, sweep
-from vx_eval.core.run import RunOptions, run_experiment
+from vx_eval.core.report.history import golden_bytes, list_runs, read_report, run_ids
+from vx_eval.core.run.leftovers import QUIET_FOR, is_stale, sweep
+from vx_eval.core.run.pipeline import RunOptions, run_experiment
 from vx_eval.core.stores import StoreDenied, Stores
 from vx_eval.plugins.engines.prepare import building
 

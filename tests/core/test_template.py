@@ -6,8 +6,8 @@ import itertools
 import json
 
 from vx_eval.api import template_rows
-from vx_eval.core.engine import Document
-from vx_eval.core.template import Unit, hint, sample_units, shares, spread, units_of
+from vx_eval.core.golden.template import Unit, hint, sample_units, shares, spread, units_of
+from vx_eval.core.run.engine import Document
 
 WORDS = " ".join(f"word{i}" for i in range(30))
 REPORT = Document(

@@ -10,8 +10,8 @@ import random
 import numpy as np
 import pytest
 
-from vx_eval.core import ties
-from vx_eval.core.metrics import Batch, Judged, parse
+from vx_eval.core.measures import ties
+from vx_eval.core.measures.metrics import Batch, Judged, parse
 
 EXACT = ["p@3", "recall@4", "f1@3", "dcg@4", "ndcg@3", "ndcg", "rprec", "mean_rel@4", "judged@3", "rbp",
          "rbp_residual", "mrr", "mrr@3", "map", "map@4", "recall@1r"]  # fmt: skip

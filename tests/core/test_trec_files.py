@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from vx_eval.core.errors import VxEvalError
-from vx_eval.core.trec import evaluate_run, read_judgements, read_run
+from vx_eval.core.trec.files import evaluate_run, read_judgements, read_run
 
 from ..test_cli import call
 

@@ -9,10 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from vx_eval.core import trecstream
 from vx_eval.core.errors import VxEvalError
-from vx_eval.core.metrics import parse
-from vx_eval.core.trec import read_judgements, read_run, score
+from vx_eval.core.measures.metrics import parse
+from vx_eval.core.trec import stream as trecstream
+from vx_eval.core.trec.files import read_judgements, read_run, score
 
 from .test_measures_datasets import COLLECTIONS, draw_run, load_qrels
 

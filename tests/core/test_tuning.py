@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from vx_eval.api import run
-from vx_eval.core.tuning import folds_of
+from vx_eval.core.run.tuning import folds_of
 
 from ..conftest import quickstart_copy
 

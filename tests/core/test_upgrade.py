@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from vx_eval.core.compare import compare_reports
-from vx_eval.core.history import list_runs, read_report
-from vx_eval.core.schema import FORMAT, load_report
+from vx_eval.core.report.compare import compare_reports
+from vx_eval.core.report.history import list_runs, read_report
+from vx_eval.core.report.schema import FORMAT, load_report
 from vx_eval.core.stores import Stores
 from vx_eval.display import show_run
 from vx_eval.html.render import render_page

@@ -6,10 +6,10 @@ import threading
 import time
 import uuid
 
-from vx_eval.core.history import list_runs
-from vx_eval.core.run import RunOptions
+from vx_eval.core.report.history import list_runs
+from vx_eval.core.run.pipeline import RunOptions
+from vx_eval.core.run.watch import Watcher
 from vx_eval.core.stores import Stores, join
-from vx_eval.core.watch import Watcher
 from vx_eval.plugins.stores.blob import connection_endpoint
 
 

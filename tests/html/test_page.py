@@ -8,8 +8,8 @@ import math
 import re
 from html.parser import HTMLParser
 
-from vx_eval.core.history import read_report, same_questions
-from vx_eval.core.schema import Report, load_report
+from vx_eval.core.report.history import read_report, same_questions
+from vx_eval.core.report.schema import Report, load_report
 from vx_eval.core.stores import Stores
 from vx_eval.format import fmt
 from vx_eval.html import page_for

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from vx_eval.core.config import load_config
-from vx_eval.core.run import RunOptions, run_experiment
+from vx_eval.core.config.experiment import load_config
+from vx_eval.core.run.pipeline import RunOptions, run_experiment
 from vx_eval.plugins.judges.chat import ChatJudge, read_grade
 from vx_eval.plugins.llm.chat import ChatOptions
 from vx_eval.plugins.llm.local import smollm2_folder
@@ -184,7 +184,7 @@ def test_the_local_writer_drafts_offline_and_every_row_passes_the_checks(tmp_pat
         assert check(_draft(row), passages, accepted, row["metadata"]["kind"]) == []
         assert all(e in " ".join(" ".join(p.split()) for p in passages) for e in row["evidence"])
         accepted.append(row["question"])
-    from vx_eval.core.golden import parse_golden
+    from vx_eval.core.golden.files import parse_golden
 
     written = parse_golden(out.read_bytes(), str(out))  # a valid golden file, every row counted as a draft
     assert written.drafts == 4 and written.labelled == 4

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from vx_eval.core.template import Unit
+from vx_eval.core.golden.template import Unit
 from vx_eval.plugins.judges.chat import read_grade
 from vx_eval.plugins.llm.chat import defang, wrapped
 from vx_eval.plugins.writers.checks import Draft, check, parse_draft, unusable

@@ -11,10 +11,18 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from vx_eval.core.engine import DENSE_PREFIX, FUSION, KEYWORD, SERVICE_RANKER_PREFIX, OpenContext, Query, server_time
 from vx_eval.core.errors import EngineError
-from vx_eval.core.models import DENSE, Models
-from vx_eval.core.sources import FileCorpus
+from vx_eval.core.golden.sources import FileCorpus
+from vx_eval.core.models.loading import DENSE, Models
+from vx_eval.core.run.engine import (
+    DENSE_PREFIX,
+    FUSION,
+    KEYWORD,
+    SERVICE_RANKER_PREFIX,
+    OpenContext,
+    Query,
+    server_time,
+)
 from vx_eval.plugins.engines.elasticsearch import ElasticsearchEngine, ElasticsearchOptions
 from vx_eval.testing.conformance import EngineConformance
 from vx_eval.testing.replay import Replay

@@ -12,8 +12,8 @@ import sys
 
 import pytest
 
-from vx_eval.core.config import load_config
-from vx_eval.core.run import RunOptions, run_experiment
+from vx_eval.core.config.experiment import load_config
+from vx_eval.core.run.pipeline import RunOptions, run_experiment
 from vx_eval.plugins.engines.qdrant_calls import term_id, terms
 from vx_eval.testing.faults import FaultProxy
 from vx_eval.testing.qdrant_rest import QdrantRest

@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 import yaml
 
-from vx_eval.core.config import load_config
+from vx_eval.core.config.experiment import load_config
 from vx_eval.core.plugins import load_plugins
-from vx_eval.core.run import RunOptions, run_experiment
+from vx_eval.core.run.pipeline import RunOptions, run_experiment
 from vx_eval.testing.conformance import collection, copy_collection
 from vx_eval.testing.processes import free_port, start_server
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from vx_eval.core.config import load_config
-from vx_eval.core.judgecheck import check_judge
+from vx_eval.core.config.experiment import load_config
+from vx_eval.core.judging.check import check_judge
 
 from ..conftest import shared
 

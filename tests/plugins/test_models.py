@@ -7,8 +7,8 @@ import importlib.util
 import numpy as np
 import pytest
 
-from vx_eval.core import models as models_module
-from vx_eval.core.models import DENSE, LATE, RERANKER, ModelError, Models, ModelSettings, maxsim
+from vx_eval.core.models import loading as models_module
+from vx_eval.core.models.loading import DENSE, LATE, RERANKER, ModelError, Models, ModelSettings, maxsim
 
 DOCS = [
     "Customers in disaster areas can defer loan payments with no late fees.",

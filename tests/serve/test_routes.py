@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from vx_eval.core.report import golden_copy_location
+from vx_eval.core.report.saving import golden_copy_location
 from vx_eval.core.stores import Stores
 from vx_eval.serve.app import MENU_SIZE, ServeSettings, create_app
 from vx_eval.serve.auth import Users

@@ -43,7 +43,7 @@ def out_console() -> Console:
 
 def location(value: str | None) -> str | None:
     """A location given on the command line: local paths are relative to the current folder."""
-    from vx_eval.core.config import is_uri
+    from vx_eval.core.config.experiment import is_uri
 
     return value if value is None or is_uri(value) else str(Path(value).expanduser().resolve())
 
@@ -65,7 +65,7 @@ DEFAULT_RUNS = "runs"
 def runs_place(where: str | None, config: Path | None) -> tuple[str, Stores]:
     """Where runs are kept: LOCATION, or the config's save_to (with the config's store settings), or ./runs
     where runs were saved there."""
-    from vx_eval.core.config import load_config
+    from vx_eval.core.config.experiment import load_config
     from vx_eval.core.errors import VxEvalError
     from vx_eval.core.plugins import load_plugins
     from vx_eval.core.stores import Stores

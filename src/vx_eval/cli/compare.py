@@ -50,10 +50,10 @@ def compare(
     """Compare two runs (ids, `latest`, or paths): every change with its interval and significance."""
     from rich.markup import escape
 
-    from vx_eval.core.compare import Gate, compare_reports, failed_gates, load_report
     from vx_eval.core.errors import VxEvalError
-    from vx_eval.core.metrics import parse
+    from vx_eval.core.measures.metrics import parse
     from vx_eval.core.plugins import load_plugins
+    from vx_eval.core.report.compare import Gate, compare_reports, failed_gates, load_report
     from vx_eval.core.stores import Stores
     from vx_eval.tables import show_comparison
 

@@ -116,8 +116,8 @@ def eval_command(
     """Score a TREC RUN file (- for standard input) against QRELS (TREC qrels or a golden file), as `trec_eval -c`
     does."""
     from vx_eval.core.errors import VxEvalError
-    from vx_eval.core.trec import DEFAULT_MEASURES, Shape, evaluate_run, read_judgements
-    from vx_eval.core.trecoutput import Printing, ZScores, jg_output, prefs_output, run_tag, trec_eval_output
+    from vx_eval.core.trec.files import DEFAULT_MEASURES, Shape, evaluate_run, read_judgements
+    from vx_eval.core.trec.output import Printing, ZScores, jg_output, prefs_output, run_tag, trec_eval_output
 
     shape = Shape(max_per_query, judged_only, documents)
     run = _run_path(run_file)

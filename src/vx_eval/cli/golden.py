@@ -27,7 +27,7 @@ def golden_check(file: str, config: Path | None) -> None:
     from rich.markup import escape
 
     from vx_eval.core.errors import quoted
-    from vx_eval.core.golden import lint
+    from vx_eval.core.golden.files import lint
     from vx_eval.core.plugins import load_plugins
     from vx_eval.core.stores import Stores
 
@@ -41,8 +41,8 @@ def golden_check(file: str, config: Path | None) -> None:
     filled = [r for _, r in rows if r.question.strip()]
     problems = len(defects)
     if config is not None and not defects:
-        from vx_eval.core.config import load_config
-        from vx_eval.core.targets import close_targets, nearest_ids, open_targets
+        from vx_eval.core.config.experiment import load_config
+        from vx_eval.core.run.targets import close_targets, nearest_ids, open_targets
         from vx_eval.display import RichProgress
 
         experiment = load_config(config, plugins)
@@ -96,7 +96,7 @@ def golden_template(
     """Rows to fill in from the collections of CONFIGS (one file for all): expected filled, a hint saying
     where the unit is and how it starts."""
     from vx_eval.api import template_rows
-    from vx_eval.core.golden import dump_rows
+    from vx_eval.core.golden.files import dump_rows
     from vx_eval.core.plugins import load_plugins
     from vx_eval.core.stores import Stores
     from vx_eval.display import RichProgress
@@ -137,7 +137,7 @@ def golden_write(
     first config. Answers are cached: a rerun costs nothing and an interrupted one resumes."""
     from vx_eval.api import write_golden_rows
     from vx_eval.core.errors import GoldenError
-    from vx_eval.core.golden import dump_rows
+    from vx_eval.core.golden.files import dump_rows
     from vx_eval.core.plugins import load_plugins
     from vx_eval.core.stores import Stores
     from vx_eval.display import RichProgress
@@ -188,9 +188,9 @@ def golden_import(
     dataset (JSONL conversations: questions with reference answers, unscored until labelled), or TREC topics
     (with --qrels)."""
     from vx_eval.core.errors import GoldenError
-    from vx_eval.core.importers import bedrock_golden_bytes, trec_golden_bytes
+    from vx_eval.core.golden.importers import bedrock_golden_bytes, trec_golden_bytes
+    from vx_eval.core.golden.sources import beir_golden_bytes
     from vx_eval.core.plugins import load_plugins
-    from vx_eval.core.sources import beir_golden_bytes
     from vx_eval.core.stores import Stores, local_folder
 
     stores = Stores(load_plugins())

@@ -109,9 +109,9 @@ def run(
     config it used is printed and kept (--save-config writes it where you say): run it again for the same
     numbers."""
     from vx_eval.cli.progress import FileProgress
-    from vx_eval.core.config import load_config, with_overrides
+    from vx_eval.core.config.experiment import load_config, with_overrides
     from vx_eval.core.plugins import load_plugins
-    from vx_eval.core.run import RunOptions, run_experiment
+    from vx_eval.core.run.pipeline import RunOptions, run_experiment
     from vx_eval.core.stores import Stores
     from vx_eval.display import RichProgress, show_run
 
@@ -229,8 +229,8 @@ def _without_config(
 def watch(config: Path, settle: float, poll: float, once: bool) -> None:
     """Run CONFIG whenever its golden file (a path, s3://…, a Blob address) has new content."""
     from vx_eval.core.plugins import load_plugins
-    from vx_eval.core.run import RunOptions
-    from vx_eval.core.watch import Outcome, Watcher
+    from vx_eval.core.run.pipeline import RunOptions
+    from vx_eval.core.run.watch import Outcome, Watcher
     from vx_eval.display import RichProgress, show_run
 
     plugins = load_plugins()

@@ -102,7 +102,7 @@ def serve(
     keep_jobs: int,
 ) -> None:
     """Serve the Evaluate page (newest run, older runs, each setup's page) and the REST routes over a store."""
-    from vx_eval.core.config import load_config
+    from vx_eval.core.config.experiment import load_config
     from vx_eval.core.errors import VxEvalError
     from vx_eval.core.plugins import load_plugins
     from vx_eval.core.stores import Stores

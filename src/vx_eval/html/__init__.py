@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from vx_eval.core.history import same_questions
-from vx_eval.core.schema import Report
+from vx_eval.core.report.history import same_questions
+from vx_eval.core.report.schema import Report
 from vx_eval.core.stores import Stores
 
 

@@ -11,7 +11,7 @@ import jinja2
 from markupsafe import Markup
 
 from vx_eval import __version__
-from vx_eval.core.schema import Report
+from vx_eval.core.report.schema import Report
 from vx_eval.format import circular_note, fmt, measures_shown, sources_note, tie_notes, timing_note, tuning_notes
 from vx_eval.html import charts
 from vx_eval.html.view import (

@@ -29,11 +29,11 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Resp
 from pydantic import ValidationError
 from starlette.middleware.sessions import SessionMiddleware
 
-from vx_eval.core.config import Experiment
+from vx_eval.core.config.experiment import Experiment
 from vx_eval.core.errors import StoreError, VxEvalError, redact
-from vx_eval.core.history import golden_bytes, list_runs, read_head
 from vx_eval.core.plugins import Plugins
-from vx_eval.core.schema import Report
+from vx_eval.core.report.history import golden_bytes, list_runs, read_head
+from vx_eval.core.report.schema import Report
 from vx_eval.core.stores import StoreNotFound, Stores
 from vx_eval.html import page_for
 from vx_eval.html.render import Account, Menu, MenuEntry, StartForm
@@ -131,7 +131,7 @@ class Service:
     def experiment(self, name: str) -> Experiment | None:
         """An experiment's config as it is now (read again when its file changes), or None where it cannot
         be read here (the run says why)."""
-        from vx_eval.core.config import load_config
+        from vx_eval.core.config.experiment import load_config
 
         path = self.experiments[name]
         try:
@@ -167,7 +167,7 @@ class Service:
 
     def config_golden_sha(self, experiment: str) -> str | None:
         """The sha256 of the golden file an experiment's config names as it is now (None: unreadable here)."""
-        from vx_eval.core.sources import read_golden
+        from vx_eval.core.golden.sources import read_golden
 
         loaded = self.experiment(experiment)
         if loaded is None:

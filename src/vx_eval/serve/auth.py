@@ -28,8 +28,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from vx_eval.core.config.jsonio import JsonInputError, read_json
 from vx_eval.core.errors import ConfigError
-from vx_eval.core.jsonio import JsonInputError, read_json
 
 READ = frozenset({"evaluation.read", "dataset.list"})
 RUN = READ | {"evaluation.start", "evaluation.cancel", "dataset.write"}

@@ -3,7 +3,7 @@
 A dataset arrives as vx-eval's golden rows or in Mixpeek's shape (``query_id``, ``query_input.query``,
 ``relevant_documents``, ``relevance_scores``, ``relevance_field``), is checked strictly (at least one query;
 each with at least one relevant document; scores covering the relevant documents, whole numbers 0-5) and
-then as any golden file is (`core.golden.parse_golden`: the same messages as ``vx-eval golden check``), and
+then as any golden file is (`core.golden.files.parse_golden`: the same messages as ``vx-eval golden check``), and
 is kept at ``<store>/datasets/<name>/<sha256>.jsonl`` with ``index.json`` beside (the versions and the
 current one, written last). A run names a dataset and takes its current version, or a version by sha256.
 """
@@ -19,7 +19,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from vx_eval.core.errors import GoldenError, StoreError
-from vx_eval.core.golden import dump_rows, parse_golden
+from vx_eval.core.golden.files import dump_rows, parse_golden
 from vx_eval.core.stores import StoreNotFound, Stores, join
 
 

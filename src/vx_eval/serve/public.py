@@ -11,7 +11,7 @@ import re
 from typing import Any
 from urllib.parse import urlsplit
 
-from vx_eval.core.schema import Report
+from vx_eval.core.report.schema import Report
 
 _POSIX = re.compile(r"(?<![\w.:/~-])(?:~/|/)(?:[^\s/'\"`()<>,;]+/)+([^\s/'\"`()<>,;]*)")
 _WINDOWS = re.compile(r"\b[A-Za-z]:\\(?:[^\s\\'\"`()<>,;]+\\)*([^\s\\'\"`()<>,;]*)")

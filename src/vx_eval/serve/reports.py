@@ -8,9 +8,9 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable
 
-from vx_eval.core.history import has_golden, newest_report, read_report
-from vx_eval.core.report import check_run_id
-from vx_eval.core.schema import Report
+from vx_eval.core.report.history import has_golden, newest_report, read_report
+from vx_eval.core.report.saving import check_run_id
+from vx_eval.core.report.schema import Report
 from vx_eval.core.stores import Stores
 
 CACHED_REPORTS = 8

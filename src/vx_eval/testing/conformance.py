@@ -31,13 +31,13 @@ from typing import Any, ClassVar
 import pytest
 import yaml
 
-from vx_eval.core.config import load_config
-from vx_eval.core.engine import OpenContext, Query, Setup, SilentProgress, Target, TargetDescription
+from vx_eval.core.config.experiment import load_config
 from vx_eval.core.errors import EngineError, VxEvalError
 from vx_eval.core.plugins import load_plugins
-from vx_eval.core.selection import enumerate_setups
+from vx_eval.core.run.engine import OpenContext, Query, Setup, SilentProgress, Target, TargetDescription
+from vx_eval.core.run.selection import enumerate_setups
+from vx_eval.core.run.targets import close_targets, open_targets
 from vx_eval.core.stores import Stores
-from vx_eval.core.targets import close_targets, open_targets
 
 REFERENCE = "Reference"
 CANDIDATE = "Candidate"

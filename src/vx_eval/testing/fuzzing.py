@@ -241,21 +241,21 @@ RUN = _with_bad_bytes(st.one_of(_lines(_trec_line, 12), edited(GOOD_RUN), st.jus
 
 
 def read_golden_bytes(raw: bytes) -> None:
-    from vx_eval.core.golden import lint, parse_golden
+    from vx_eval.core.golden.files import lint, parse_golden
 
     lint(raw)
     parse_golden(raw, "golden.jsonl")
 
 
 def read_corpus_bytes(raw: bytes) -> None:
-    from vx_eval.core.sources import FileCorpus
+    from vx_eval.core.golden.sources import FileCorpus
 
     for _ in FileCorpus(raw, "docs.jsonl"):
         pass
 
 
 def read_config_bytes(raw: bytes, plugins: Any = None) -> None:
-    from vx_eval.core.config import parse_config
+    from vx_eval.core.config.experiment import parse_config
     from vx_eval.core.plugins import load_plugins
 
     parse_config(raw, plugins or _plugins(load_plugins), path=Path(tempfile.gettempdir()) / "fuzz.yaml")
@@ -278,7 +278,7 @@ def _in_file(raw: bytes, name: str, read: Callable[[Path], Any]) -> Any:
 
 
 def read_qrels_bytes(raw: bytes) -> None:
-    from vx_eval.core.trec import evaluate_run, read_judgements, read_run
+    from vx_eval.core.trec.files import evaluate_run, read_judgements, read_run
 
     judgements = _in_file(raw, "qrels.txt", read_judgements)
     run = _in_file(GOOD_RUN, "run.txt", read_run)
@@ -286,7 +286,7 @@ def read_qrels_bytes(raw: bytes) -> None:
 
 
 def read_run_bytes(raw: bytes) -> None:
-    from vx_eval.core.trec import evaluate_run, read_judgements, read_run
+    from vx_eval.core.trec.files import evaluate_run, read_judgements, read_run
 
     judgements = _in_file(GOOD_QRELS, "qrels.txt", read_judgements)
     run = _in_file(raw, "run.txt", read_run)

@@ -1,0 +1,201 @@
+"""Where golden questions and documents come from: JSONL files, BEIR folders, any store."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from vx_eval.core.config.experiment import CorpusSource, GoldenSource
+from vx_eval.core.config.jsonio import JsonInputError, read_json
+from vx_eval.core.errors import GoldenError, VxEvalError, brief, quoted
+from vx_eval.core.golden.files import GoldenSet, dump_rows, parse_golden
+from vx_eval.core.run.engine import Document
+from vx_eval.core.stores import Stores, join, local_file, local_folder
+
+
+class CorpusError(VxEvalError):
+    """The declared corpus cannot be read."""
+
+
+def is_beir_folder(location: str) -> bool:
+    return local_file(join(location, "queries.jsonl")) if local_folder(location) else False
+
+
+# ---------------------------------------------------------------------------------------------- golden
+
+
+def read_golden(source: GoldenSource | str, stores: Stores) -> GoldenSet:
+    """Read golden questions from a JSONL file in any store, or import a BEIR folder's queries and qrels."""
+    if isinstance(source, str):
+        source = GoldenSource(path=source)
+    beir = source.format == "beir" or (source.format == "auto" and is_beir_folder(source.path))
+    if beir:
+        raw, where = beir_golden_bytes(source.path, source.split), f"{source.path} (BEIR {source.split})"
+    elif local_folder(source.path):
+        raise GoldenError(
+            f"golden {source.path} is a folder without queries.jsonl; name a .jsonl file or a BEIR folder"
+        )
+    else:
+        raw, where = stores.read(source.path), source.path
+    if source.limit is not None:
+        raw, where = first_lines(raw, source.limit), f"{where} (first {source.limit})"
+    return parse_golden(raw, where)
+
+
+def first_lines(raw: bytes, count: int) -> bytes:
+    """The first `count` non-blank lines of a JSONL file, each ending in a newline."""
+    lines = [line for line in raw.splitlines() if line.strip()][:count]
+    return b"".join(line + b"\n" for line in lines)
+
+
+def read_qrels(text: str, where: str) -> dict[str, dict[str, int]]:
+    """TREC (``qid 0 doc grade``) or BEIR (``query-id corpus-id score``, header optional) judgements."""
+    qrels: dict[str, dict[str, int]] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        parts = line.split()
+        if not parts or (number == 1 and not parts[-1].lstrip("-").isdigit()):
+            continue  # blank line or a header
+        if len(parts) == 4:
+            qid, _, doc, grade = parts
+        elif len(parts) == 3:
+            qid, doc, grade = parts
+        else:
+            raise GoldenError(f"{where}:{number}: a judgement is 'query doc grade' or 'query 0 doc grade'")
+        try:
+            qrels.setdefault(qid, {})[doc] = int(grade)
+        except ValueError:
+            raise GoldenError(f"{where}:{number}: grade '{grade}' is not a whole number") from None
+    return qrels
+
+
+def beir_golden_bytes(folder: str, split: str) -> bytes:
+    """A BEIR folder's questions as golden JSONL: grade > 0 is expected; other grades go to `grades`."""
+    root = Path(folder)
+    qrels_path = root / "qrels" / f"{split}.tsv"
+    if not local_file(str(qrels_path)):
+        splits = sorted(p.stem for p in (root / "qrels").glob("*.tsv"))
+        raise GoldenError(f"{qrels_path} does not exist; this BEIR folder has splits: {', '.join(splits) or 'none'}")
+    qrels = read_qrels(qrels_path.read_text(encoding="utf-8"), str(qrels_path))
+    rows = []
+    with (root / "queries.jsonl").open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                query = read_json(line)
+                qid, text = str(query["_id"]), query["text"]
+            except JsonInputError as exc:
+                raise GoldenError(f"{root / 'queries.jsonl'}:{number}: {exc.message}") from None
+            except (KeyError, TypeError) as exc:
+                raise GoldenError(
+                    f"{root / 'queries.jsonl'}:{number}: not a BEIR query ({type(exc).__name__} {brief(exc.args)}); "
+                    'each line is {"_id": …, "text": …}'
+                ) from None
+            judged = qrels.get(qid, {})
+            expected = [doc for doc, grade in judged.items() if grade > 0]
+            if expected:
+                grades = {doc: g for doc, g in judged.items() if g != 1}
+                rows.append({"id": qid, "question": text, "expected": expected, "grades": grades})
+    if not rows:
+        raise GoldenError(f"no query in {root / 'queries.jsonl'} has a relevant judgement in {qrels_path}")
+    return dump_rows(rows)
+
+
+# ---------------------------------------------------------------------------------------------- corpus
+
+
+@dataclass
+class FileCorpus:
+    """Documents from JSONL bytes (``id``/``_id``, ``title``, ``text`` or ``pages``, ``metadata``)."""
+
+    raw: bytes = field(repr=False)
+    source: str
+    fingerprint: str = ""
+
+    def __post_init__(self) -> None:
+        self.fingerprint = hashlib.sha256(self.raw).hexdigest()
+        self._count: int | None = None
+
+    def __iter__(self) -> Iterator[Document]:
+        seen: set[str] = set()
+        try:
+            text = self.raw.decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            at = self.raw[: exc.start].count(b"\n") + 1
+            raise CorpusError(f"{self.source}:{at}: not UTF-8 text; save the corpus as UTF-8") from None
+        for number, line in enumerate(io.StringIO(text), start=1):
+            if not line.strip():
+                continue
+            doc = self._parse(line, number)
+            if doc.id in seen:
+                raise CorpusError(f"{self.source}:{number}: document id {quoted(doc.id)} appears twice")
+            seen.add(doc.id)
+            yield doc
+
+    def __len__(self) -> int:
+        if self._count is None:
+            self._count = sum(1 for line in self.raw.splitlines() if line.strip())
+        return self._count
+
+    def _parse(self, line: str, number: int) -> Document:
+        where = f"{self.source}:{number}"
+        try:
+            data = read_json(line)
+        except JsonInputError as exc:
+            raise CorpusError(f"{where}{f':{exc.column}' if exc.column else ''}: {exc.message}") from None
+        if not isinstance(data, dict):
+            raise CorpusError(f"{where}: each line is one JSON object with id and text")
+        doc_id = data.get("id", data.get("_id"))
+        if doc_id is None or isinstance(doc_id, dict | list | bool) or str(doc_id).strip() == "":
+            raise CorpusError(f'{where}: the document has no id (write "id": "…", a string or a number)')
+        pages = data.get("pages") or []
+        text = data.get("text") or ""
+        metadata = data.get("metadata") or {}
+        if not isinstance(pages, list) or not isinstance(text, str) or not all(isinstance(p, str) for p in pages):
+            raise CorpusError(f"{where}: text must be a string and pages a list of strings")
+        if not isinstance(metadata, dict):
+            raise CorpusError(f"{where}: metadata must be an object of fields")
+        if not text.strip() and not any(p.strip() for p in pages):
+            text = ""  # an empty document is kept: it exists, it just cannot be found by its words
+        return Document(
+            id=str(doc_id),
+            text=text or "\n\n".join(pages),
+            title=str(data.get("title") or ""),
+            pages=tuple(pages),
+            metadata=metadata,
+        )
+
+
+def read_corpus(source: CorpusSource | str, stores: Stores, keep: Iterable[str] = ()) -> FileCorpus:
+    """The corpus at a JSONL location, or the ``corpus.jsonl`` of a BEIR folder. With a `limit`, the first
+    `limit` documents and those whose ids are in `keep` (the documents the golden questions expect)."""
+    if isinstance(source, str):
+        source = CorpusSource(path=source)
+    location = source.path
+    if local_folder(location):
+        inner = join(location, "corpus.jsonl")
+        if not local_file(inner):
+            raise CorpusError(f"corpus {location} is a folder without corpus.jsonl; name the JSONL file")
+        location = inner
+    raw = stores.read(location)
+    if source.limit is None:
+        return FileCorpus(raw, location)
+    kept, wanted, lines = 0, set(keep), []
+    for number, line in enumerate(raw.splitlines(), start=1):
+        if not line.strip():
+            continue
+        if kept < source.limit:
+            lines.append(line)
+            kept += 1
+            continue
+        try:
+            doc_id = read_json(line)
+            doc_id = str(doc_id.get("id", doc_id.get("_id")))
+        except (JsonInputError, AttributeError):
+            raise CorpusError(f"{location}:{number}: each line is one JSON object with id and text") from None
+        if doc_id in wanted:
+            lines.append(line)
+    return FileCorpus(b"".join(line + b"\n" for line in lines), f"{location} (first {source.limit} + expected)")

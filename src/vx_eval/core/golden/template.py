@@ -1,0 +1,225 @@
+"""Golden templates: rows to fill in, drawn from collections' own documents or pages, with a seed.
+
+By document (the default), `n` documents are drawn at random with the seed. By page, every page that
+holds some text is a unit (a document without pages is one unit), and `n` units are taken evenly spaced
+through the collection, from a seeded start, so a 300-page report is sampled from front to back rather
+than in clumps. Each row names its unit in `expected` and gives a `hint`: the page, its printed number,
+the heading above it and the start of its text. Several collections sample into one file, in proportion
+to their units.
+"""
+
+from __future__ import annotations
+
+import functools
+import random
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, Protocol
+
+from pydantic import BaseModel
+
+from vx_eval.core.golden.files import GoldenRow
+from vx_eval.core.run.engine import Document, EngineHandle
+
+HINT_CHARS = 160
+MIN_PAGE_WORDS = 20
+"""Pages with fewer words (a blank, a title page, a lone figure) are left out of page templates."""
+
+PRINTED = re.compile(r"^\s*(?:page\s+|p\.\s*|-\s*)?(\d{1,4}|[ivxlcdm]{1,7})(?:\s*-)?\s*$", re.I)
+HEADING = re.compile(r"^(?:\d+(?:\.\d+)*\.?\s+)?[A-Z][^.!?]{2,80}$")
+
+
+@dataclass(frozen=True)
+class Unit:
+    """What one template row is about: a document, or one page of it."""
+
+    doc_id: str
+    title: str
+    text: str
+    page: int | None = None
+    printed: str | None = None
+    """The page number printed on the page, where it differs from its place (roman numbers, offsets)."""
+    heading: str | None = None
+    """The nearest heading at or above the page's start."""
+    collection: str | None = None
+
+    @property
+    def id(self) -> str:
+        return self.doc_id if self.page is None else f"{self.doc_id}#page={self.page}"
+
+
+@dataclass(frozen=True)
+class WriteRequest:
+    """What a question writer is asked for: how many rows, with which seed and mix of kinds, the critic's
+    lowest score, where model answers are cached, the run's models (for a cross-encoder critic), and where
+    to report progress (one step per accepted row)."""
+
+    n: int
+    seed: int = 0
+    mix: Mapping[str, float] = field(default_factory=dict)
+    threshold: int = 3
+    answers: Path | None = None
+    models: Any = None
+    advance: Callable[[int], None] = lambda n: None
+
+
+@dataclass
+class WriteOutcome:
+    """What a writer gave back: the rows, and what happened on the way (tries, failed checks, refusals)."""
+
+    rows: list[GoldenRow]
+    tried: int = 0
+    failed_checks: dict[str, int] = field(default_factory=dict)
+    critic_refused: int = 0
+    critic_unreadable: int = 0
+    skipped_passages: dict[str, int] = field(default_factory=dict)
+    asked: int | None = None
+    """Model calls made (answers from the cache are not calls)."""
+
+
+@dataclass(frozen=True)
+class WriterDescription:
+    writer: str
+    model: str = ""
+    critic: str = ""
+
+
+class QuestionWriter(Protocol):
+    """A writer plugin, one shape for all: made from its validated `Options` (``writers: {name: {…}}``),
+    it says what it is and writes rows for sampled units. `writes_questions` tells a writer that drafts
+    questions (``golden write``) from one that leaves them to fill (``golden template``)."""
+
+    name: ClassVar[str]
+    writes_questions: ClassVar[bool]
+    Options: ClassVar[type[BaseModel]]
+
+    def __init__(self, options: Any) -> None: ...
+
+    def describe(self) -> WriterDescription: ...
+
+    def write(self, units: Sequence[Unit], request: WriteRequest) -> WriteOutcome: ...
+
+
+def _cut(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit].rsplit(" ", 1)[0] + "…"
+
+
+def hint(unit: Unit | Document, limit: int = HINT_CHARS) -> str:
+    """For whoever writes the question: where the unit is, and the start of its text, cut at a word."""
+    if isinstance(unit, Document):
+        unit = Unit(unit.id, unit.title, unit.text)
+    if unit.page is None:
+        return _cut(f"{unit.title}: {unit.text}" if unit.title else unit.text, limit)
+    place = f"page {unit.page}" + (
+        f" (printed {unit.printed})" if unit.printed and unit.printed != str(unit.page) else ""
+    )
+    where = " · ".join(p for p in (unit.title, place, unit.heading) if p)
+    return f"{where}: {_cut(unit.text, limit)}"
+
+
+def _printed_number(lines: list[str]) -> str | None:
+    """A page number printed alone on one of the page's first or last two lines."""
+    for line in lines[:2] + lines[-2:]:
+        match = PRINTED.match(line)
+        if match:
+            return match.group(1)
+    return None
+
+
+def _heading(lines: list[str]) -> str | None:
+    """The page's first heading-like line: short, capitalised, no sentence end, not a page number."""
+    for line in lines[:8]:
+        text = line.strip()
+        if text and not PRINTED.match(text) and HEADING.match(text) and len(text.split()) <= 10:
+            return text
+    return None
+
+
+def units_of(doc: Document, collection: str | None = None, min_words: int = MIN_PAGE_WORDS) -> list[Unit]:
+    """A document's page units (nearly empty pages left out; a heading carries on to the pages below it),
+    or the document itself when it has no pages."""
+    if not doc.pages:
+        return [Unit(doc.id, doc.title, doc.text, collection=collection)]
+    units, heading = [], None
+    for number, text in enumerate(doc.pages, start=1):
+        lines = [line for line in text.splitlines() if line.strip()]
+        heading = _heading(lines) or heading
+        if len(text.split()) < min_words:
+            continue
+        units.append(Unit(doc.id, doc.title, text, number, _printed_number(lines), heading, collection))
+    return units
+
+
+def spread(units: Sequence[Unit], n: int, seed: int) -> list[Unit]:
+    """`n` units evenly spaced through `units`, from a start drawn with `seed` within the first step."""
+    if n >= len(units):
+        return list(units)
+    step = len(units) / n
+    start = random.Random(seed).random() * step
+    return [units[int(start + i * step)] for i in range(n)]
+
+
+def shares(sizes: Sequence[int], n: int) -> list[int]:
+    """`n` split across collections in proportion to their sizes (largest remainders), each at most its size."""
+    total = sum(sizes)
+    if total == 0:
+        return [0] * len(sizes)
+    exact = [n * s / total for s in sizes]
+    out = [min(int(e), s) for e, s in zip(exact, sizes, strict=True)]
+    for i in sorted(range(len(sizes)), key=lambda i: exact[i] - int(exact[i]), reverse=True):
+        if sum(out) >= min(n, total):
+            break
+        if out[i] < sizes[i]:
+            out[i] += 1
+    return out
+
+
+def sample_units(
+    collections: Sequence[tuple[str, Iterable[Document] | EngineHandle]], n: int, seed: int, by: str = "document"
+) -> list[Unit]:
+    """`n` units from one or several collections: ``by="document"`` draws documents at random,
+    ``by="page"`` spreads page units evenly. Each collection is a name and its documents (or a handle)."""
+    if by not in ("document", "page"):
+        raise ValueError(f"by is 'document' or 'page', not {by!r}")
+    if by == "document":
+        pools: list[tuple[str, list[str], Callable[[list[str]], list[Document]]]] = []
+        for name, source in collections:
+            if isinstance(source, EngineHandle):
+                pools.append((name, source.document_ids(), source.documents))
+            else:
+                held = {d.id: d for d in source}
+                pools.append((name, sorted(held), functools.partial(_pick, held)))
+        counts = shares([len(ids) for _, ids, _ in pools], n)
+        out = []
+        for (name, ids, fetch), count in zip(pools, counts, strict=True):
+            chosen = (
+                random.Random(f"{seed}:{name}").sample(ids, count)
+                if len(pools) > 1
+                else random.Random(seed).sample(ids, count)
+            )
+            out += [Unit(d.id, d.title, d.text, collection=name if len(pools) > 1 else None) for d in fetch(chosen)]
+        return out
+    per_collection = []
+    for name, source in collections:
+        documents = source.documents(source.document_ids()) if isinstance(source, EngineHandle) else list(source)
+        tag = name if len(collections) > 1 else None
+        per_collection.append([u for d in sorted(documents, key=lambda d: d.id) for u in units_of(d, tag)])
+    counts = shares([len(u) for u in per_collection], n)
+    return [u for units, count in zip(per_collection, counts, strict=True) for u in spread(units, count, seed)]
+
+
+def _pick(held: Mapping[str, Document], ids: list[str]) -> list[Document]:
+    return [held[i] for i in ids]
+
+
+def drafted(rows: Sequence[GoldenRow], units: Sequence[Unit], writer: Callable[[str], str]) -> list[GoldenRow]:
+    """Rows whose questions a `writer` (any function from a unit's text to a question) drafted: marked
+    ``draft: true`` until a person has read them."""
+    out = []
+    for row, unit in zip(rows, units, strict=True):
+        question = " ".join(str(writer(unit.text)).split())
+        out.append(row.model_copy(update={"question": question, "draft": True}) if question else row)
+    return out

@@ -1,0 +1,192 @@
+"""`vx-eval judge check`: how far a judge agrees with people. Every setup is searched (no run saved), the
+judge grades every result in the first places, and its grades are compared with the golden file's human
+grades: weighted Cohen's kappa and the confusion matrix over those pairs, and Kendall's tau between the
+setups ordered by DCG@10 on people's grades and on the judge's.
+
+What a check measured is kept in the store (``<save_to>/judge-checks/<judge>.json``, one file per judge,
+model, rubric and cut points, the newest check winning), so every run that store keeps states its judge's
+measured agreement (`measured`)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from vx_eval.core.judging.grading import GRADES
+from vx_eval.core.report.schema import GoldenInfo
+from vx_eval.core.report.views import JudgeInfo, MeasuredAgreement
+
+
+class Agreement(BaseModel):
+    pairs: int = 0
+    kappa_linear: float | None = None
+    kappa_quadratic: float | None = None
+    exact: float | None = None
+    confusion: list[list[int]] = Field(default_factory=list)
+    """Rows: people's grade 0-3; columns: the judge's."""
+    assumed_zero: int = 0
+    """Pairs no person graded, counted as 0 (as DCG counts them)."""
+
+
+class PairCheck(BaseModel):
+    id: str
+    unit: str
+    human: int
+    judge: int
+    raw: str | None = None
+
+
+class SetupOrder(BaseModel):
+    key: str
+    dcg_human: float
+    dcg_judge: float
+
+
+class Order(BaseModel):
+    setups: list[SetupOrder] = Field(default_factory=list)
+    tau: float | None = None
+    p: float | None = None
+
+
+class JudgeCheck(BaseModel):
+    judge: JudgeInfo
+    golden: GoldenInfo
+    agreement: Agreement
+    pairs: list[PairCheck]
+    order: Order
+
+
+def agreement(human: Sequence[int], judged: Sequence[int]) -> Agreement:
+    """Weighted Cohen's kappa (linear and quadratic), plain agreement and the confusion matrix."""
+    from sklearn.metrics import cohen_kappa_score, confusion_matrix
+
+    if not human:
+        return Agreement()
+    return Agreement(
+        pairs=len(human),
+        kappa_linear=float(cohen_kappa_score(human, judged, weights="linear", labels=list(GRADES))),
+        kappa_quadratic=float(cohen_kappa_score(human, judged, weights="quadratic", labels=list(GRADES))),
+        exact=sum(a == b for a, b in zip(human, judged, strict=True)) / len(human),
+        confusion=confusion_matrix(human, judged, labels=list(GRADES)).tolist(),
+    )
+
+
+def same_order(human: Sequence[float], judged: Sequence[float]) -> tuple[float | None, float | None]:
+    """Kendall's tau-b between two scorings of the same setups (1: the same order), and its p-value."""
+    from scipy.stats import kendalltau
+
+    if len(human) < 2:
+        return None, None
+    result = kendalltau(human, judged)
+    return float(result.statistic), float(result.pvalue)
+
+
+def check_judge(experiment: Any, plugins: Any, name: str, depth: int = 10, progress: Any = None) -> JudgeCheck:
+    """Search every setup of the experiment (nothing saved), let the judge grade every result in the first
+    `depth` places, and compare it with the human grades of the golden file (an unjudged result counts as
+    grade 0, as in DCG)."""
+    import numpy as np
+
+    from vx_eval.core.golden.sources import read_golden
+    from vx_eval.core.measures import metrics
+    from vx_eval.core.run.engine import SilentProgress
+    from vx_eval.core.run.pipeline import RunOptions, run_experiment
+    from vx_eval.core.run.units import judge as read_results
+    from vx_eval.core.stores import Stores
+
+    config = experiment.config
+    evaluation = config.evaluation.model_copy(update={"judge": name, "judge_depth": depth})
+    checked = dataclasses.replace(experiment, config=config.model_copy(update={"evaluation": evaluation}))
+    options = RunOptions(save=False, progress=progress or SilentProgress(), judge_everything=True)
+    report = run_experiment(checked, plugins, options).report
+    graded = report.judge or JudgeInfo(judge=name, depth=depth)
+    golden = read_golden(config.golden_source, Stores(plugins, options=experiment.stores))
+    people = {q.id: q for q in golden.questions}
+    by_judge: dict[str, dict[str, int]] = {}
+    verdicts = graded.verdicts or []
+    for qid, unit, grade, _ in verdicts:
+        by_judge.setdefault(qid, {})[unit] = grade
+    human, judged, assumed, listed = [], [], 0, []
+    raw = {(qid, unit): r for qid, unit, _, r in verdicts}
+    for qid, units in by_judge.items():
+        if qid not in people:
+            continue  # a question nobody labelled has no human grades to compare with
+        labels = people[qid].relevance()
+        for unit, grade in units.items():
+            assumed += unit not in labels
+            human.append(min(labels.get(unit, 0), 3))
+            judged.append(grade)
+            listed.append(PairCheck(id=qid, unit=unit, human=human[-1], judge=grade, raw=raw[(qid, unit)]))
+    dcg = metrics.parse("dcg@10")
+    keys, dcg_human, dcg_judge = [], [], []
+    for setup in report.setups:
+        if setup.error or not setup.per_question.results:
+            continue
+        rows_h, rows_j = [], []
+        for qid, results in zip(report.question_ids, setup.per_question.results, strict=True):
+            if qid not in people:
+                continue
+            q = people[qid]
+            as_judged = dataclasses.replace(q, expected=(), grades=by_judge.get(qid, {}))
+            rows_h.append(read_results(results, q))
+            rows_j.append(read_results(results, as_judged))
+        keys.append(setup.key)
+        dcg_human.append(float(np.mean(dcg.compute(metrics.Batch.of(rows_h)))))
+        dcg_judge.append(float(np.mean(dcg.compute(metrics.Batch.of(rows_j)))))
+    tau, p = same_order(dcg_human, dcg_judge)
+    ordered = sorted(zip(keys, dcg_human, dcg_judge, strict=True), key=lambda t: -t[1])
+    return JudgeCheck(
+        judge=graded.model_copy(update={"verdicts": None}),
+        golden=report.golden,
+        agreement=agreement(human, judged).model_copy(update={"assumed_zero": assumed}),
+        pairs=listed,
+        order=Order(setups=[SetupOrder(key=k, dcg_human=h, dcg_judge=j) for k, h, j in ordered], tau=tau, p=p),
+    )
+
+
+CHECKS = "judge-checks"
+
+
+def judge_identity(info: JudgeInfo) -> str:
+    """A judge as its grades depend on it: the plugin, its model, its rubric and its cut points."""
+    import hashlib
+    import json
+
+    said = [info.judge, info.model, info.rubric, info.cut_points]
+    return f"{info.judge}-{hashlib.sha256(json.dumps(said).encode()).hexdigest()[:16]}"
+
+
+def keep_check(stores: Any, save_to: str, check: JudgeCheck) -> str:
+    """Keep what `check` measured where runs saved to `save_to` find it; its location."""
+    import datetime as dt
+
+    from vx_eval.core.stores import join
+
+    measured = MeasuredAgreement(
+        kappa_linear=check.agreement.kappa_linear,
+        kappa_quadratic=check.agreement.kappa_quadratic,
+        exact=check.agreement.exact,
+        pairs=check.agreement.pairs,
+        tau=check.order.tau,
+        golden=check.golden.source.replace("\\", "/").rsplit("/", 1)[-1],
+        golden_sha256=check.golden.sha256,
+        checked_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+    )
+    where = join(save_to, CHECKS, f"{judge_identity(check.judge)}.json")
+    stores.write(where, measured.model_dump_json(indent=1).encode())
+    return where
+
+
+def measured(stores: Any, save_to: str, info: JudgeInfo) -> MeasuredAgreement | None:
+    """The agreement `vx-eval judge check` last measured for this judge in this store, if it has."""
+    from pydantic import ValidationError
+
+    from vx_eval.core.stores import StoreNotFound, join
+
+    try:
+        return MeasuredAgreement.model_validate_json(stores.read(join(save_to, CHECKS, f"{judge_identity(info)}.json")))
+    except (StoreNotFound, ValidationError):
+        return None

@@ -1,0 +1,246 @@
+"""Grading (question, result) pairs 0–3 with a judge plugin where no human label exists, and checking a judge
+against human grades (weighted kappa, confusion matrix, Kendall's tau of the setups' order).
+
+A judge has a ``name``, a nested pydantic ``Options`` model, ``__init__(options, models)``,
+``fingerprint()`` (what makes its grades differ: model, cut points, prompt), ``describe()`` (written into the
+report) and ``grade(pairs) -> list[Verdict]``. A verdict without a grade (an answer that could not be read)
+is counted and reported, never taken as a grade. Grades are cached by (fingerprint, question, passage), so a
+rerun, or a second run over the same results, asks the judge nothing again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from pydantic import ValidationError
+
+from vx_eval.core.errors import ConfigError
+from vx_eval.core.golden.files import Question
+from vx_eval.core.models.cache import KeyedCache, pair_key
+from vx_eval.core.report.views import GradesFrom, JudgeInfo
+
+GRADES = (0, 1, 2, 3)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A judge's grade of one pair (None: its answer could not be read) and what it said (logit or text)."""
+
+    grade: int | None
+    raw: str
+
+
+class Judge(Protocol):
+    name: str
+
+    def fingerprint(self) -> str: ...
+
+    def describe(self) -> dict[str, Any]: ...
+
+    def grade(self, pairs: Sequence[tuple[str, str]]) -> list[Verdict]: ...
+
+
+def judge_maker(plugins: Any, name: str, settings: Any) -> Callable[[Any], Judge]:
+    """Check the judge plugin `name` and its options (``judges: {name: {…}}`` in the config: validated by the
+    config already, or a dict from Python) at once; the judge itself is made later, from the run's models:
+    ``judge_maker(…)(models)``."""
+    cls = plugins.judges.get(name, where="evaluation.judge")
+    if isinstance(settings, cls.Options):
+        return lambda models: cls(settings, models)
+    try:
+        options = cls.Options.model_validate(settings or {})
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
+        raise ConfigError(f"judges.{name}: {problems}") from None
+    return lambda models: cls(options, models)
+
+
+class GradeCache(KeyedCache):
+    """Grades by (judge fingerprint, question, passage): the grade, with the judge's raw answer beside it."""
+
+    key = staticmethod(pair_key)
+
+    def verdicts(self, judge: str, keys: Sequence[str]) -> dict[str, Verdict]:
+        return {k: Verdict(int(grade), raw or "") for k, (grade, raw) in self.get(judge, keys).items()}
+
+    def keep(self, judge: str, verdicts: dict[str, Verdict]) -> None:
+        """Readable grades only: an unreadable answer is asked again next time."""
+        self.put(judge, {k: (v.grade, v.raw) for k, v in verdicts.items() if v.grade is not None})
+
+
+@dataclass
+class Graded:
+    """What grading a set of pairs gave: a verdict per pair, and how many came from the cache."""
+
+    verdicts: dict[tuple[str, str], Verdict]
+    asked: int
+    cached: int
+
+    @property
+    def unparsable(self) -> int:
+        return sum(1 for v in self.verdicts.values() if v.grade is None)
+
+
+def grade_pairs(
+    judge: Judge,
+    pairs: Sequence[tuple[str, str]],
+    cache: GradeCache | None,
+    advance: Callable[[int], None] = lambda n: None,
+    batch: int = 32,
+) -> Graded:
+    """Grade every distinct (question, passage) pair once: from the cache, else by the judge in batches."""
+    distinct = list(dict.fromkeys(pairs))
+    fingerprint = judge.fingerprint()
+    keys = {p: GradeCache.key(*p) for p in distinct}
+    known = cache.verdicts(fingerprint, list(keys.values())) if cache else {}
+    verdicts = {p: known[keys[p]] for p in distinct if keys[p] in known}
+    advance(len(verdicts))
+    todo = [p for p in distinct if p not in verdicts]
+    for start in range(0, len(todo), batch):
+        chunk = todo[start : start + batch]
+        got = judge.grade(chunk)
+        if len(got) != len(chunk):
+            raise ConfigError(f"judge '{judge.name}' gave {len(got)} grades for {len(chunk)} pairs")
+        verdicts.update(zip(chunk, got, strict=True))
+        if cache:
+            cache.keep(fingerprint, {keys[p]: v for p, v in zip(chunk, got, strict=True)})
+        advance(len(chunk))
+    return Graded(verdicts, asked=len(todo), cached=len(distinct) - len(todo))
+
+
+def with_judged_grades(question: Question, judged: dict[str, int]) -> Question:
+    """The question with the judge's grades added for units no human graded (human labels always win)."""
+    human = question.relevance()
+    extra = {u: g for u, g in judged.items() if u not in human}
+    return Question(
+        id=question.id,
+        question=question.question,
+        expected=question.expected,
+        grades={**extra, **question.grades},
+        reference=question.reference,
+        draft=question.draft,
+    )
+
+
+PASSAGE_CHARS = 4000
+
+
+def passage_text(doc: Any, unit: str) -> str:
+    """What a judge reads for a unit: the document's title, then the page the unit names, or its text."""
+    from vx_eval.core.run.units import PAGE
+
+    text = doc.text
+    if PAGE in unit and doc.pages:
+        page = int(unit.rsplit(PAGE, 1)[1])
+        text = doc.pages[page - 1] if 0 < page <= len(doc.pages) else doc.text
+    return f"{doc.title}\n{text}".strip()[:PASSAGE_CHARS] if doc.title else text[:PASSAGE_CHARS]
+
+
+def top_units(runs: Sequence[Any], questions: Sequence[Question], depth: int) -> dict[tuple[str, int], list[str]]:
+    """For each (target, question index): the units in the first `depth` places of any setup on that target,
+    in trec_eval order per setup, each once."""
+    from vx_eval.core.run.units import judge
+
+    wanted: dict[tuple[str, int], list[str]] = {}
+    for run in runs:
+        if run.error is not None or not run.results:
+            continue
+        for i, (question, results) in enumerate(zip(questions, run.results, strict=True)):
+            if run.errors[i]:
+                continue
+            units = [u for u in judge(results, question).ranked[:depth] if not u.startswith("\x00")]
+            bucket = wanted.setdefault((run.setup.target, i), [])
+            bucket.extend(u for u in units if u not in bucket)
+    return wanted
+
+
+def _passages(pairs: dict[tuple[str, int], list[str]], targets: Sequence[Any]) -> dict[tuple[str, str], str]:
+    """What the judge reads for each (target, unit): its document's title and text (or page)."""
+    from vx_eval.core.run.units import document_of
+
+    by_name = {t.name: t for t in targets}
+    texts: dict[tuple[str, str], str] = {}
+    for target in {t for t, _ in pairs}:
+        ids = sorted({document_of(u) for (t, _), units in pairs.items() if t == target for u in units})
+        docs = {d.id: d for d in by_name[target].handle.documents(ids)}
+        for (t, _), units in pairs.items():
+            if t == target:
+                for u in units:
+                    if document_of(u) in docs:
+                        texts[(target, u)] = passage_text(docs[document_of(u)], u)
+    return texts
+
+
+def judge_info(judge: Judge, **counts: Any) -> JudgeInfo:
+    """The report's words on the grading: the judge's own description (what it does not name in
+    `JudgeInfo`'s fields goes to `details`) and the counts."""
+    said = dict(judge.describe())
+    known = {k: v for k, v in said.items() if k in JudgeInfo.model_fields and k != "details"}
+    return JudgeInfo(**known, details={k: v for k, v in said.items() if k not in JudgeInfo.model_fields}, **counts)
+
+
+def circular_setups(runs: Sequence[Any], judge: Judge, models: Any) -> list[str]:
+    """The setups a model of the judge's own ranks (a cross-encoder judge's model as their reranker, under
+    whatever name: `Models.cache_space` tells two names of one model apart from two models)."""
+    model = judge.describe().get("model")
+    if not isinstance(model, str) or not model:
+        return []
+
+    def space(name: str) -> str:
+        return str(models.cache_space(name)) if models is not None else name
+
+    mine = space(model)
+    return sorted({run.setup.key for run in runs if run.setup.ranker and space(run.setup.ranker) == mine})
+
+
+def judge_run(
+    runs: Sequence[Any],
+    questions: Sequence[Question],
+    targets: Sequence[Any],
+    judge: Judge,
+    depth: int,
+    cache: GradeCache | None,
+    progress: Any,
+    everything: bool = False,
+) -> tuple[list[Question], JudgeInfo]:
+    """Grade every unlabelled (question, result) pair in the first `depth` places of every setup; returns the
+    questions with those grades added (human labels win) and what the report says about the grading.
+    `everything`: grade the human-labelled pairs too and list every verdict (to check the judge)."""
+    pairs: dict[tuple[str, int], list[str]] = {}
+    human_kept = 0
+    for (target, i), units in top_units(runs, questions, depth).items():
+        labelled = questions[i].relevance()
+        human_kept += sum(1 for u in units if u in labelled)
+        pairs[(target, i)] = [u for u in units if everything or u not in labelled]
+    texts = _passages(pairs, targets)
+    placed = [(i, u, texts[(t, u)]) for (t, i), units in pairs.items() for u in units if (t, u) in texts]
+    asked = [(questions[i].question, text) for i, _, text in placed]
+    graded = grade_pairs(judge, asked, cache, progress.start(f"Judging ({judge.name})", len(set(asked))))
+    judged: dict[int, dict[str, int]] = {}
+    raw: dict[tuple[int, str], str] = {}
+    for i, u, text in placed:
+        verdict = graded.verdicts[(questions[i].question, text)]
+        raw[(i, u)] = verdict.raw
+        if verdict.grade is not None:
+            judged.setdefault(i, {})[u] = verdict.grade
+    verdicts = [
+        (questions[i].id, u, g, raw.get((i, u))) for i, units in sorted(judged.items()) for u, g in units.items()
+    ]
+    info = judge_info(
+        judge,
+        depth=depth,
+        pairs=len(set(asked)),
+        asked=graded.asked,
+        from_cache=graded.cached,
+        unparsable=graded.unparsable,
+        grades_from=GradesFrom(
+            human=human_kept,
+            judge=sum(1 for i, g in judged.items() for u in g if u not in questions[i].relevance()),
+        ),
+        not_found=sum(len(units) for units in pairs.values()) - len(asked),
+        verdicts=verdicts if everything else None,
+        circular=circular_setups(runs, judge, targets[0].models if targets else None),
+    )
+    return [with_judged_grades(q, judged.get(i, {})) for i, q in enumerate(questions)], info

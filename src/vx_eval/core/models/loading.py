@@ -1,0 +1,265 @@
+"""Models as plugins: short names resolved to real models, loaded once per process, with a thread setting."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Any, ClassVar, Protocol
+
+import numpy as np
+from pydantic import AfterValidator, ValidationInfo
+
+from vx_eval.core.errors import EngineError, did_you_mean, quoted
+from vx_eval.core.models.cache import KeyedCache, pair_key
+from vx_eval.core.models.endpoints import ModelEndpoint, ServedUsage
+
+DENSE, RERANKER, LATE = "dense", "reranker", "late"
+
+
+class ModelError(EngineError):
+    """A model is unknown, or its package is not installed, or it cannot load offline."""
+
+
+@dataclass(frozen=True)
+class ServedModel:
+    """A served model a config declares (``models.endpoints``), standing where a model plugin would."""
+
+    name: str
+    endpoint: ModelEndpoint
+    provider: Any
+    """The provider plugin's class (`core.models.endpoints.Provider`); None while a config is only being checked."""
+    cache: Path | None = None
+
+    @property
+    def kind(self) -> str:
+        return self.endpoint.kind
+
+    @property
+    def label(self) -> str:
+        return self.endpoint.label or self.endpoint.model
+
+    def load(self, settings: ModelSettings) -> Any:
+        from vx_eval.core.models.served import load_served
+
+        return load_served(self.name, self.endpoint, self.provider, self.cache)
+
+
+@dataclass(frozen=True)
+class ModelCatalog:
+    """Every model a run can name: the registered model plugins, and the served models its config declares."""
+
+    registry: Any
+    endpoints: Mapping[str, ModelEndpoint] = field(default_factory=dict)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.endpoints or name in self.registry
+
+    def get(self, name: str) -> Any:
+        if name in self.endpoints:
+            return ServedModel(name, self.endpoints[name], None)
+        return self.registry.get(name)
+
+    def __iter__(self) -> Iterator[Any]:
+        yield from self.registry
+        yield from (ServedModel(name, e, None) for name, e in self.endpoints.items())
+
+
+def _fallback(registry: Any, kind: str) -> list[Any]:
+    return [cls for cls in registry if getattr(cls, "accepts_any_name", False) and cls.kind == kind]
+
+
+def unknown_model(registry: Any, name: str, kind: str) -> str | None:
+    """Why `name` names no `kind` model the registry can give (None when it can), without loading it."""
+    if name in registry:
+        cls = registry.get(name)
+        return None if cls.kind == kind else f"model '{name}' is a {cls.kind} model; a {kind} model is needed here"
+    if kind == DENSE and "/" in name and _fallback(registry, kind):
+        return None  # a sentence-transformers id, loaded by the plugin that accepts any
+    known = [cls.name for cls in registry if cls.kind == kind and not getattr(cls, "accepts_any_name", False)]
+    installed = ", ".join(known) or "none"
+    if getattr(registry, "endpoints", None) is not None:
+        installed += "; or declare a served model under models.endpoints"
+    hint = (
+        "; a sentence-transformers model id such as sentence-transformers/all-MiniLM-L6-v2 also works where it "
+        "can be downloaded"
+        if kind == DENSE
+        else ""
+    )
+    return f"no {kind} model named {quoted(name)}{did_you_mean(name, known)} (installed: {installed}{hint})"
+
+
+def checked_name(kind: str) -> Callable[[str, ValidationInfo], str]:
+    """A validator for a config field naming a `kind` model: checked against the installed models when the
+    config is read (the checker passes them as the validation context), so a typo stops the run before any
+    indexing."""
+
+    def check(value: str, info: ValidationInfo) -> str:
+        registry = (info.context or {}).get("models")
+        problem = unknown_model(registry, value, kind) if registry is not None else None
+        if problem:
+            raise ValueError(problem)
+        return value
+
+    return check
+
+
+DenseModel = Annotated[str, AfterValidator(checked_name(DENSE))]
+RerankerModel = Annotated[str, AfterValidator(checked_name(RERANKER))]
+LateModel = Annotated[str, AfterValidator(checked_name(LATE))]
+
+
+class DenseEncoder(Protocol):
+    """Texts to unit-length vectors; questions may be encoded differently from documents (a prefix)."""
+
+    name: str
+    dim: int
+
+    def encode_documents(self, texts: Sequence[str]) -> np.ndarray: ...
+
+    def encode_queries(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
+class CrossEncoder(Protocol):
+    """Scores (question, passage) pairs; higher is more relevant."""
+
+    name: str
+
+    def score(self, query: str, passages: Sequence[str]) -> np.ndarray: ...
+
+
+class LateEncoder(Protocol):
+    """Token vectors (unit length) for late interaction: one matrix per text."""
+
+    name: str
+    dim: int
+
+    def encode_documents(self, texts: Sequence[str]) -> list[np.ndarray]: ...
+
+    def encode_query(self, text: str) -> np.ndarray: ...
+
+
+class ModelPlugin(Protocol):
+    """A registered model: a short ``name``, its ``kind``, a ``label`` people read, and ``load``."""
+
+    name: ClassVar[str]
+    kind: ClassVar[str]
+    label: ClassVar[str]
+
+    def load(self, settings: ModelSettings) -> Any: ...
+
+
+@dataclass(frozen=True)
+class ModelSettings:
+    threads: int = 1
+    batch_size: int = 32
+    max_tokens: int = 512
+    """The cross-encoder's (question, passage) length in tokens (`models.passage_tokens`); document encoders
+    keep their own (bge-small 512), so this never shortens what the dense index holds."""
+
+
+def maxsim(query: np.ndarray, documents: Sequence[np.ndarray]) -> np.ndarray:
+    """Late interaction: for each document, the sum over query tokens of the best cosine with its tokens."""
+    return np.array([float((query @ doc.T).max(axis=1).sum()) if len(doc) else 0.0 for doc in documents])
+
+
+class PairScores(KeyedCache):
+    """Cross-encoder scores kept on disk by (model, question, passage text), across runs.
+
+    Only searches whose time is not recorded read them (see `core.run.engine.reuse_allowed`); a timed search
+    always runs its model, and writes what it computed here for the others.
+    """
+
+    key = staticmethod(pair_key)
+
+    def scores(self, model: str, keys: Sequence[str]) -> dict[str, float]:
+        return {k: float(v) for k, v in self.values(model, keys).items()}
+
+    def keep(self, model: str, scores: dict[str, float]) -> None:
+        self.put(model, scores)
+
+
+@dataclass
+class Models:
+    """Loads models by name through the registered model plugins, each once, and remembers them."""
+
+    registry: Any
+    settings: ModelSettings = field(default_factory=ModelSettings)
+    pair_scores: PairScores | None = None
+    embeddings: Path | None = None
+    """Where engines keep embeddings by content (`models.embeddings` in the config)."""
+    endpoints: Mapping[str, ModelEndpoint] = field(default_factory=dict)
+    """Served models the config declares (`models.endpoints`), by the names it gives them."""
+    providers: Any = None
+    """The provider plugins' registry (`Plugins.providers`), which speak the endpoints' wire formats."""
+    _served: dict[str, Any] = field(default_factory=dict, init=False, repr=False)
+    """Served models loaded for this run (never shared across runs: each counts what it sends)."""
+
+    def plugin(self, name: str, kind: str) -> Any:
+        if name in self.endpoints:
+            endpoint = self.endpoints[name]
+            provider = self.providers.get(endpoint.provider, where=f"models.endpoints.{name}.provider")
+            plugin: Any = ServedModel(name, endpoint, provider, self.embeddings)
+        elif name in self.registry:
+            plugin = self.registry.get(name)()
+        else:
+            problem = unknown_model(self.registry, name, kind)
+            if problem:
+                raise ModelError(problem)
+            plugin = _fallback(self.registry, kind)[0](name)
+        if plugin.kind != kind:
+            raise ModelError(f"model '{name}' is a {plugin.kind} model; a {kind} model is needed here")
+        return plugin
+
+    def label(self, name: str) -> str:
+        if name in self.endpoints:
+            endpoint = self.endpoints[name]
+            return endpoint.label or endpoint.model
+        return self.registry.get(name).label if name in self.registry else name.split("/")[-1]
+
+    def cache_space(self, name: str) -> str:
+        """Where what model `name` computed is kept by content: a served model's provider, model and size
+        (two configs may give it different names), else the name itself."""
+        if name in self.endpoints:
+            from vx_eval.core.models.served import cache_space
+
+            return cache_space(self.endpoints[name], "document")
+        return name
+
+    def usage(self) -> list[ServedUsage]:
+        """What this run sent to each served model it loaded."""
+        with _LOCK:
+            return [model.calls.usage() for _, model in sorted(self._served.items())]
+
+    def dense(self, name: str) -> DenseEncoder:
+        """The dense encoder `name` (``minilm``, ``bge-small``, or a hub id where it can be downloaded)."""
+        encoder: DenseEncoder = self.get(name, DENSE)
+        return encoder
+
+    def reranker(self, name: str) -> CrossEncoder:
+        encoder: CrossEncoder = self.get(name, RERANKER)
+        return encoder
+
+    def late(self, name: str) -> LateEncoder:
+        encoder: LateEncoder = self.get(name, LATE)
+        return encoder
+
+    def get(self, name: str, kind: str) -> Any:
+        """The loaded model (loading it the first time in this process); its kind is checked on every call."""
+        plugin = self.plugin(name, kind)
+        if isinstance(plugin, ServedModel):
+            with _LOCK:
+                if name not in self._served:
+                    self._served[name] = plugin.load(self.settings)
+                return self._served[name]
+        key = (name, self.settings)
+        with _LOCK:
+            if key not in _LOADED:
+                _LOADED[key] = plugin.load(self.settings)
+            return _LOADED[key]
+
+
+# Loaded models live as long as the process: loading takes seconds, and several runs may share them.
+_LOADED: dict[tuple[str, ModelSettings], Any] = {}
+_LOCK = threading.Lock()

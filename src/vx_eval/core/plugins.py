@@ -1,0 +1,141 @@
+"""The plugin manager: loads every `vx_eval` entry point (built-ins included) and collects the registries."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+import pluggy
+
+from vx_eval.core import hookspecs
+from vx_eval.core.errors import PluginError, did_you_mean
+
+if TYPE_CHECKING:
+    from vx_eval.core.golden.template import QuestionWriter
+    from vx_eval.core.judging.grading import Judge
+    from vx_eval.core.models.endpoints import Provider
+    from vx_eval.core.models.loading import ModelPlugin
+    from vx_eval.core.run.engine import Adapter, Engine, SetupProvider
+    from vx_eval.core.stores import Store
+
+DISABLE_ENV = "VX_EVAL_DISABLE_PLUGINS"
+
+T = TypeVar("T")
+
+
+class Registry(Generic[T]):
+    """Plugin classes of one role, by their stable ``name``; a duplicate name is an error. Typed by the
+    role's class (`Registry[Engine]` holds engine classes), so `get` gives back what was added."""
+
+    def __init__(self, role: str) -> None:
+        self.role = role
+        self._items: dict[str, type[T]] = {}
+
+    def add(self, cls: type[T]) -> type[T]:
+        name = getattr(cls, "name", None)
+        if not isinstance(name, str) or not name:
+            raise PluginError(f"{self.role} plugin {cls.__module__}.{cls.__qualname__} has no `name`")
+        if name in self._items:
+            other = self._items[name]
+            raise PluginError(
+                f"two {self.role} plugins are named '{name}': {other.__module__}.{other.__qualname__} and "
+                f"{cls.__module__}.{cls.__qualname__}; uninstall one or disable it with {DISABLE_ENV}"
+            )
+        self._items[name] = cls
+        return cls
+
+    def get(self, name: str, *, where: str = "") -> type[T]:
+        try:
+            return self._items[name]
+        except KeyError:
+            known = ", ".join(sorted(self._items)) or "none"
+            at = f"{where}: " if where else ""
+            raise PluginError(
+                f"{at}no {self.role} named '{name}'{did_you_mean(name, self._items)} (installed: {known})"
+            ) from None
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._items
+
+    def __iter__(self) -> Iterator[type[T]]:
+        return iter(self._items.values())
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def names(self) -> list[str]:
+        return sorted(self._items)
+
+
+@dataclass
+class Plugins:
+    """Everything the loaded plugins registered."""
+
+    manager: pluggy.PluginManager
+    engines: Registry[Engine] = field(default_factory=lambda: Registry("engine"))
+    setups: Registry[SetupProvider] = field(default_factory=lambda: Registry("setup"))
+    stores: Registry[Store] = field(default_factory=lambda: Registry("store"))
+    writers: Registry[QuestionWriter] = field(default_factory=lambda: Registry("writer"))
+    judges: Registry[Judge] = field(default_factory=lambda: Registry("judge"))
+    models: Registry[ModelPlugin] = field(default_factory=lambda: Registry("model"))
+    adapters: Registry[Adapter] = field(default_factory=lambda: Registry("adapter"))
+    providers: Registry[Provider] = field(default_factory=lambda: Registry("model provider"))
+
+    def distributions(self) -> list[dict[str, Any]]:
+        """One row per loaded plugin: its name, the distribution that ships it and its version."""
+        rows = []
+        for name, module in self.manager.list_name_plugin():
+            dist = next((d for p, d in self.manager.list_plugin_distinfo() if p is module), None)
+            rows.append(
+                {
+                    "name": name,
+                    "module": getattr(module, "__name__", repr(module)),
+                    "package": dist.metadata["name"] if dist else None,
+                    "version": dist.version if dist else None,
+                }
+            )
+        return sorted(rows, key=lambda r: r["name"])
+
+
+def disabled_plugins() -> set[str]:
+    """Entry-point names listed in ``VX_EVAL_DISABLE_PLUGINS`` (comma- or space-separated)."""
+    raw = os.environ.get(DISABLE_ENV, "")
+    return {part.strip() for part in raw.replace(",", " ").split() if part.strip()}
+
+
+def get_plugin_manager() -> pluggy.PluginManager:
+    """A new plugin manager with the hookspecs and every enabled ``vx_eval`` entry point loaded."""
+    pm = pluggy.PluginManager(hookspecs.PROJECT)
+    pm.add_hookspecs(hookspecs)
+    for name in disabled_plugins():
+        pm.set_blocked(name)
+    known = {ep.name for ep in importlib.metadata.entry_points(group=hookspecs.PROJECT)}
+    for name in disabled_plugins() - known:
+        raise PluginError(f"{DISABLE_ENV} names '{name}', which is not an installed plugin{did_you_mean(name, known)}")
+    try:
+        pm.load_setuptools_entrypoints(hookspecs.PROJECT)
+    except ImportError as exc:
+        raise PluginError(f"a vx_eval plugin failed to import: {exc}") from exc
+    try:
+        pm.check_pending()
+    except pluggy.PluginValidationError as exc:
+        raise PluginError(f"a plugin implements a hook vx-eval does not have: {exc}") from exc
+    return pm
+
+
+def load_plugins(pm: pluggy.PluginManager | None = None) -> Plugins:
+    """Call every registration hook once and return the filled registries."""
+    plugins = Plugins(manager=pm or get_plugin_manager())
+    hook = plugins.manager.hook
+    hook.vx_eval_register_engines(register=plugins.engines)
+    hook.vx_eval_register_setups(register=plugins.setups)
+    hook.vx_eval_register_stores(register=plugins.stores)
+    hook.vx_eval_register_writers(register=plugins.writers)
+    hook.vx_eval_register_judges(register=plugins.judges)
+    hook.vx_eval_register_models(register=plugins.models)
+    hook.vx_eval_register_adapters(register=plugins.adapters)
+    hook.vx_eval_register_providers(register=plugins.providers)
+    return plugins

@@ -1,0 +1,40 @@
+"""The report as plain mappings, for code written against the seed's dictionaries: ``report["picks"]``,
+``report["setups"][0]["summary"]["found"]["10"]``, ``["median_ms"]``, ``["method_label"]``. The typed
+`core.report.schema.Report` stays the one model; this is a view of it, made when asked."""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from vx_eval.core.report.schema import Report, SetupResult
+
+_AT = re.compile(r"^(?P<name>[a-z_]+)@(?P<k>\d+)$")
+
+
+def summary_mapping(setup: SetupResult) -> dict[str, Any]:
+    """A setup's summary: every measure as the report names it (``found@10``), the cut-off measures also by
+    name then depth (``["found"]["10"]``), and the search times (``median_ms``, ``p95_ms``)."""
+    out: dict[str, Any] = dict(setup.summary)
+    for measure, value in setup.summary.items():
+        if match := _AT.match(measure):
+            out.setdefault(match["name"], {})[match["k"]] = value
+    out["median_ms"] = setup.times_ms.median
+    out["p95_ms"] = setup.times_ms.p95
+    return out
+
+
+def setup_mapping(setup: SetupResult) -> dict[str, Any]:
+    data = setup.model_dump(mode="json")
+    data["summary"] = summary_mapping(setup)
+    data["method_label"] = setup.label
+    return data
+
+
+def report_mapping(report: Report) -> dict[str, Any]:
+    """The whole report as JSON-ready mappings, setups in rank order, each shaped by `setup_mapping`."""
+    data = report.model_dump(mode="json")
+    data["setups"] = [setup_mapping(s) for s in sorted(report.setups, key=lambda s: (s.rank or 10**9, s.key))]
+    data["picks"] = dict(report.picks.items())
+    return data

@@ -1,0 +1,222 @@
+"""The report's analysis views, beside the measures: how far ties move a score (`TieView`), where each setup
+wins and how far routing could go (`Headroom`), every pair compared (`AllPairs`), and fusion tuned on
+held-out questions (`Tuning`), and what a judge did (`JudgeInfo`, `GradedDashboard`). `core.report.schema.Report`
+holds them; `Frozen` is every report model's base."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Interval = tuple[float, float]
+
+
+class Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class TieRange(Frozen):
+    """One measure's mean over a setup's evaluated questions, under each order of its tied results."""
+
+    trec: float | None = None
+    expected: float | None = None
+    optimistic: float | None = None
+    pessimistic: float | None = None
+    sampled: bool = False
+    """The expected value was averaged over seeded orders (ERR, bpref, condensed lists), not computed exactly."""
+
+
+class TieView(Frozen):
+    """How far a setup's scores depend on the order of results with equal scores (`core.measures.ties`)."""
+
+    questions: int
+    """Evaluated questions whose ranked list holds a tie of two or more results."""
+    measures: dict[str, TieRange] = Field(default_factory=dict)
+    spread: float | None = None
+    """The primary measure's optimistic minus pessimistic mean: what the tie order alone can move it by."""
+    flagged: bool = False
+
+
+class Overlap(Frozen):
+    a: str
+    b: str
+    overlap: float
+    """Mean Jaccard overlap of the two top 10s (shared units over units in either), over the questions both
+    evaluated."""
+    questions: int
+
+
+class KindView(Frozen):
+    """One kind of question (``metadata.kind``): how many, each setup's mean, the best, and the oracle."""
+
+    questions: int
+    means: dict[str, float] = Field(default_factory=dict)
+    best: str | None = None
+    oracle: float | None = None
+
+
+class Headroom(Frozen):
+    """Where each setup wins and how far routing could go (`core.report.headroom`), on the primary measure."""
+
+    measure: str
+    best: str
+    best_value: float
+    oracle: float
+    """The mean over questions of the best score any setup reached on each: the ceiling of routing."""
+    oracle_ci: Interval | None = None
+    gain: float
+    questions: int
+    found_by: list[int] = Field(default_factory=list)
+    """Per question (in `Report.question_ids` order): how many setups hold a right answer in their top 10."""
+    unfound: list[str] = Field(default_factory=list)
+    """Questions no setup finds in its top 10 (the first few; `unfound_count` says how many)."""
+    unfound_count: int = 0
+    only: dict[str, list[str]] = Field(default_factory=dict)
+    """Per setup, questions only it finds in its top 10 (the first few)."""
+    only_count: dict[str, int] = Field(default_factory=dict)
+    wins: dict[str, int] = Field(default_factory=dict)
+    """Per setup, questions on which it alone scores best."""
+    overlaps: list[Overlap] = Field(default_factory=list)
+    kinds: dict[str, KindView] = Field(default_factory=dict)
+
+
+class FusionSetting(Frozen):
+    fusion: str
+    alpha: float
+    rrf_k: int | None = None
+
+
+class FoldChoice(Frozen):
+    """What one fold chose on the other folds' questions, and how that did there and on its own."""
+
+    fold: int
+    setting: FusionSetting
+    train: float
+    held_out: float
+    questions: int
+
+
+class VsDefault(Frozen):
+    delta: float
+    ci: Interval
+    p: float
+
+
+class TunedHybrid(Frozen):
+    """One hybrid's fusion tuned by cross-validation (`core.run.tuning`): held-out, default and in-sample."""
+
+    key: str
+    """The tuned setup's key in the ranking (its numbers there are the held-out ones)."""
+    hybrid: str
+    components: list[str]
+    measure: str
+    questions: int
+    tried: int
+    default: FusionSetting
+    default_value: float
+    held_out: float
+    """The mean over questions of each question scored with the setting its fold chose elsewhere."""
+    held_out_ci: Interval
+    in_sample: FusionSetting
+    """The setting best on every question: the one to deploy (`config_lines`)."""
+    in_sample_value: float
+    """Optimistic: the best of many means on the questions it was chosen on."""
+    overstated: float
+    """In-sample minus held-out: how much tuning on the scored questions overstates the gain."""
+    folds: list[FoldChoice] = Field(default_factory=list)
+    stable: float
+    """Share of folds that chose the most chosen setting."""
+    vs_default: VsDefault
+    config_lines: str
+    timed: int = 0
+
+
+class Tuning(Frozen):
+    folds: int
+    hybrids: list[TunedHybrid] = Field(default_factory=list)
+
+
+class PairTest(Frozen):
+    a: str
+    b: str
+    delta: float
+    """Mean of a minus mean of b."""
+    p: float
+
+
+class AllPairs(Frozen):
+    """Every pair of the leading setups, family-wise controlled (`core.report.headroom.all_pairs`)."""
+
+    measure: str
+    method: str
+    trials: int
+    questions: int
+    alpha: float
+    pairs: list[PairTest] = Field(default_factory=list)
+
+
+class GradesFrom(Frozen):
+    human: int = 0
+    judge: int = 0
+
+
+class MeasuredAgreement(Frozen):
+    """How far this judge (the same plugin, model, rubric and cut points) agreed with people when
+    `vx-eval judge check` last measured it, on a golden file with human grades."""
+
+    kappa_linear: float | None = None
+    kappa_quadratic: float | None = None
+    exact: float | None = None
+    pairs: int = 0
+    tau: float | None = None
+    """Kendall's tau between the setups ordered by DCG@10 on people's grades and on the judge's."""
+    golden: str = ""
+    """The golden file it was measured on (its name) and that file's sha256."""
+    golden_sha256: str = ""
+    checked_at: str = ""
+
+
+class JudgeInfo(Frozen):
+    """How a judge graded the run: which judge, and how many pairs it graded, from where."""
+
+    judge: str
+    model: str | None = None
+    meaning: str | None = None
+    rubric: str | None = None
+    cut_points: list[float] | None = None
+    details: dict[str, Any] = Field(default_factory=dict)
+    depth: int = 10
+    pairs: int = 0
+    asked: int = 0
+    from_cache: int = 0
+    unparsable: int = 0
+    grades_from: GradesFrom = Field(default_factory=GradesFrom)
+    not_found: int = 0
+    verdicts: list[tuple[str, str, int, str | None]] | None = None
+    """`vx-eval judge check` only: every (question id, unit, grade, raw answer)."""
+    agreement: MeasuredAgreement | None = None
+    """This judge's agreement with people where `vx-eval judge check` has measured it (None: never)."""
+    circular: list[str] = Field(default_factory=list)
+    """The setups ranked by the judge's own model (its reranker): grading them is circular (Clarke & Dietz
+    2024: a judge favours the ranker it is), so they are left out of the picks."""
+
+
+class GradedQuestion(Frozen):
+    id: str
+    dcg: float
+
+
+class BestGraded(Frozen):
+    key: str
+    label: str
+    dcg: float
+
+
+class GradedDashboard(Frozen):
+    """Over the run: the best DCG@10 and its setup, the strongest, weakest and failed questions."""
+
+    best: BestGraded
+    strongest: list[GradedQuestion] = Field(default_factory=list)
+    weakest: list[GradedQuestion] = Field(default_factory=list)
+    failed: list[str] = Field(default_factory=list)

@@ -1,0 +1,455 @@
+"""Who runs the searches: this process one at a time (serial), a thread pool, or a Dask cluster.
+
+Every executor runs one shard of questions for a list of setups and gives back, per setup, the same
+part a serial run makes (results, times, server times, errors, and which worker searched), so the run
+checkpoints and scores them the same way and the measures do not depend on the executor.
+
+- ``serial`` (default): one search at a time, the setups interleaved per question in a seeded shuffle.
+- ``thread``: up to `concurrency` searches at once for remote engines, the pool kept full across shards;
+  `per_engine` bounds how many go to one engine at a time and `rate` how many start per second (a token
+  bucket). Times are as a caller sees them under that load (the report says how many ran at once).
+- ``dask``: (setup, shard) tasks on a Dask cluster (`address`, or a LocalCluster); each worker opens its
+  own targets from the config (indexes are built by the run first, so workers only open them) and runs a
+  task's searches `concurrency` at a time.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import random
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel
+
+from vx_eval.core.errors import redact
+from vx_eval.core.report.schema import Result, ThroughputLevel
+from vx_eval.core.run.engine import Setup, reuse_allowed, server_time
+from vx_eval.core.run.units import finest_unit, units_for
+
+
+class ShardPart(BaseModel):
+    """One setup's searches of one shard, question by question: what a checkpoint keeps."""
+
+    results: list[list[Result]]
+    times_ms: list[float | None]
+    server_ms: list[float | None]
+    errors: list[str | None]
+    workers: list[str | None]
+
+    @classmethod
+    def empty(cls, size: int) -> ShardPart:
+        return cls(
+            results=[[] for _ in range(size)],
+            times_ms=[None] * size,
+            server_ms=[None] * size,
+            errors=[None] * size,
+            workers=[None] * size,
+        )
+
+    def put(self, offset: int, searched: Searched, worker: str) -> None:
+        self.results[offset] = searched.results
+        self.times_ms[offset] = searched.ms
+        self.server_ms[offset] = searched.server_ms
+        self.errors[offset] = searched.error
+        self.workers[offset] = worker
+
+
+@dataclass(frozen=True)
+class Searched:
+    """One search as the run records it: the results, the time (None when not timed), what the service
+    said it spent, and the error (None when it worked)."""
+
+    results: list[Result]
+    ms: float | None
+    server_ms: float | None
+    error: str | None
+
+
+Part = ShardPart
+UnitOf = Callable[[str, Any], "str | None"]
+Work = list[tuple["Shard", list[Setup]]]
+"""Each shard with the setups that still have to search it."""
+
+
+def worker_name() -> str:
+    """This process's name in reports: the Dask worker's address where there is one, else the host."""
+    try:
+        from distributed import get_worker
+
+        return get_worker().address
+    except (ImportError, ValueError):
+        return f"{socket.gethostname()}/{threading.current_thread().name}"
+
+
+def search_one(setup: Setup, text: str, depth: int, timing: bool, unit_of: UnitOf) -> Searched:
+    """One search as the run records it (see `Searched`)."""
+    spent: list[float] = []
+    server = server_time.set(spent)
+    token = reuse_allowed.set(not timing)
+    start = time.perf_counter()
+    try:
+        hits = setup.search(text, depth)
+        elapsed = (time.perf_counter() - start) * 1000 if timing else None
+        results = [(unit_of(setup.target, h), float(h.score)) for h in hits[:depth]]
+        return Searched(results, elapsed, (sum(spent) if spent and timing else None), None)
+    except Exception as exc:  # a failed search is a finding for that setup and question
+        return Searched([], None, None, redact(f"{type(exc).__name__}: {exc}"))
+    finally:
+        reuse_allowed.reset(token)
+        server_time.reset(server)
+
+
+@dataclass
+class Shard:
+    """One shard to search: the question indices, their texts, which are timed, and the search depth."""
+
+    number: int
+    span: range
+    texts: list[str]
+    timed: set[int] | None
+    depth: int
+    seed: int
+
+    def timing(self, index: int) -> bool:
+        return self.timed is None or index in self.timed
+
+
+class ShardByShard:
+    """Executors that finish one shard (every setup) before the next: each setup's part of it is given back
+    as soon as the shard is done."""
+
+    def run(self, work: Work, unit_of: UnitOf, advance: Callable[[int], None]) -> Iterator[tuple[str, int, Part]]:
+        for shard, setups in work:
+            for key, part in self.search(setups, shard, unit_of, advance).items():
+                yield key, shard.number, part
+
+    def search(
+        self, setups: Sequence[Setup], shard: Shard, unit_of: UnitOf, advance: Callable[[int], None]
+    ) -> dict[str, Part]:
+        raise NotImplementedError
+
+
+class SerialExecutor(ShardByShard):
+    name = "serial"
+    concurrent = 1
+
+    def search(
+        self, setups: Sequence[Setup], shard: Shard, unit_of: UnitOf, advance: Callable[[int], None]
+    ) -> dict[str, Part]:
+        parts = {s.key: ShardPart.empty(len(shard.span)) for s in setups}
+        me = worker_name()
+        for offset, index in enumerate(shard.span):
+            order = list(setups)
+            random.Random(f"{shard.seed}:{index}").shuffle(order)
+            for setup in order:
+                searched = search_one(setup, shard.texts[offset], shard.depth, shard.timing(index), unit_of)
+                parts[setup.key].put(offset, searched, me)
+                advance(1)
+        return parts
+
+    def close(self) -> None:
+        return None
+
+
+class RateLimit:
+    """At most `rate` starts a second (a token bucket holding one second's worth), shared by threads."""
+
+    def __init__(self, rate: float | None) -> None:
+        self.rate = rate
+        self.lock = threading.Lock()
+        self.tokens = rate or 0.0
+        self.stamp = time.monotonic()
+
+    def wait(self) -> None:
+        if not self.rate:
+            return
+        while True:
+            with self.lock:
+                now = time.monotonic()
+                self.tokens = min(self.rate, self.tokens + (now - self.stamp) * self.rate)
+                self.stamp = now
+                if self.tokens >= 1:
+                    self.tokens -= 1
+                    return
+                delay = (1 - self.tokens) / self.rate
+            time.sleep(delay)
+
+
+@dataclass(frozen=True)
+class _Task:
+    shard: Shard
+    setup: Setup
+    offset: int
+    index: int
+
+
+@dataclass
+class ThreadExecutor:
+    """Several searches at once, bounded per engine and rate-limited per engine. The pool stays full across
+    shards (the next shard's searches start while the last of this one's finish); each shard's parts are
+    given back as soon as its last search is done."""
+
+    concurrency: int = 4
+    per_engine: dict[str, int] = field(default_factory=dict)
+    rate: dict[str, float] = field(default_factory=dict)
+    name: str = "thread"
+
+    def __post_init__(self) -> None:
+        self.pool = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="vx-search")
+        self.slots: dict[str, threading.Semaphore] = {}
+        self.limits: dict[str, RateLimit] = {}
+        self.lock = threading.Lock()
+
+    @property
+    def concurrent(self) -> int:
+        return self.concurrency
+
+    def _gate(self, engine: str) -> tuple[threading.Semaphore, RateLimit]:
+        with self.lock:
+            if engine not in self.slots:
+                self.slots[engine] = threading.Semaphore(self.per_engine.get(engine, self.concurrency))
+                self.limits[engine] = RateLimit(self.rate.get(engine))
+            return self.slots[engine], self.limits[engine]
+
+    def _search(self, task: _Task, unit_of: UnitOf) -> tuple[_Task, Searched, str]:
+        slot, limit = self._gate(task.setup.engine)
+        with slot:
+            limit.wait()
+            shard = task.shard
+            searched = search_one(task.setup, shard.texts[task.offset], shard.depth, shard.timing(task.index), unit_of)
+        return task, searched, worker_name()
+
+    def run(self, work: Work, unit_of: UnitOf, advance: Callable[[int], None]) -> Iterator[tuple[str, int, Part]]:
+        parts = {(s.key, shard.number): ShardPart.empty(len(shard.span)) for shard, setups in work for s in setups}
+        left = {shard.number: len(shard.span) * len(setups) for shard, setups in work}
+        keys = {shard.number: [s.key for s in setups] for shard, setups in work}
+        in_flight: set[Any] = set()
+        limit = self.concurrency * 4  # enough queued to keep every thread busy, never the whole run at once
+
+        def finished(done: set[Any]) -> Iterator[tuple[str, int, Part]]:
+            for future in done:
+                task, searched, worker = future.result()
+                parts[(task.setup.key, task.shard.number)].put(task.offset, searched, worker)
+                advance(1)
+                left[task.shard.number] -= 1
+                if not left[task.shard.number]:
+                    for key in keys[task.shard.number]:
+                        yield key, task.shard.number, parts.pop((key, task.shard.number))
+
+        for task in _tasks(work):  # each in a copy of this context: the run's context variables hold there
+            in_flight.add(self.pool.submit(contextvars.copy_context().run, self._search, task, unit_of))
+            if len(in_flight) >= limit:
+                done, in_flight = wait(in_flight, return_when=FIRST_COMPLETED)
+                yield from finished(done)
+        while in_flight:
+            done, in_flight = wait(in_flight, return_when=FIRST_COMPLETED)
+            yield from finished(done)
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=True)
+
+
+def _tasks(work: Work) -> Iterator[_Task]:
+    """Every search of the work, shard by shard, question by question, the setups in a seeded shuffle."""
+    for shard, setups in work:
+        for offset, index in enumerate(shard.span):
+            order = list(setups)
+            random.Random(f"{shard.seed}:{index}").shuffle(order)
+            for setup in order:
+                yield _Task(shard, setup, offset, index)
+
+
+# ---------------------------------------------------------------------------------------------- Dask
+
+
+@dataclass
+class WorkerSetups:
+    """A worker's own opened setups for one config, and which of them it has warmed up."""
+
+    setups: dict[str, Setup]
+    unit_of: UnitOf
+    warm: set[str] = field(default_factory=set)
+
+
+_OPENED: dict[tuple[str, str], WorkerSetups] = {}
+_OPENED_LOCK = threading.Lock()
+_SLOTS: dict[int, threading.Semaphore] = {}
+
+
+def _worker_slots(concurrency: int) -> threading.Semaphore:
+    """This worker process's searches-at-once bound, shared by every task it runs."""
+    with _OPENED_LOCK:
+        return _SLOTS.setdefault(concurrency, threading.Semaphore(max(1, concurrency)))
+
+
+def _worker_setups(config_path: str, config_sha: str, only: tuple[str, ...], skip: tuple[str, ...]) -> WorkerSetups:
+    """This worker's targets and setups for a config, opened once per process and kept."""
+    from vx_eval.core.config.experiment import load_config
+    from vx_eval.core.plugins import load_plugins
+    from vx_eval.core.run.engine import SilentProgress
+    from vx_eval.core.run.selection import enumerate_setups
+    from vx_eval.core.run.targets import open_targets
+    from vx_eval.core.stores import Stores
+
+    key = (config_path, config_sha)
+    with _OPENED_LOCK:
+        if key not in _OPENED:
+            plugins = load_plugins()
+            experiment = load_config(config_path, plugins)
+            stores = Stores(plugins, options=experiment.stores)
+            targets = open_targets(experiment, plugins, stores, SilentProgress(), build=False)
+            setups = enumerate_setups(targets, plugins, only, skip)
+            units = units_for(experiment.config.evaluation.relevance_field, targets)
+            _OPENED[key] = WorkerSetups({s.key: s for s in setups}, units)
+        return _OPENED[key]
+
+
+def _open_here(config_path: str, config_sha: str, only: tuple[str, ...], skip: tuple[str, ...]) -> None:
+    """On a worker: its targets opened now (nothing sent back)."""
+    _worker_setups(config_path, config_sha, only, skip)
+
+
+def dask_search_part(
+    config_path: str,
+    config_sha: str,
+    only: tuple[str, ...],
+    skip: tuple[str, ...],
+    setup_key: str,
+    shard: Shard,
+    concurrency: int = 1,
+) -> Part:
+    """A Dask task: one setup over one shard, on the worker's own targets (a first, untimed search warms the
+    setup up in this process), `concurrency` searches at once."""
+    opened = _worker_setups(config_path, config_sha, only, skip)
+    setup = opened.setups[setup_key]
+    if setup_key not in opened.warm:
+        search_one(setup, shard.texts[0], shard.depth, False, opened.unit_of)
+        opened.warm.add(setup_key)
+    part = ShardPart.empty(len(shard.span))
+    me = worker_name()
+    slots = _worker_slots(concurrency)
+
+    def one(offset: int, index: int) -> None:
+        with slots:  # at most `concurrency` searches at once in this worker, across the tasks it runs
+            searched = search_one(setup, shard.texts[offset], shard.depth, shard.timing(index), opened.unit_of)
+        part.put(offset, searched, me)
+
+    if concurrency <= 1:
+        for offset, index in enumerate(shard.span):
+            one(offset, index)
+        return part
+    with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="vx-dask-search") as pool:
+        for future in [pool.submit(contextvars.copy_context().run, one, o, i) for o, i in enumerate(shard.span)]:
+            future.result()
+    return part
+
+
+@dataclass
+class DaskExecutor:
+    """(setup, shard) tasks on a Dask cluster: `address` of a scheduler, or a LocalCluster of `workers`."""
+
+    config_path: str
+    config_sha: str
+    only: tuple[str, ...] = ()
+    skip: tuple[str, ...] = ()
+    address: str | None = None
+    workers: int = 2
+    concurrency: int = 1
+    """Searches each task runs at once (each worker runs one task at a time)."""
+    name: str = "dask"
+
+    @property
+    def concurrent(self) -> int:
+        return self.workers * self.concurrency
+
+    def __post_init__(self) -> None:
+        try:
+            from distributed import Client, LocalCluster
+        except ImportError:
+            from vx_eval.core.errors import PluginError
+
+            raise PluginError("the dask executor needs dask[distributed]: pip install 'vx-eval[dask]'") from None
+        self.cluster = None
+        if self.address is None:
+            # with searches at once, two tasks per worker keep its bound full while one task's last searches end
+            threads = 2 if self.concurrency > 1 else 1
+            self.cluster = LocalCluster(
+                n_workers=self.workers, threads_per_worker=threads, host="127.0.0.1", dashboard_address=None
+            )
+            self.client = Client(self.cluster)
+        else:
+            self.client = Client(self.address)
+        # every worker opens its targets now, as a serial run opens them before its first search
+        self.client.run(_open_here, self.config_path, self.config_sha, self.only, self.skip)
+
+    def run(self, work: Work, unit_of: UnitOf, advance: Callable[[int], None]) -> Iterator[tuple[str, int, Part]]:
+        """Every (setup, shard) task submitted at once; parts given back as they finish, in any order."""
+        from distributed import as_completed
+
+        futures = {
+            self.client.submit(
+                dask_search_part,
+                self.config_path,
+                self.config_sha,
+                self.only,
+                self.skip,
+                s.key,
+                shard,
+                self.concurrency,
+                pure=False,
+            ): (s.key, shard)
+            for shard, setups in work
+            for s in setups
+        }
+        for future in as_completed(futures):
+            key, shard = futures[future]
+            part = future.result()
+            advance(len(shard.span))
+            yield key, shard.number, part
+
+    def close(self) -> None:
+        self.client.close()
+        if self.cluster is not None:
+            self.cluster.close()
+
+
+def throughput(setup: Setup, texts: Sequence[str], depth: int, concurrency: Sequence[int]) -> list[ThroughputLevel]:
+    """Queries a second and latency per search with `c` callers at once, for each `c` in `concurrency`:
+    every text searched end to end (nothing reused), by `c` threads sharing the list."""
+    return [_load(setup, texts, depth, callers) for callers in concurrency]
+
+
+def _load(setup: Setup, texts: Sequence[str], depth: int, callers: int) -> ThroughputLevel:
+    latencies: list[float] = []
+    failed = 0
+    lock = threading.Lock()
+
+    def one(text: str) -> None:
+        nonlocal failed
+        searched = search_one(setup, text, depth, True, finest_unit)
+        with lock:
+            if searched.error is None and searched.ms is not None:
+                latencies.append(searched.ms)
+            else:
+                failed += 1
+
+    start = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=callers, thread_name_prefix="vx-throughput") as pool:
+        for future in [pool.submit(contextvars.copy_context().run, one, t) for t in texts]:
+            future.result()
+    wall = time.perf_counter() - start
+    ordered = sorted(latencies)
+    return ThroughputLevel(
+        concurrency=callers,
+        searches=len(texts),
+        failed=failed,
+        qps=round(len(latencies) / wall, 3) if wall > 0 else None,
+        median_ms=round(ordered[len(ordered) // 2], 3) if ordered else None,
+        p95_ms=round(ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))], 3) if ordered else None,
+    )

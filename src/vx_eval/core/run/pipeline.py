@@ -1,0 +1,291 @@
+"""The run, stage by stage as the data flows: targets (`core.run.targets`), what to search (`core.run.selection`),
+searching (`core.run.search`), scoring (`core.run.scoring`), ranking and picks (`core.run.ranking`), checkpoints
+(`core.run.checkpoints`) and the report put together (`core.report.assembly`), saved through a store."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from vx_eval.core.config.experiment import Experiment
+from vx_eval.core.errors import GoldenError, VxEvalError
+from vx_eval.core.golden.files import GoldenSet
+from vx_eval.core.golden.sources import read_golden
+from vx_eval.core.judging.check import measured
+from vx_eval.core.judging.grading import GradeCache, judge_maker, judge_run
+from vx_eval.core.report import assembly
+from vx_eval.core.report.saving import check_run_id, new_run_id, provenance, save_report
+from vx_eval.core.report.schema import JudgeInfo, Report, Settings, SetupResult, Tuning
+from vx_eval.core.run import ranking, scoring, tuning
+from vx_eval.core.run.checkpoints import Checkpoints, new_manifest, start_checkpoints
+from vx_eval.core.run.engine import FUSION, Progress, SilentProgress, Target
+from vx_eval.core.run.executors import DaskExecutor, SerialExecutor, ShardPart, ThreadExecutor, throughput
+from vx_eval.core.run.search import SetupRun, search_all
+from vx_eval.core.run.selection import enumerate_setups, measures_for, timing_sample
+from vx_eval.core.run.targets import check_missing, close_targets, describe, missing_notes, open_targets
+from vx_eval.core.run.units import units_for
+from vx_eval.core.stores import StoreFull, Stores
+
+THROUGHPUT_QUESTIONS = 50
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """Choices made on the command line (or in Python) for one run, over what the config says."""
+
+    save_to: str | None = None
+    only: tuple[str, ...] = ()
+    skip: tuple[str, ...] = ()
+    balance: float | None = None
+    time: float | None = None
+    save: bool = True
+    progress: Progress = field(default_factory=SilentProgress)
+    resume: str | None = None
+    """A run id whose checkpoints to continue from (`vx-eval run CONFIG --resume RUN`)."""
+    executor: str | None = None
+    """Overrides the config's `execution.executor`."""
+    address: str | None = None
+    """Overrides the config's `execution.address` (a Dask scheduler)."""
+    judge_everything: bool = False
+    """`vx-eval judge check`: the judge grades human-labelled pairs too, and the report lists every verdict."""
+    run_id: str | None = None
+    """The id a new saved run takes (the server names its runs before they start); None: made from the time."""
+
+
+@dataclass(frozen=True)
+class RunResult:
+    report: Report
+    location: str | None
+
+
+def make_executor(experiment: Experiment, options: RunOptions) -> Any:
+    """The executor the config (or the command line) names."""
+    settings = experiment.config.execution
+    name = options.executor or settings.executor
+    if name == "serial":
+        return SerialExecutor()
+    if name == "thread":
+        return ThreadExecutor(settings.concurrency, dict(settings.per_engine), dict(settings.rate))
+    if name == "dask":
+        if experiment.path is None:
+            raise VxEvalError("the dask executor needs a config file: workers open their targets from it")
+        address = options.address or settings.address
+        return DaskExecutor(
+            str(experiment.path),
+            experiment.sha256,
+            options.only,
+            options.skip,
+            address,
+            settings.workers,
+            # searches a task runs at once: one unless the config says how many (then as a thread pool would)
+            settings.concurrency if "concurrency" in settings.model_fields_set else 1,
+        )
+    raise VxEvalError(f"no executor named '{name}'; executors: serial, thread, dask")
+
+
+def _questions(experiment: Experiment, stores: Stores) -> tuple[GoldenSet, int]:
+    """The golden file, with the unlabelled questions searched too where a judge grades them; and how many
+    questions people labelled."""
+    ev = experiment.config.evaluation
+    golden = experiment.questions or read_golden(experiment.config.golden_source, stores)
+    labelled = golden.labelled
+    if ev.judge and golden.waiting:  # a judge grades their results: they are searched too
+        golden = dataclasses.replace(golden, questions=golden.questions + golden.waiting)
+    if not golden.questions:
+        raise GoldenError(
+            f"{golden.source} has no labelled questions ({golden.unfilled} rows wait for a question, "
+            f"{golden.unlabelled} for expected ids); fill each row's `question` and name the ids that "
+            "answer it in `expected`"
+        )
+    return golden, labelled
+
+
+def _search(
+    experiment: Experiment,
+    plugins: Any,
+    stores: Stores,
+    options: RunOptions,
+    golden: GoldenSet,
+    targets: list[Target],
+    started: dt.datetime,
+) -> tuple[list[SetupRun], set[int] | None, Checkpoints | None, dt.datetime, int]:
+    """Every setup searched (resuming from checkpoints where asked), and the throughput pass if configured;
+    also how many searches ran at once while times were taken."""
+    ev = experiment.config.evaluation
+    setups = enumerate_setups(targets, plugins, options.only, options.skip)
+    timed = timing_sample(len(golden.questions), ev.timing_sample, ev.seed)
+    checkpoints: Checkpoints | None = None
+    done: dict[tuple[str, int], ShardPart] = {}
+    if options.save:
+        manifest = new_manifest(started, experiment.sha256, golden.sha256, setups, ev.shard_size, len(golden.questions))
+        if options.run_id is not None and options.resume is None:
+            manifest = manifest.model_copy(update={"id": check_run_id(options.run_id)})
+        save_to = options.save_to or experiment.config.save_to
+        checkpoints, done, started = start_checkpoints(stores, save_to, manifest, options.resume, options.progress)
+    elif options.resume:
+        raise VxEvalError("resuming continues a saved run's checkpoints: a resumed run is saved too")
+    executor = make_executor(experiment, options)
+    concurrent = int(getattr(executor, "concurrent", 1))
+    try:
+        runs = search_all(
+            setups,
+            golden.questions,
+            ev.depth,
+            ev.seed,
+            options.progress,
+            units_for(ev.relevance_field, targets),
+            timed,
+            ev.shard_size,
+            done,
+            checkpoints.save if checkpoints else None,
+            executor,
+        )
+    finally:
+        executor.close()
+    if ev.throughput:
+        sample = sorted(timed) if timed is not None else range(len(golden.questions))
+        texts = [golden.questions[i].question for i in list(sample)[:THROUGHPUT_QUESTIONS]]
+        advance = options.progress.start("Throughput", len([r for r in runs if r.searched]))
+        for run in runs:
+            if run.searched:
+                run.throughput = throughput(run.setup, texts, ev.depth, ev.throughput)
+            advance(1)
+    return runs, timed, checkpoints, started, concurrent
+
+
+def _judge(
+    experiment: Experiment,
+    plugins: Any,
+    options: RunOptions,
+    golden: GoldenSet,
+    targets: list[Target],
+    runs: list[SetupRun],
+) -> tuple[list[Any], JudgeInfo | None]:
+    """The questions with the judge's grades added where the config names a judge (human labels win)."""
+    ev = experiment.config.evaluation
+    if not ev.judge:
+        return list(golden.questions), None
+    make = judge_maker(plugins, ev.judge, experiment.judges.get(ev.judge))
+    with GradeCache(experiment.config.models.scores.with_name("grades.db")) as cache:
+        return judge_run(
+            runs,
+            list(golden.questions),
+            targets,
+            make(targets[0].models),
+            ev.judge_depth,
+            cache,
+            options.progress,
+            everything=options.judge_everything,
+        )
+
+
+def _tune(
+    experiment: Experiment,
+    plugins: Any,
+    targets: list[Target],
+    runs: list[SetupRun],
+    results: list[SetupResult],
+    questions: list[Any],
+    measures: list[Any],
+    settings: Settings,
+    timed: set[int] | None,
+) -> tuple[list[SetupResult], Tuning | None]:
+    """Each local hybrid's fusion tuned by cross-validation over the kept rankings (`core.run.tuning`), as a
+    setup with its held-out numbers, timed by real searches with the chosen setting on a sample."""
+    tune = experiment.config.evaluation.tune
+    if tune is None:
+        return [], None
+    local = {t.name for t in targets if FUSION not in t.capabilities}
+    made = tuning.tune_all(results, questions, tune, settings, local)
+    by_key, extra, infos = {r.setup.key: r for r in runs}, [], []
+    sample = sorted(timed) if timed is not None else list(range(len(questions)))
+    for tuned in made:
+        run = tuning.tuned_setup_run(tuned, by_key[tuned.info.hybrid])
+        chosen = tuned.chosen
+        search = experiment.config.search.model_copy(
+            update={"fusion": chosen.fusion, "alpha": chosen.alpha, "rrf_k": chosen.rrf_k or 60}
+        )
+        target = next(t for t in targets if t.name == run.setup.target)
+        live = enumerate_setups([dataclasses.replace(target, search=search)], plugins, (tuned.info.hybrid,))[0]
+        asked = [i for i in sample if i in tuned.scored][: tune.timed]
+        if asked:
+            live.search(questions[asked[0]].question, settings.depth)  # the warm-up, untimed
+        for i in asked:
+            begin = time.perf_counter()
+            live.search(questions[i].question, settings.depth)
+            run.times_ms[i] = (time.perf_counter() - begin) * 1000
+        extra.append(scoring.score_setup(run, questions, measures, settings))
+        infos.append(tuned.info.model_copy(update={"timed": len(asked)}))
+    return extra, Tuning(folds=tune.folds, hybrids=infos)
+
+
+def run_experiment(experiment: Experiment, plugins: Any, options: RunOptions | None = None) -> RunResult:
+    """Everything `vx-eval run` does, without printing: returns the report and where it was saved."""
+    options = options or RunOptions()
+    config = experiment.config
+    ev = config.evaluation
+    stores = Stores(plugins, options=experiment.stores)
+    if options.save:
+        stores.sweep(options.save_to or config.save_to)  # what a killed run left half-written
+    started = dt.datetime.now(dt.UTC)
+    golden, labelled = _questions(experiment, stores)
+    if ev.judge:
+        judge_maker(plugins, ev.judge, experiment.judges.get(ev.judge))  # its options, checked before any work
+    measures = measures_for(experiment)
+    targets = open_targets(experiment, plugins, stores, options.progress, golden)
+    try:
+        missing = {} if ev.relevance_field else check_missing(golden, targets)
+        for note in missing_notes(missing):
+            options.progress.note(note)
+        runs, timed, checkpoints, started, concurrent = _search(
+            experiment, plugins, stores, options, golden, targets, started
+        )
+        questions, judged = _judge(experiment, plugins, options, golden, targets, runs)
+        if judged is not None:
+            agreement = measured(stores, options.save_to or config.save_to, judged)
+            judged = judged.model_copy(update={"agreement": agreement})
+        described = {t.name: describe(t) for t in targets}
+        served = targets[0].models.usage() if targets else []
+        settings = assembly.run_settings(
+            experiment,
+            measures,
+            ev.balance if options.balance is None else options.balance,
+            ev.time if options.time is None else options.time,
+            timed,
+            len(golden.questions),
+            graded=judged is not None or assembly.enough_graded(golden.questions),
+            concurrent=concurrent,
+        )
+        results = [scoring.score_setup(r, questions, measures, settings) for r in runs]
+        tuned, tuning_info = _tune(experiment, plugins, targets, runs, results, questions, measures, settings, timed)
+    finally:
+        close_targets(targets)
+
+    results += tuned
+    outcome = assembly.Outcome(
+        run_id=checkpoints.run_id if checkpoints else new_run_id(started),
+        started=started,
+        golden=golden,
+        labelled=labelled,
+        questions=questions,
+        targets=described,
+        missing=missing,
+        settings=settings,
+        ranking=ranking.rank(results, settings, judged.circular if judged else ()),
+        judge=judged,
+        provenance=provenance(plugins, {name: t.models for name, t in described.items()}, served),
+        tuning=tuning_info,
+    )
+    report = assembly.assemble(experiment, outcome)
+    location = None
+    if options.save:
+        try:
+            report, location = save_report(report, golden.raw, stores, options.save_to or config.save_to)
+        except StoreFull as exc:
+            raise checkpoints.resumable(exc) if checkpoints is not None else exc from None
+        if checkpoints is not None:
+            checkpoints.clear()  # the report holds everything they did
+    return RunResult(report, location)

