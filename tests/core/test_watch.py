@@ -6,6 +6,9 @@ import threading
 import time
 import uuid
 
+import pytest
+
+from vx_eval.core.errors import GoldenError
 from vx_eval.core.report.history import list_runs
 from vx_eval.core.run.pipeline import RunOptions
 from vx_eval.core.run.watch import Watcher
@@ -46,6 +49,29 @@ def test_three_saves_during_the_settle_time_cost_one_run_and_the_same_content_ne
     assert len(runs_at(plugins, str(project.root / "runs"))) == 2
 
 
+def test_a_golden_file_caught_half_saved_waits_for_the_save_and_one_never_readable_says_why(project, plugins):
+    """An editor's save truncates, then writes: a watcher that reads the file between the two sees no rows.
+    That counts as still changing, not as a failure; a file unreadable through every settle period is
+    refused with the golden file's own message."""
+    golden = project.root / "golden.jsonl"
+    original = golden.read_bytes()
+    config = project.write_config()
+    golden.write_bytes(b"")  # caught half way through a save
+    saves = iter([original + extra(7)])
+
+    def finish_saving(seconds: float) -> None:
+        data = next(saves, None)
+        if data is not None:
+            golden.write_bytes(data)
+
+    outcome = Watcher(config, plugins, settle=60, options=RunOptions(), sleep=finish_saving).check_once()
+    assert outcome.action == "ran"
+    golden.write_bytes(b"")
+    stuck = Watcher(config, plugins, settle=60, max_settles=3, options=RunOptions(), sleep=lambda s: None)
+    with pytest.raises(GoldenError, match="holds no rows"):
+        stuck.check_once()
+
+
 def test_with_a_short_settle_time_a_burst_of_real_saves_runs_once(project, plugins):
     """Real saves, and the settle time really slept; that the burst ends within it is made sure by an event,
     not by timing (a loaded machine may stall the saver longer than any settle time)."""
@@ -75,9 +101,10 @@ def test_with_a_short_settle_time_a_burst_of_real_saves_runs_once(project, plugi
     stop_at = time.monotonic() + 120
     watcher.watch(poll=0.05, until=lambda o: outcomes.append(o) or o.action == "ran" or time.monotonic() > stop_at)
     saver.join()
-    assert outcomes[-1].action == "ran"
+    assert outcomes[-1].action == "ran", outcomes
     runs = runs_at(plugins, str(project.root / "runs"))
-    assert len(runs) == 2  # the first content, then the last of the burst: not one run per save
+    # the first content, then the last of the burst: not one run per save
+    assert len(runs) == 2, ([o.action for o in outcomes], [r.golden_sha256[:8] for r in runs])
     assert runs_at(plugins, str(project.root / "runs"))[0].golden_sha256 == outcomes[-1].sha256
     assert watcher.check_once().action == "seen"
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from vx_eval.core.config.experiment import load_config
-from vx_eval.core.errors import StoreError
+from vx_eval.core.errors import GoldenError, StoreError
 from vx_eval.core.golden.sources import read_golden
 from vx_eval.core.report.history import read_report, run_ids
 from vx_eval.core.run.pipeline import RunOptions, RunResult, run_experiment
@@ -69,19 +69,29 @@ class Watcher:
                 return True
         return False
 
+    def _readable_sha(self, experiment: Any, stores: Stores) -> str | None:
+        """The golden file's sha256; None where it cannot be read as golden data just now (an editor half way
+        through saving it leaves it empty or cut): that counts as still changing."""
+        try:
+            return self._sha(experiment, stores)
+        except GoldenError:
+            return None
+
     def check_once(self) -> Outcome:
         experiment = self._experiment()
         stores = Stores(self.plugins, options=experiment.stores)
-        sha = self._sha(experiment, stores)
-        if self.already_run(experiment, stores, sha):
+        sha = self._readable_sha(experiment, stores)
+        if sha is not None and self.already_run(experiment, stores, sha):
             return Outcome("seen", sha)
         for _ in range(self.max_settles):
             self.sleep(self.settle)
-            again = self._sha(experiment, stores)
-            if again == sha:
+            again = self._readable_sha(experiment, stores)
+            if again is not None and again == sha:
                 break
             sha = again
         else:
+            if sha is None:  # unreadable through every settle period: say why, as a run would
+                sha = self._sha(experiment, stores)
             self.options.progress.note(f"the golden file kept changing for {self.max_settles} settle periods; running")
         if self.already_run(experiment, stores, sha):
             return Outcome("seen", sha)
