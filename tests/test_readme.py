@@ -55,3 +55,30 @@ def test_the_readme_python_example_runs_as_written(tmp_path, monkeypatch):
     assert frame.loc["mine.retriever", "ndcg@10"] > frame.loc["local.keyword", "ndcg@10"] - 0.2
     assert report.picks.finds_the_most in frame.index
     assert (tmp_path / ".vx" / "embeddings.db").is_file()
+
+
+def test_the_readme_is_a_first_read_and_the_manual_is_the_docs_site():
+    """The README stays what a person reads first (under 12 KB); the manual is docs/, whose start page gives
+    the README's two commands word for word."""
+    readme = (REPO / "README.md").read_bytes()
+    assert len(readme) < 12 * 1024
+    start = (REPO / "docs" / "start.md").read_text(encoding="utf-8")
+    section = start[start.index("## Start") : start.index("\n## ", start.index("## Start") + 1)]
+    assert re.findall(r"```bash\n(.+?)\n```", section) == _commands()
+
+
+def test_the_docs_site_builds_with_warnings_as_errors(tmp_path):
+    """mkdocs.yml's site, its reference pages generated from the code (scripts/docs_hooks.py), built --strict:
+    a broken link or a page left out of the navigation fails it."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
+    argv = [sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet", "--site-dir", str(tmp_path / "site")]
+    done = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, env=env, check=False, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    registry = (tmp_path / "site" / "reference" / "generated" / "measure-registry" / "index.html").read_text()
+    assert "The measure registry (generated)" in registry and "ndcg_gains" in registry  # from the registry itself
+    cli = (tmp_path / "site" / "reference" / "generated" / "cli" / "index.html").read_text()
+    assert "--trec-format" in cli and "vx-eval eval" in cli

@@ -14,15 +14,14 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 
 
-def readme_blocks() -> list[str]:
-    """The Python blocks of the README's Plugins section: the engine a stranger would write, then its tests."""
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    start = readme.index("## Plugins\n")
-    section = readme[start : readme.index("\n## ", start + 1)]
-    return re.findall(r"```python\n(.+?)\n```", section, re.S)
+def guide_blocks() -> list[str]:
+    """The Python blocks of the plugin guide (docs/how-to/plugins.md): the engine a stranger would write, then
+    its tests."""
+    guide = (REPO / "docs" / "how-to" / "plugins.md").read_text(encoding="utf-8")
+    return re.findall(r"```python\n(.+?)\n```", guide, re.S)
 
 
-PLUGIN = readme_blocks()[0]  # the README's engine, installed and run as written: it is what we promise
+PLUGIN = guide_blocks()[0]  # the guide's engine, installed and run as written: it is what we promise
 
 
 PYPROJECT = """
@@ -115,7 +114,7 @@ def test_the_third_party_engine_validates_its_own_options(toy_site, project):
     assert "targets[0].options.rerankr: unknown key; did you mean 'reranker'?" in done.stderr
 
 
-CONFORMANCE = readme_blocks()[1]
+CONFORMANCE = guide_blocks()[1]
 
 
 @pytest.mark.slow
