@@ -226,7 +226,7 @@ def embed_corpus(
     per dense model, one unit vector per chunk (a float32 matrix, rows in chunk order), embedded once and
     kept by content in `embeddings` (default ``.vx/embeddings.db`` here): build your own retriever on the
     very vectors the engines search."""
-    from vx_eval.plugins.engines.prepare import IndexOptions, prepare
+    from vx_eval.core.corpus.prepare import IndexOptions, prepare
 
     plugins = load_plugins()
     read = read_corpus(str(corpus), Stores(plugins))

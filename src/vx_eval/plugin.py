@@ -36,7 +36,21 @@ every engine should pass.
 
 from __future__ import annotations
 
-from vx_eval.core.config.experiment import ConfigPath, SecretRef
+from vx_eval.core.config.experiment import ConfigPath, SecretRef, ServiceUrl, is_uri
+from vx_eval.core.corpus.embeddings import EmbeddingCache, dequantize
+from vx_eval.core.corpus.prepare import (
+    Built,
+    Chunk,
+    IndexOptions,
+    building,
+    chunk_corpus,
+    default_cache,
+    dense_matrix,
+    prepare,
+    sweep_building,
+    token_matrices,
+)
+from vx_eval.core.corpus.text import STOPWORDS, WORD, fts_match, query_terms
 from vx_eval.core.errors import (
     ConfigError,
     EngineError,
@@ -45,12 +59,14 @@ from vx_eval.core.errors import (
     StoreError,
     VxEvalError,
     did_you_mean,
+    quoted,
     remember_secret,
 )
 from vx_eval.core.golden.files import GoldenRow
-from vx_eval.core.golden.template import QuestionWriter, Unit, WriteOutcome, WriterDescription, WriteRequest
+from vx_eval.core.golden.template import QuestionWriter, Unit, WriteOutcome, WriterDescription, WriteRequest, hint
 from vx_eval.core.hookspecs import hookimpl
 from vx_eval.core.judging.grading import Judge, Verdict
+from vx_eval.core.models.cache import KeyedCache
 from vx_eval.core.models.endpoints import Billed, Embedded, Failure, InputType, ModelEndpoint, Provider, Reranked
 from vx_eval.core.models.loading import (
     DENSE,
@@ -59,9 +75,14 @@ from vx_eval.core.models.loading import (
     CrossEncoder,
     DenseEncoder,
     LateEncoder,
+    LateModel,
+    ModelError,
     ModelPlugin,
     Models,
     ModelSettings,
+    PairScores,
+    RerankerModel,
+    maxsim,
 )
 from vx_eval.core.plugins import Registry
 from vx_eval.core.run.engine import (
@@ -73,6 +94,7 @@ from vx_eval.core.run.engine import (
     LATE_PREFIX,
     PASSAGES,
     RERANKER_PREFIX,
+    RETRIEVER,
     SERVICE_RANKER_PREFIX,
     SPARSE_PREFIX,
     Corpus,
@@ -95,9 +117,10 @@ from vx_eval.core.run.engine import (
     reuse_allowed,
     slug,
 )
+from vx_eval.core.run.fusion import convex, fuse, hit_key, rrf
+from vx_eval.core.run.leftovers import owned_by_this_process, sweep
 from vx_eval.core.run.remote import RemotePolicy
-from vx_eval.core.stores import Store, StoreDenied, StoreFull, StoreNotFound
-from vx_eval.plugins.engines.prepare import Built, Chunk, IndexOptions, prepare
+from vx_eval.core.stores import Store, StoreDenied, StoreFull, StoreNotFound, full_error, local_folder
 
 __all__ = [
     "DENSE",
@@ -111,8 +134,11 @@ __all__ = [
     "PASSAGES",
     "RERANKER",
     "RERANKER_PREFIX",
+    "RETRIEVER",
     "SERVICE_RANKER_PREFIX",
     "SPARSE_PREFIX",
+    "STOPWORDS",
+    "WORD",
     "Billed",
     "Built",
     "Chunk",
@@ -124,6 +150,7 @@ __all__ = [
     "Discovered",
     "Document",
     "Embedded",
+    "EmbeddingCache",
     "Engine",
     "EngineError",
     "EngineHandle",
@@ -135,12 +162,16 @@ __all__ = [
     "IndexOptions",
     "InputType",
     "Judge",
+    "KeyedCache",
     "LateEncoder",
+    "LateModel",
     "ModelEndpoint",
+    "ModelError",
     "ModelPlugin",
     "ModelSettings",
     "Models",
     "OpenContext",
+    "PairScores",
     "PassageHandle",
     "PluginError",
     "Progress",
@@ -150,7 +181,9 @@ __all__ = [
     "Registry",
     "RemotePolicy",
     "Reranked",
+    "RerankerModel",
     "SecretRef",
+    "ServiceUrl",
     "Setup",
     "SetupProvider",
     "Store",
@@ -166,12 +199,33 @@ __all__ = [
     "WriteOutcome",
     "WriteRequest",
     "WriterDescription",
+    "building",
     "capability_models",
+    "chunk_corpus",
+    "convex",
+    "default_cache",
+    "dense_matrix",
+    "dequantize",
     "did_you_mean",
+    "fts_match",
+    "full_error",
+    "fuse",
+    "hint",
+    "hit_key",
     "hookimpl",
+    "is_uri",
+    "local_folder",
+    "maxsim",
+    "owned_by_this_process",
     "prepare",
+    "query_terms",
+    "quoted",
     "record_server_time",
     "remember_secret",
     "reuse_allowed",
+    "rrf",
     "slug",
+    "sweep",
+    "sweep_building",
+    "token_matrices",
 ]

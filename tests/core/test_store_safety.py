@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 
 from vx_eval.core.config.experiment import load_config
+from vx_eval.core.corpus.prepare import building
 from vx_eval.core.errors import VxEvalError
 from vx_eval.core.report.history import golden_bytes, list_runs, read_report, run_ids
 from vx_eval.core.run.leftovers import QUIET_FOR, is_stale, sweep
 from vx_eval.core.run.pipeline import RunOptions, run_experiment
 from vx_eval.core.stores import StoreDenied, Stores
-from vx_eval.plugins.engines.prepare import building
 
 from ..test_cli import call
 

@@ -17,16 +17,17 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, ClassVar
 
 from vx_eval import hookimpl
-from vx_eval.core.errors import EngineError, quoted
-from vx_eval.core.run.engine import (
+from vx_eval.plugin import (
     PASSAGES,
     RERANKER_PREFIX,
     RETRIEVER,
     Document,
+    EngineError,
     EngineHandle,
     Hit,
     Query,
     TargetDescription,
+    quoted,
 )
 
 TEXT = "text"

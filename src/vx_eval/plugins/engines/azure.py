@@ -26,10 +26,8 @@ from typing import Any, ClassVar
 from pydantic import Field
 
 from vx_eval import hookimpl
-from vx_eval.core.config.experiment import SecretRef, ServiceUrl
-from vx_eval.core.errors import EngineError
-from vx_eval.core.models.loading import DENSE, Models
-from vx_eval.core.run.engine import (
+from vx_eval.plugin import (
+    DENSE,
     DENSE_PREFIX,
     FUSION,
     HYBRID,
@@ -39,13 +37,17 @@ from vx_eval.core.run.engine import (
     SERVICE_RANKER_PREFIX,
     Document,
     Engine,
+    EngineError,
     EngineOptions,
     Hit,
+    Models,
     OpenContext,
     Query,
+    RemotePolicy,
+    SecretRef,
+    ServiceUrl,
     record_server_time,
 )
-from vx_eval.core.run.remote import RemotePolicy
 from vx_eval.plugins.engines.remote import (
     Built,
     RemoteOptions,

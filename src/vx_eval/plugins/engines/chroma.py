@@ -28,27 +28,31 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field
 
 from vx_eval import hookimpl
-from vx_eval.core.config.experiment import ConfigPath, ServiceUrl
-from vx_eval.core.errors import EngineError
-from vx_eval.core.models.loading import DENSE, RerankerModel
-from vx_eval.core.run.engine import (
+from vx_eval.plugin import (
+    DENSE,
     DENSE_PREFIX,
     HYBRID,
     KEYWORD,
     PASSAGES,
     RERANKER_PREFIX,
+    Built,
+    ConfigPath,
     Document,
     Engine,
+    EngineError,
     EngineOptions,
     Hit,
+    IndexOptions,
     OpenContext,
     Query,
+    RemotePolicy,
+    RerankerModel,
+    ServiceUrl,
+    prepare,
+    query_terms,
     slug,
 )
-from vx_eval.core.run.remote import RemotePolicy
-from vx_eval.plugins.engines.prepare import Built, IndexOptions, prepare
 from vx_eval.plugins.engines.remote import fingerprint, is_first_chunk, need, stored_documents
-from vx_eval.plugins.engines.text import query_terms
 
 FORMAT = 1
 MODES = ("dense", "hybrid")

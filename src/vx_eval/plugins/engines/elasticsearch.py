@@ -25,10 +25,8 @@ from typing import Any, ClassVar
 from pydantic import Field
 
 from vx_eval import hookimpl
-from vx_eval.core.config.experiment import SecretRef, ServiceUrl
-from vx_eval.core.errors import EngineError
-from vx_eval.core.models.loading import DENSE, Models
-from vx_eval.core.run.engine import (
+from vx_eval.plugin import (
+    DENSE,
     DENSE_PREFIX,
     FUSION,
     HYBRID,
@@ -38,13 +36,17 @@ from vx_eval.core.run.engine import (
     SERVICE_RANKER_PREFIX,
     Document,
     Engine,
+    EngineError,
     EngineOptions,
     Hit,
+    Models,
     OpenContext,
     Query,
+    RemotePolicy,
+    SecretRef,
+    ServiceUrl,
     record_server_time,
 )
-from vx_eval.core.run.remote import RemotePolicy
 from vx_eval.plugins.engines.remote import (
     Built,
     RemoteOptions,
@@ -345,7 +347,7 @@ class ElasticsearchHandle:
         return [payload_hit(h.get("_source") or {}, h.get("_score") or 0.0) for h in response["hits"]["hits"]]
 
     def _fused_here(self, query: Query) -> list[Hit]:
-        from vx_eval.core.run.fusion import fuse
+        from vx_eval.plugin import fuse
 
         lists = [self.search(Query(query.text, query.k, part)) for part in query.parts]
         return fuse(lists, query.k, query, list(query.weights) or None)

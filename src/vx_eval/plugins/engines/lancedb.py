@@ -24,28 +24,31 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from vx_eval import hookimpl
-from vx_eval.core.config.experiment import ConfigPath
-from vx_eval.core.errors import EngineError
-from vx_eval.core.models.loading import DENSE, RerankerModel
-from vx_eval.core.run.engine import (
+from vx_eval.plugin import (
+    DENSE,
     DENSE_PREFIX,
     FUSION,
     HYBRID,
     KEYWORD,
     PASSAGES,
     RERANKER_PREFIX,
+    Built,
+    ConfigPath,
     Discovered,
     Document,
     Engine,
+    EngineError,
     EngineOptions,
     Hit,
+    IndexOptions,
     OpenContext,
     Query,
+    RerankerModel,
+    fuse,
+    owned_by_this_process,
+    prepare,
     slug,
 )
-from vx_eval.core.run.fusion import fuse
-from vx_eval.core.run.leftovers import owned_by_this_process
-from vx_eval.plugins.engines.prepare import Built, IndexOptions, prepare
 from vx_eval.plugins.engines.remote import fingerprint, is_first_chunk, need, stored_documents
 
 FORMAT = 1

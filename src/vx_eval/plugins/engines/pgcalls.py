@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from vx_eval.core.run.remote import RemotePolicy
+from vx_eval.plugin import RemotePolicy
 from vx_eval.plugins.engines.remote import Built, is_first_chunk, need
 
 if TYPE_CHECKING:

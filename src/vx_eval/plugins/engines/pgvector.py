@@ -33,23 +33,25 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field, model_validator
 
 from vx_eval import hookimpl
-from vx_eval.core.config.experiment import SecretRef
-from vx_eval.core.errors import ConfigError, EngineError, quoted
-from vx_eval.core.models.loading import DENSE
-from vx_eval.core.run.engine import (
+from vx_eval.plugin import (
+    DENSE,
     DENSE_PREFIX,
     FUSION,
     HYBRID,
     KEYWORD,
     PASSAGES,
     RERANKER_PREFIX,
+    ConfigError,
     Discovered,
     Document,
     Engine,
+    EngineError,
     EngineOptions,
     Hit,
     OpenContext,
     Query,
+    SecretRef,
+    quoted,
     record_server_time,
 )
 from vx_eval.plugins.engines.pgcalls import (

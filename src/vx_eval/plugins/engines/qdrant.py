@@ -24,25 +24,29 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field, model_validator
 
 from vx_eval import hookimpl
-from vx_eval.core.config.experiment import ConfigPath, SecretRef, ServiceUrl
-from vx_eval.core.errors import EngineError
-from vx_eval.core.models.loading import DENSE, LATE, LateModel
-from vx_eval.core.run.engine import (
+from vx_eval.plugin import (
+    DENSE,
     DENSE_PREFIX,
     FUSION,
     HYBRID,
     KEYWORD,
+    LATE,
     LATE_PREFIX,
     PASSAGES,
     RERANKER_PREFIX,
     SPARSE_PREFIX,
+    ConfigPath,
     Discovered,
     Document,
     Engine,
+    EngineError,
     EngineOptions,
     Hit,
+    LateModel,
     OpenContext,
     Query,
+    SecretRef,
+    ServiceUrl,
 )
 from vx_eval.plugins.engines.qdrant_calls import (
     Caller,

@@ -10,9 +10,8 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from vx_eval.core.run.remote import RemotePolicy
+from vx_eval.plugin import STOPWORDS, RemotePolicy
 from vx_eval.plugins.engines.remote import need
-from vx_eval.plugins.engines.text import STOPWORDS
 
 if TYPE_CHECKING:
     from vx_eval.plugins.engines.qdrant import QdrantOptions

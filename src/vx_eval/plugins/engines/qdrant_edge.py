@@ -19,7 +19,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from vx_eval.core.errors import EngineError
+from vx_eval.plugin import EngineError
 
 HNSW_M, EF_CONSTRUCT = 16, 100
 QDRANT_RRF_K = 2

@@ -18,10 +18,21 @@ from urllib.parse import urlsplit
 from pydantic import Field
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential
 
-from vx_eval.core.errors import ConfigError, EngineError, remember_secret
-from vx_eval.core.models.loading import RerankerModel
-from vx_eval.core.run.engine import Corpus, Document, Hit, OpenContext, slug
-from vx_eval.plugins.engines.prepare import Built, Chunk, IndexOptions, prepare
+from vx_eval.plugin import (
+    Built,
+    Chunk,
+    ConfigError,
+    Corpus,
+    Document,
+    EngineError,
+    Hit,
+    IndexOptions,
+    OpenContext,
+    RerankerModel,
+    prepare,
+    remember_secret,
+    slug,
+)
 
 __all__ = ["Built", "prepare"]  # where remote engines have always found them
 

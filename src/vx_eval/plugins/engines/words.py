@@ -11,10 +11,7 @@ import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
 
-from vx_eval.core.errors import EngineError
-from vx_eval.core.run.engine import Hit
-from vx_eval.plugins.engines.prepare import Chunk, building
-from vx_eval.plugins.engines.text import fts_match, query_terms
+from vx_eval.plugin import Chunk, EngineError, Hit, building, fts_match, query_terms
 
 
 def fts_search(db: sqlite3.Connection, text: str, k: int, *, stopwords: bool = True) -> list[tuple[int, float]]:

@@ -15,8 +15,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from vx_eval import hookimpl
-from vx_eval.core.judging.grading import Verdict
-from vx_eval.core.models.loading import RERANKER, RerankerModel
+from vx_eval.plugin import RERANKER, RerankerModel, Verdict
 
 DEFAULT_CUT_POINTS = (-1.0, 5.7, 7.2)
 

@@ -15,9 +15,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from vx_eval.core.config.experiment import SecretRef, ServiceUrl
-from vx_eval.core.errors import ConfigError, EngineError
-from vx_eval.core.models.cache import KeyedCache
+from vx_eval.plugin import ConfigError, EngineError, KeyedCache, SecretRef, ServiceUrl
 
 Message = dict[str, str]
 

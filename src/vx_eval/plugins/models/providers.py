@@ -14,8 +14,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from vx_eval import hookimpl
-from vx_eval.core.errors import ConfigError
-from vx_eval.core.models.endpoints import Billed, Embedded, Failure, InputType, ModelEndpoint, Reranked
+from vx_eval.plugin import Billed, ConfigError, Embedded, Failure, InputType, ModelEndpoint, Reranked
 
 
 def _seconds(headers: Any) -> float | None:

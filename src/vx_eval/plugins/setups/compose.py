@@ -5,9 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from vx_eval.core.models.loading import RERANKER, PairScores
-from vx_eval.core.run.engine import Hit, Setup, Target, reuse_allowed
-from vx_eval.core.run.fusion import convex, fuse, hit_key, rrf
+from vx_eval.plugin import RERANKER, Hit, PairScores, Setup, Target, convex, fuse, hit_key, reuse_allowed, rrf
 
 __all__ = ["Reranker", "convex", "fuse", "rrf", "target_setup"]
 

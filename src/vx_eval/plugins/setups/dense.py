@@ -14,13 +14,13 @@ from functools import partial
 from typing import ClassVar
 
 from vx_eval import hookimpl
-from vx_eval.core.errors import EngineError
-from vx_eval.core.run.engine import (
+from vx_eval.plugin import (
     DENSE_PREFIX,
     FUSION,
     HYBRID,
     KEYWORD,
     SPARSE_PREFIX,
+    EngineError,
     Query,
     Setup,
     Target,

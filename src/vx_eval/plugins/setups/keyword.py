@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from typing import ClassVar
 
 from vx_eval import hookimpl
-from vx_eval.core.run.engine import KEYWORD, SPARSE_PREFIX, Query, Setup, Target, capability_models
+from vx_eval.plugin import KEYWORD, SPARSE_PREFIX, Query, Setup, Target, capability_models
 
 
 class KeywordSetups:

@@ -7,7 +7,7 @@ from functools import partial
 from typing import ClassVar
 
 from vx_eval import hookimpl
-from vx_eval.core.run.engine import (
+from vx_eval.plugin import (
     DENSE_PREFIX,
     GRAPH,
     HYBRID,

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from typing import ClassVar
 
 from vx_eval import hookimpl
-from vx_eval.core.run.engine import PASSAGES, RERANKER_PREFIX, RETRIEVER, Query, Setup, Target, capability_models
+from vx_eval.plugin import PASSAGES, RERANKER_PREFIX, RETRIEVER, Query, Setup, Target, capability_models
 from vx_eval.plugins.setups.compose import Reranker, target_setup
 
 

@@ -18,9 +18,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict
 
 from vx_eval import hookimpl
-from vx_eval.core.config.experiment import SecretRef
-from vx_eval.core.errors import StoreError, remember_secret
-from vx_eval.core.stores import StoreDenied, StoreNotFound
+from vx_eval.plugin import SecretRef, StoreDenied, StoreError, StoreNotFound, remember_secret
 
 PUBLIC = ".blob.core.windows.net"
 

@@ -11,10 +11,7 @@ from typing import ClassVar
 from pydantic import BaseModel, ConfigDict
 
 from vx_eval import hookimpl
-from vx_eval.core.config.experiment import is_uri
-from vx_eval.core.errors import StoreError
-from vx_eval.core.run.leftovers import sweep
-from vx_eval.core.stores import StoreDenied, StoreNotFound, full_error, local_folder
+from vx_eval.plugin import StoreDenied, StoreError, StoreNotFound, full_error, is_uri, local_folder, sweep
 
 
 def _umask() -> int:

@@ -13,8 +13,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict
 
 from vx_eval import hookimpl
-from vx_eval.core.errors import StoreError
-from vx_eval.core.stores import StoreDenied, StoreNotFound
+from vx_eval.plugin import StoreDenied, StoreError, StoreNotFound
 
 NOT_FOUND = {"404", "NoSuchKey", "NoSuchBucket", "NotFound"}
 DENIED = {"403", "AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "ExpiredToken", "AllAccessDisabled"}

@@ -10,7 +10,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from vx_eval.core.golden.template import Unit
+from vx_eval.plugin import Unit
 
 POINTING = re.compile(
     r"\b(the|this|that|above|given|following)\s+(passage|text|document|article|excerpt|paragraph|section)\b"

@@ -19,9 +19,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from vx_eval.core.errors import GoldenError, did_you_mean, quoted
-from vx_eval.core.golden.files import GoldenRow
-from vx_eval.core.golden.template import Unit, WriteOutcome, WriteRequest
+from vx_eval.plugin import GoldenError, GoldenRow, Unit, WriteOutcome, WriteRequest, did_you_mean, quoted
 from vx_eval.plugins.llm.chat import ChatModel, complete_all, width_of, wrapped
 from vx_eval.plugins.writers.checks import (
     EXAMPLE_PASSAGES,

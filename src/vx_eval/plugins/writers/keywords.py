@@ -19,8 +19,7 @@ from typing import ClassVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from vx_eval import hookimpl
-from vx_eval.core.golden.files import GoldenRow
-from vx_eval.core.golden.template import Unit, WriteOutcome, WriterDescription, WriteRequest
+from vx_eval.plugin import GoldenRow, Unit, WriteOutcome, WriterDescription, WriteRequest
 from vx_eval.plugins.writers.checks import Draft, check, content_words, sentences, tally, usable_units, words
 
 

@@ -10,8 +10,7 @@ from typing import ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from vx_eval import hookimpl
-from vx_eval.core.golden.template import Unit, WriteOutcome, WriterDescription, WriteRequest
-from vx_eval.core.models.loading import RerankerModel
+from vx_eval.plugin import RerankerModel, Unit, WriteOutcome, WriterDescription, WriteRequest
 from vx_eval.plugins.llm.chat import CachedChat, answer_cache
 from vx_eval.plugins.writers.drafting import model_critic, reranker_critic, write_with
 

@@ -9,8 +9,7 @@ from typing import ClassVar
 from pydantic import BaseModel, ConfigDict
 
 from vx_eval import hookimpl
-from vx_eval.core.golden.files import GoldenRow
-from vx_eval.core.golden.template import Unit, WriteOutcome, WriterDescription, WriteRequest, hint
+from vx_eval.plugin import GoldenRow, Unit, WriteOutcome, WriterDescription, WriteRequest, hint
 
 
 class TemplateQuestionWriter:

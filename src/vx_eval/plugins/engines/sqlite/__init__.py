@@ -20,11 +20,21 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field, model_validator
 
 from vx_eval import hookimpl
-from vx_eval.core.config.experiment import ConfigPath
-from vx_eval.core.errors import EngineError
-from vx_eval.core.models.loading import LateModel, RerankerModel
-from vx_eval.core.run.engine import Corpus, Discovered, Engine, EngineOptions, OpenContext, slug
-from vx_eval.plugins.engines.prepare import IndexOptions, default_cache, sweep_building
+from vx_eval.plugin import (
+    ConfigPath,
+    Corpus,
+    Discovered,
+    Engine,
+    EngineError,
+    EngineOptions,
+    IndexOptions,
+    LateModel,
+    OpenContext,
+    RerankerModel,
+    default_cache,
+    slug,
+    sweep_building,
+)
 from vx_eval.plugins.engines.sqlite.build import FORMAT, build_index
 from vx_eval.plugins.engines.sqlite.handle import SqliteHandle
 

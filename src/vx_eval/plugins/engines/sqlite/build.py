@@ -8,10 +8,16 @@ import time
 from pathlib import Path
 from typing import Any
 
-from vx_eval.core.errors import EngineError
-from vx_eval.core.run.engine import Corpus, OpenContext
-from vx_eval.plugins.engines.cache import EmbeddingCache
-from vx_eval.plugins.engines.prepare import building, chunk_corpus, dense_matrix, token_matrices
+from vx_eval.plugin import (
+    Corpus,
+    EmbeddingCache,
+    EngineError,
+    OpenContext,
+    building,
+    chunk_corpus,
+    dense_matrix,
+    token_matrices,
+)
 from vx_eval.plugins.engines.sqlite import graph
 
 FORMAT = 3

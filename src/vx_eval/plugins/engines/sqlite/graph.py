@@ -20,7 +20,7 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 
-from vx_eval.plugins.engines.text import STOPWORDS, WORD
+from vx_eval.plugin import STOPWORDS, WORD
 
 SENTENCE = re.compile(r"(?<=[.!?])\s+")
 TOKEN = re.compile(r"[A-Za-z][\w-]*\w|\d+[A-Za-z][\w-]*")

@@ -10,21 +10,23 @@ from typing import Any
 
 import numpy as np
 
-from vx_eval.core.errors import EngineError
-from vx_eval.core.models.loading import DENSE, LATE, maxsim
-from vx_eval.core.run.engine import (
+from vx_eval.plugin import (
+    DENSE,
     DENSE_PREFIX,
     GRAPH,
     HYBRID,
     KEYWORD,
+    LATE,
     LATE_PREFIX,
     PASSAGES,
     RERANKER_PREFIX,
     Document,
+    EngineError,
     Hit,
     Query,
+    dequantize,
+    maxsim,
 )
-from vx_eval.plugins.engines.cache import dequantize
 from vx_eval.plugins.engines.sqlite.graph import EntityGraph
 from vx_eval.plugins.engines.words import fts_search
 

@@ -20,11 +20,11 @@ import numpy as np
 from pydantic import Field, model_validator
 
 from vx_eval.core.config.experiment import ConfigPath
+from vx_eval.core.corpus.embeddings import EmbeddingCache, content_key, dequantize, quantize
+from vx_eval.core.corpus.text import chunk_words
 from vx_eval.core.models.loading import DENSE, LATE, DenseModel
 from vx_eval.core.run.engine import Corpus, Document, EngineOptions, OpenContext
 from vx_eval.core.run.leftovers import owned_by_this_process, sweep
-from vx_eval.plugins.engines.cache import EmbeddingCache, content_key, dequantize, quantize
-from vx_eval.plugins.engines.text import chunk_words
 
 EMBED_SLICE = 256  # texts handed to a model at a time (the progress bar moves per slice)
 

@@ -1,0 +1,5 @@
+"""The corpus as every engine indexes it: documents cut into chunks (`text`, `prepare`) and each chunk embedded
+once per model, kept by content (`embeddings`), so the embedded engine and every remote one index the same
+chunks with the same vectors. Plugins reach it through the SDK (`vx_eval.plugin`).
+
+Imports `core.config`, `core.models`, `core.run` (the engine contract, leftovers) and `core.errors`."""
