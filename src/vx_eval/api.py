@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
@@ -21,6 +21,9 @@ from vx_eval.core.run.engine import SilentProgress
 from vx_eval.core.run.pipeline import RunOptions, RunResult, run_experiment
 from vx_eval.core.run.targets import close_targets, open_targets
 from vx_eval.core.stores import Fetcher, Stores
+
+if TYPE_CHECKING:
+    from vx_eval.core.plugins import Plugins
 
 
 def run(config: str | Path, **options: Any) -> RunResult:
@@ -57,7 +60,7 @@ def template_rows(
 
 
 @contextmanager
-def _collections(configs: Sequence[str | Path], plugins: Any, progress: Any) -> Iterator[list[tuple[str, Any]]]:
+def _collections(configs: Sequence[str | Path], plugins: Plugins, progress: Any) -> Iterator[list[tuple[str, Any]]]:
     """The collections of one or several configs: a config's corpus, else each target's index (opened here
     and closed on leaving)."""
     collections: list[tuple[str, Any]] = []
@@ -137,7 +140,7 @@ def write_golden_rows(
 
 
 def draft_rows(
-    plugins: Any,
+    plugins: Plugins,
     collections: Sequence[tuple[str, Any]],
     writer_plugin: str,
     options: Any,

@@ -33,6 +33,10 @@ from vx_eval.core.models.loading import DENSE, LATE, ModelCatalog, unknown_model
 from vx_eval.core.run.engine import Discovered, slug
 
 if TYPE_CHECKING:
+    from vx_eval.core.plugins import Plugins
+
+
+if TYPE_CHECKING:
     from vx_eval.api import WriteSummary
 
 METRICS = ("dcg@10", "ndcg@10", "found@10", "mrr", "recall@10")
@@ -154,7 +158,7 @@ def from_docs(docs: Path) -> Source:
     return Source(name_for(docs), digest.hexdigest(), docs=docs)
 
 
-def from_target(spec: str, plugins: Any, models: tuple[str, ...] = ()) -> Source:
+def from_target(spec: str, plugins: Plugins, models: tuple[str, ...] = ()) -> Source:
     """``ENGINE:WHERE``: the engine plugin reads the index at WHERE (``sqlite:.vx/help.db``); `models`
     (``FIELD=NAME``) say which model made the vectors of a field, an installed model or ``PROVIDER:MODEL``."""
     engine, sep, where = spec.partition(":")
@@ -185,7 +189,7 @@ KEY_ENV = {"openai": "OPENAI_API_KEY", "cohere": "COHERE_API_KEY", "voyage": "VO
 
 
 def named_models(
-    discovered: Discovered, given: tuple[str, ...], plugins: Any
+    discovered: Discovered, given: tuple[str, ...], plugins: Plugins
 ) -> tuple[Discovered, dict[str, ModelEndpoint]]:
     """The index's vector fields renamed after the models that made them (``--model FIELD=NAME``): NAME an
     installed model, or ``PROVIDER:MODEL`` for a served one (``PROVIDER:MODEL@BASE_URL`` for a server of your

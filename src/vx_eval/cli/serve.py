@@ -6,12 +6,15 @@ import os
 import re
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 
 from vx_eval.cli.common import config_option, err_console, location
 from vx_eval.serve.bounds import MIB, Limits
+
+if TYPE_CHECKING:
+    from vx_eval.core.plugins import Plugins
 
 
 def users_file(value: str | None) -> Path:
@@ -156,7 +159,7 @@ def serve(
     uvicorn.run(app, host=host, port=port, log_level="warning")
 
 
-def _targets(given: tuple[str, ...], plugins: Any) -> dict[str, str]:
+def _targets(given: tuple[str, ...], plugins: Plugins) -> dict[str, str]:
     """``NAME=ENGINE:WHERE`` each: the engine must be installed (what its index holds is read by the run)."""
     named: dict[str, str] = {}
     for item in given:

@@ -8,12 +8,15 @@ import posixpath
 import re
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from pydantic import ValidationError
 
 from vx_eval.core.config.experiment import is_uri
 from vx_eval.core.errors import StoreError, did_you_mean
+
+if TYPE_CHECKING:
+    from vx_eval.core.plugins import Plugins
 
 
 class StoreNotFound(StoreError):
@@ -115,7 +118,7 @@ class Stores:
     …}}``. Stores are made once and kept, so their clients are too.
     """
 
-    plugins: Any
+    plugins: Plugins
     fetcher: Fetcher | None = None
     options: dict[str, Any] = field(default_factory=dict)
     """Each store's settings by name: its validated `Options`, or a dict validated here."""

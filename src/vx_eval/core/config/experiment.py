@@ -34,6 +34,10 @@ from vx_eval.core.models.endpoints import ModelEndpoint
 from vx_eval.core.models.loading import ModelCatalog
 
 if TYPE_CHECKING:
+    from vx_eval.core.plugins import Plugins
+
+
+if TYPE_CHECKING:
     from vx_eval.core.golden.files import GoldenSet
     from vx_eval.core.run.engine import EngineHandle
 
@@ -254,7 +258,7 @@ def _check_secrets(options: Any, prefix: tuple[Any, ...]) -> list[tuple[tuple[An
     return problems
 
 
-def load_config(path: str | Path, plugins: Any) -> Experiment:
+def load_config(path: str | Path, plugins: Plugins) -> Experiment:
     """Read, validate and resolve an experiment config; every problem is reported at once."""
     path = Path(path)
     try:
@@ -276,7 +280,7 @@ BLOCKS = (("judges", "judges", "judge"), ("writers", "writers", "question writer
 class _Checker:
     """Collects every problem of one config, each with its line, while the parts are checked."""
 
-    plugins: Any
+    plugins: Plugins
     root: yaml.Node | None
     source: str
     context: dict[str, Any]
@@ -404,7 +408,7 @@ def declared_endpoints(data: dict[str, Any]) -> dict[str, ModelEndpoint]:
 
 
 def parse_config(
-    raw_bytes: bytes, plugins: Any, *, path: Path | None, source: str = "config", more_targets: int = 0
+    raw_bytes: bytes, plugins: Plugins, *, path: Path | None, source: str = "config", more_targets: int = 0
 ) -> Experiment:
     """Validate config bytes; every problem (keys, types, engines, options, measures) is raised at once."""
     try:

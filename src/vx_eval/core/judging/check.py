@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
 from vx_eval.core.judging.grading import GRADES
 from vx_eval.core.report.schema import GoldenInfo
 from vx_eval.core.report.views import JudgeInfo, MeasuredAgreement
+
+if TYPE_CHECKING:
+    from vx_eval.core.plugins import Plugins
 
 
 class Agreement(BaseModel):
@@ -84,7 +87,7 @@ def same_order(human: Sequence[float], judged: Sequence[float]) -> tuple[float |
     return float(result.statistic), float(result.pvalue)
 
 
-def check_judge(experiment: Any, plugins: Any, name: str, depth: int = 10, progress: Any = None) -> JudgeCheck:
+def check_judge(experiment: Any, plugins: Plugins, name: str, depth: int = 10, progress: Any = None) -> JudgeCheck:
     """Search every setup of the experiment (nothing saved), let the judge grade every result in the first
     `depth` places, and compare it with the human grades of the golden file (an unjudged result counts as
     grade 0, as in DCG)."""

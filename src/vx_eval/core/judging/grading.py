@@ -12,14 +12,18 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from vx_eval.core.errors import ConfigError
 from vx_eval.core.golden.files import Question
 from vx_eval.core.models.cache import KeyedCache, pair_key
 from vx_eval.core.report.views import GradesFrom, JudgeInfo
+
+if TYPE_CHECKING:
+    from vx_eval.core.plugins import Plugins
+
 
 GRADES = (0, 1, 2, 3)
 
@@ -34,6 +38,10 @@ class Verdict:
 
 class Judge(Protocol):
     name: str
+    Options: ClassVar[type[BaseModel]]
+    """The judge's own settings (``judges: {name: {…}}`` in a config)."""
+
+    def __init__(self, options: Any, models: Any) -> None: ...
 
     def fingerprint(self) -> str: ...
 
@@ -42,7 +50,7 @@ class Judge(Protocol):
     def grade(self, pairs: Sequence[tuple[str, str]]) -> list[Verdict]: ...
 
 
-def judge_maker(plugins: Any, name: str, settings: Any) -> Callable[[Any], Judge]:
+def judge_maker(plugins: Plugins, name: str, settings: Any) -> Callable[[Any], Judge]:
     """Check the judge plugin `name` and its options (``judges: {name: {…}}`` in the config: validated by the
     config already, or a dict from Python) at once; the judge itself is made later, from the run's models:
     ``judge_maker(…)(models)``."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vx_eval.core.errors import ConfigError, GoldenError, quoted
 from vx_eval.core.golden.files import GoldenSet, Question
@@ -17,6 +17,10 @@ from vx_eval.core.report.schema import DerivedFrom, JudgeInfo, Report, SetupResu
 from vx_eval.core.run import ranking, scoring
 from vx_eval.core.run.engine import Setup
 from vx_eval.core.run.search import SetupRun
+
+if TYPE_CHECKING:
+    from vx_eval.core.plugins import Plugins
+
 
 TIMES_NOTE = "no search was run: the rankings and search times are those of the run it came from"
 
@@ -152,7 +156,13 @@ def kept_questions(report: Report, golden_raw: bytes, where: str) -> tuple[Golde
 
 
 def rejudge(
-    report: Report, questions: Sequence[Question], experiment: Any, plugins: Any, judge: str, depth: int, progress: Any
+    report: Report,
+    questions: Sequence[Question],
+    experiment: Any,
+    plugins: Plugins,
+    judge: str,
+    depth: int,
+    progress: Any,
 ) -> tuple[list[Question], JudgeInfo]:
     """The judge `judge` grades the kept top `depth` of every setup (reading the passages from the targets
     of `experiment`, opened but never searched): the questions with its grades, and what it did."""

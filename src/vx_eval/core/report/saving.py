@@ -9,7 +9,7 @@ import re
 import secrets
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 from vx_eval import __version__
 from vx_eval.core.errors import quoted, redact
@@ -17,6 +17,10 @@ from vx_eval.core.models.endpoints import ServedUsage
 from vx_eval.core.report import kept_rankings as rankings
 from vx_eval.core.report.schema import PluginRow, Provenance, Report
 from vx_eval.core.stores import Stores, join
+
+if TYPE_CHECKING:
+    from vx_eval.core.plugins import Plugins
+
 
 REPORT_NAME = "report.json"
 RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
@@ -54,7 +58,7 @@ def golden_copy_location(save_to: str, sha256: str) -> str:
     return join(save_to, "golden_dataset", f"{sha256}.jsonl")
 
 
-def provenance(plugins: Any, models: dict[str, list[str]], served: Sequence[ServedUsage] = ()) -> Provenance:
+def provenance(plugins: Plugins, models: dict[str, list[str]], served: Sequence[ServedUsage] = ()) -> Provenance:
     packages: dict[str, str | None] = {}
     for name in PACKAGES:
         try:

@@ -8,7 +8,7 @@ import dataclasses
 import datetime as dt
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vx_eval.core.config.experiment import Experiment
 from vx_eval.core.errors import GoldenError, VxEvalError
@@ -28,6 +28,10 @@ from vx_eval.core.run.selection import enumerate_setups, measures_for, timing_sa
 from vx_eval.core.run.targets import check_missing, close_targets, describe, missing_notes, open_targets
 from vx_eval.core.run.units import units_for
 from vx_eval.core.stores import StoreFull, Stores
+
+if TYPE_CHECKING:
+    from vx_eval.core.plugins import Plugins
+
 
 THROUGHPUT_QUESTIONS = 50
 
@@ -105,7 +109,7 @@ def _questions(experiment: Experiment, stores: Stores) -> tuple[GoldenSet, int]:
 
 def _search(
     experiment: Experiment,
-    plugins: Any,
+    plugins: Plugins,
     stores: Stores,
     options: RunOptions,
     golden: GoldenSet,
@@ -158,7 +162,7 @@ def _search(
 
 def _judge(
     experiment: Experiment,
-    plugins: Any,
+    plugins: Plugins,
     options: RunOptions,
     golden: GoldenSet,
     targets: list[Target],
@@ -184,7 +188,7 @@ def _judge(
 
 def _tune(
     experiment: Experiment,
-    plugins: Any,
+    plugins: Plugins,
     targets: list[Target],
     runs: list[SetupRun],
     results: list[SetupResult],
@@ -222,7 +226,7 @@ def _tune(
     return extra, Tuning(folds=tune.folds, hybrids=infos)
 
 
-def run_experiment(experiment: Experiment, plugins: Any, options: RunOptions | None = None) -> RunResult:
+def run_experiment(experiment: Experiment, plugins: Plugins, options: RunOptions | None = None) -> RunResult:
     """Everything `vx-eval run` does, without printing: returns the report and where it was saved."""
     options = options or RunOptions()
     config = experiment.config

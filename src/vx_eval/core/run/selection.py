@@ -7,12 +7,16 @@ from __future__ import annotations
 import fnmatch
 import random
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 from vx_eval.core.config.experiment import Experiment
 from vx_eval.core.errors import EngineError, PluginError, VxEvalError, quoted
 from vx_eval.core.measures import metrics
 from vx_eval.core.run.engine import Setup, Target
+
+if TYPE_CHECKING:
+    from vx_eval.core.plugins import Plugins
+
 
 FOUND_DEPTHS = (1, 3, 5, 10, 20)
 
@@ -29,7 +33,7 @@ def measures_for(experiment: Experiment) -> list[metrics.Measure]:
 
 
 def enumerate_setups(
-    targets: Sequence[Target], plugins: Any, only: Sequence[str] = (), skip: Sequence[str] = ()
+    targets: Sequence[Target], plugins: Plugins, only: Sequence[str] = (), skip: Sequence[str] = ()
 ) -> list[Setup]:
     """Every setup every provider composes over every target, with `only` (key globs) and `skip`
     (methods) applied; a pattern that matches nothing is an error naming what there is."""

@@ -4,7 +4,7 @@ documents looked up on each, and what each target is, for the report."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 from vx_eval.core.config.experiment import Experiment
 from vx_eval.core.errors import redact
@@ -16,10 +16,13 @@ from vx_eval.core.run.engine import OpenContext, Progress, Target, TargetDescrip
 from vx_eval.core.run.units import document_of
 from vx_eval.core.stores import Stores
 
+if TYPE_CHECKING:
+    from vx_eval.core.plugins import Plugins
+
 
 def open_targets(
     experiment: Experiment,
-    plugins: Any,
+    plugins: Plugins,
     stores: Stores,
     progress: Progress,
     golden: GoldenSet | None = None,

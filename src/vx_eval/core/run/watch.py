@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vx_eval.core.config.experiment import load_config
 from vx_eval.core.errors import GoldenError, StoreError
@@ -21,6 +21,9 @@ from vx_eval.core.golden.sources import read_golden
 from vx_eval.core.report.history import read_report, run_ids
 from vx_eval.core.run.pipeline import RunOptions, RunResult, run_experiment
 from vx_eval.core.stores import Stores
+
+if TYPE_CHECKING:
+    from vx_eval.core.plugins import Plugins
 
 
 @dataclass
@@ -39,7 +42,7 @@ class Outcome:
 @dataclass
 class Watcher:
     config: Path
-    plugins: Any
+    plugins: Plugins
     settle: float = 60.0
     max_settles: int = 10
     """How many settle periods a golden file that keeps changing is waited for before it is run anyway."""
