@@ -115,37 +115,34 @@ def _models_page(title: str, intro: str, models: list[type], module: Any) -> str
     return "\n".join(out)
 
 
-def config_page() -> str:
+def _models_of(module: Any, first: str) -> list[type]:
+    """The pydantic models a module defines, `first` first, then in the order they are written."""
     from pydantic import BaseModel
-
-    from vx_eval.core.config import experiment
 
     models = [
         obj
-        for _, obj in inspect.getmembers(experiment, inspect.isclass)
-        if issubclass(obj, BaseModel) and obj.__module__ == experiment.__name__ and obj.model_fields
+        for _, obj in inspect.getmembers(module, inspect.isclass)
+        if issubclass(obj, BaseModel) and obj.__module__ == module.__name__ and obj.model_fields
     ]
-    models.sort(key=lambda m: (m.__name__ != "ExperimentConfig", inspect.getsourcelines(m)[1]))
+    return sorted(models, key=lambda m: (m.__name__ != first, inspect.getsourcelines(m)[1]))
+
+
+def config_page() -> str:
+    from vx_eval.core.config import experiment
+
     intro = (
         "The experiment YAML's blocks, from the pydantic models that check it (`vx_eval.core.config.experiment`); "
         "each engine's `options:` block is its plugin's own `Options` model (see the engines' pages)."
     )
+    models = _models_of(experiment, "ExperimentConfig")
     return _models_page("Configuration fields (generated)", intro, models, experiment)
 
 
 def report_page() -> str:
-    from pydantic import BaseModel
-
     from vx_eval.core.report import schema
 
-    models = [
-        obj
-        for _, obj in inspect.getmembers(schema, inspect.isclass)
-        if issubclass(obj, BaseModel) and obj.__module__ == schema.__name__ and obj.model_fields
-    ]
-    models.sort(key=lambda m: (m.__name__ != "Report", inspect.getsourcelines(m)[1]))
     intro = "What `report.json` holds, from the typed `Report` (`vx_eval.core.report.schema`) every reader uses."
-    return _models_page("The report's schema (generated)", intro, models, schema)
+    return _models_page("The report's schema (generated)", intro, _models_of(schema, "Report"), schema)
 
 
 def measures_page() -> str:
