@@ -298,6 +298,23 @@ def test_trec_evals_parameter_syntax_gives_its_own_lines(capsys):
     assert mine == theirs("out.test.meas_params", mine)
 
 
+def test_a_measure_named_again_without_parameters_keeps_those_it_was_given(capsys):
+    """trec_eval keeps the last parameters a measure was given, whatever comes after: ``-m relstring.20 -m
+    relstring`` is relstring_20 (its own lines, among -m all_trec -mrelstring.20's)."""
+    code, out, err = call(
+        capsys,
+        "eval",
+        str(UPSTREAM / "qrels.rel_level"),
+        str(UPSTREAM / "results.test"),
+        "--trec-format",
+        *("-q", "-l2", "-mrelstring.20", "-m", "relstring"),
+    )
+    assert code == 0, err
+    mine = out.splitlines()
+    assert len(mine) == 3 and all(line.startswith("relstring_20") for line in mine)
+    assert mine == theirs("out.test.aql", mine)
+
+
 def test_rbp_under_trec_evals_name_is_trec_evals_and_vx_evals_keeps_its_own(capsys):
     """trec_eval's rbp (persistence 0.9, graded gains scaled into [0, 1]) and rbp_resid, on binary and on graded
     judgements with unjudged marks, equal its own lines; vx-eval's own output keeps vx-eval's rbp (p 0.8)."""
@@ -361,6 +378,7 @@ def _write(folder: Path, name: str, text: str) -> str:
         ("q u s1 a 1\nq u s2 a 0\n", ("-R", "prefs"), "both level 0 and a level above 0"),
         ("q 0 a 1\n", ("-R", "qrels_jg", "-m", "ndcg"), "only its judgement-group measures"),
         ("q 0 a one\n", ("-R", "qrels_jg"), "a grade is a whole number"),
+        ("q 0 a 1\n", ("-R", "qrels_jg", "-m", "P_avgjg.five"), "write its cut-offs as whole numbers"),
         ("q 0 a 1\n", ("-Z", "zscores"), "write 'question measure mean stddev'"),
     ],
 )

@@ -127,27 +127,17 @@ def eval_command(
         raise VxEvalError("-Z prints trec_eval's z-score lines: add --trec-format")
     if rel_format != "qrels" and not trec_format:
         raise VxEvalError(f"-R {rel_format} prints trec_eval's own measures for those judgements: add --trec-format")
-    z = ZScores.read(zscores) if zscores else None
-    if rel_format != "qrels":
-        printing = Printing(per_query, run_tag(run), complete, shape, z)
+    if trec_format:
+        printing = Printing(per_query, run_tag(run), complete, shape, ZScores.read(zscores) if zscores else None)
+        warnings: tuple[str, ...] = ()
         if rel_format == "qrels_jg":
             output = jg_output(qrels, run, measures or ("qrels_jg",), printing, threshold=threshold)
-        else:
+        elif rel_format != "qrels":
             output = prefs_output(qrels, run, measures or ("prefs",), printing, qrels=rel_format == "qrels_prefs")
-        sys.stdout.write(_summary_dropped(output) if no_summary else output)
-        return
-    if trec_format:
-        output, warnings = trec_eval_output(
-            read_judgements(qrels),
-            run,
-            measures or ("official",),  # with no -m, what trec_eval prints with none: its official set
-            threshold=threshold,
-            per_query=per_query,
-            runid=run_tag(run),
-            complete=complete,
-            shape=shape,
-            zscores=z,
-        )
+        else:  # with no -m, what trec_eval prints with none: its official set
+            output, warnings = trec_eval_output(
+                read_judgements(qrels), run, measures or ("official",), printing, threshold=threshold
+            )
         for warning in warnings:
             click.echo(f"warning: {warning}", err=True)
         sys.stdout.write(_summary_dropped(output) if no_summary else output)

@@ -15,7 +15,7 @@ from vx_eval.core.errors import VxEvalError, quoted
 from vx_eval.core.measures import metrics
 from vx_eval.core.measures.trec_only import RPREC_MULTIPLES
 from vx_eval.core.trec.files import Judgements, Run, Shape, read_run, run_batch
-from vx_eval.core.trec.names import TREC_CUTOFFS
+from vx_eval.core.trec.names import TREC_CUTOFFS, cutoffs_given, levels_given
 
 JG_MEASURES = ("map_avgjg", "P_avgjg", "Rprec_mult_avgjg")
 """trec_eval's judgement-group measures, in its printing order (its set ``qrels_jg``, with runid and num_q)."""
@@ -35,9 +35,7 @@ def judged_lines(path: Path, fields: int, layout: str) -> Iterator[tuple[int, li
             continue
         parts = line.split()
         if len(parts) != fields:
-            raise VxEvalError(
-                f"{path}:{number}: a {layout} line holds {fields} fields ({layout}), not {quoted(line, 80)}"
-            )
+            raise VxEvalError(f"{path}:{number}: a line holds {fields} fields ({layout}), not {quoted(line, 80)}")
         yield number, parts
 
 
@@ -79,10 +77,10 @@ def jg_measures(names: Sequence[str]) -> list[tuple[str, metrics.Measure]]:
         if base == "map_avgjg":
             out.append(("map_avgjg", metrics.parse("map")))
         elif base == "P_avgjg":
-            cutoffs = sorted({int(float(v)) for v in params.split(",")}) if params else TREC_CUTOFFS["p"]
+            cutoffs = cutoffs_given(name, params) if params else TREC_CUTOFFS["p"]
             out += [(f"P_avgjg_{k}", metrics.parse(f"p@{k}")) for k in cutoffs]
         elif base == "Rprec_mult_avgjg":
-            levels = sorted({float(v) for v in params.split(",")}) if params else RPREC_MULTIPLES
+            levels = levels_given(name, params, RPREC_MULTIPLES)
             out += [(f"Rprec_mult_avgjg_{m:.2f}", metrics.parse(f"rprec_mult(m={m:g})")) for m in levels]
         else:
             raise VxEvalError(

@@ -39,24 +39,55 @@ _TREC_VALUES = {
 ``utility.2,-1,0,0``, ``11pt_avg..25,.5,.75`` (recall levels), ``ndcg.1=3,2=9`` (a gain per grade)."""
 
 
+_PLAIN = re.compile(r"^[A-Za-z0-9_]+$")
+"""A trec_eval measure's name, before the ``.`` that starts its parameters."""
+
+
+def named_once(names: Iterable[str]) -> list[tuple[str, str]]:
+    """Each measure named, once, in the order first named, as (its name, its parameters): as trec_eval reads
+    repeated -m, every naming counts and the parameters are those of the last naming that gives any ('' where
+    none does), so ``-m all_trec -m P.5`` is P with 5 alone and ``-m relstring.20 -m relstring`` relstring
+    with 20. A name that is not trec_eval's ``name.params`` (vx-eval's ``ndcg@10``, ``rbp(p=0.9)``) is a
+    measure of its own."""
+    found: dict[str, tuple[str, str]] = {}
+    for name in names:
+        text = name.strip()
+        base, dot, params = text.partition(".")
+        if not dot or not _PLAIN.match(base):
+            base, params = text, ""
+        if params or base.lower() not in found:
+            found[base.lower()] = (base, params)
+    return list(found.values())
+
+
 def expand_trec(names: Iterable[str]) -> list[str]:
     """trec_eval's ``-m`` syntax as measure names: ``P.5,10`` is P_5 and P_10, ``ndcg_cut`` alone its nine
     default cut-offs (``success``: 1, 5, 10), ``utility.2,-1,0,0`` utility with those coefficients; every
-    other name is kept as it is. As in trec_eval, a measure named twice is computed once, with the
-    parameters of its last naming that has any (``-m all_trec -m P.5`` gives P_5 alone)."""
-    chosen: dict[str, list[str]] = {}
-    given: set[str] = set()
-    for name in names:
-        text = name.strip()
-        base, _, params = text.partition(".")
-        key = base.lower()
+    other name is kept as it is. A measure named twice is computed once, as trec_eval does (`named_once`)."""
+    out: list[str] = []
+    for base, params in named_once(names):
+        key, text = base.lower(), f"{base}.{params}" if params else base
         if key == "11pt_avg" or key in _LEVELLED or key in TREC_CUTOFFS or (key in _TREC_VALUES and params):
-            if params or key not in given:
-                chosen[key] = _expanded(text, key, params)
-            given |= {key} if params else set()
+            out += _expanded(text, key, params)
         else:
-            chosen.setdefault(text, [text])
-    return [n for expanded in chosen.values() for n in expanded]
+            out.append(text)
+    return out
+
+
+def cutoffs_given(text: str, params: str) -> list[int]:
+    """A measure's cut-offs as trec_eval reads them (``5,10,23.4``: 5, 10 and 23), ascending, each once."""
+    if not _CUTOFFS.match(params):
+        raise MetricError(
+            f"measure {quoted(text)}: write its cut-offs as whole numbers, e.g. {text.partition('.')[0]}.5,10"
+        )
+    return sorted({int(float(v)) for v in params.split(",")})
+
+
+def levels_given(text: str, params: str, defaults: Sequence[float]) -> list[float]:
+    """A measure's fractions (recall levels, multiples of R) as written (``..10,.20``), ascending, each once;
+    `defaults` where none are given."""
+    levels = [_number(text, v) for v in params.split(",") if v.strip(".")] if params else defaults
+    return sorted(set(levels))
 
 
 def _expanded(text: str, key: str, params: str) -> list[str]:
@@ -71,15 +102,10 @@ def _expanded(text: str, key: str, params: str) -> list[str]:
     if key in _LEVELLED:
         own, param = _LEVELLED[key]
         defaults = IPREC_LEVELS if key == "iprec_at_recall" else RPREC_MULTIPLES
-        levels = [_number(text, v) for v in params.split(",") if v.strip(".")] if params else defaults
-        return [f"{own}({param}={v:g})" for v in sorted(set(levels))]
+        return [f"{own}({param}={v:g})" for v in levels_given(text, params, defaults)]
     if not params:
         return [f"{text}_{k}" for k in TREC_CUTOFFS[key]]
-    if not _CUTOFFS.match(params):
-        raise MetricError(
-            f"measure {quoted(text)}: write its cut-offs as whole numbers, e.g. {text.partition('.')[0]}.5,10"
-        )
-    return [f"{text.partition('.')[0]}_{k}" for k in sorted({int(float(v)) for v in params.split(",")})]
+    return [f"{text.partition('.')[0]}_{k}" for k in cutoffs_given(text, params)]
 
 
 RELSTRING = re.compile(r"^relstring(?:\.(\d+))?$", re.IGNORECASE)
@@ -87,8 +113,8 @@ RELSTRING = re.compile(r"^relstring(?:\.(\d+))?$", re.IGNORECASE)
 
 
 def relstrings(names: Sequence[str]) -> tuple[list[str], list[tuple[str, int]]]:
-    """The names other than relstring, and the relstring asked for (its printed name and its length): as in
-    trec_eval, the last naming wins (``-m all_trec -m relstring.20`` prints relstring_20 alone)."""
+    """The names other than relstring, and the relstring asked for (its printed name and its length), from
+    names `expand_trec` gave (so relstring comes once, with its last parameters)."""
     rest: list[str] = []
     strings: list[tuple[str, int]] = []
     for name in names:

@@ -20,6 +20,7 @@ from vx_eval.core.trec.names import (
     TREC_OWN,
     expand_sets,
     expand_trec,
+    named_once,
     relstrings,
     trec_name,
     trec_place,
@@ -77,21 +78,30 @@ class ZScores:
         return out
 
 
+@dataclass(frozen=True)
+class Printing:
+    """How trec_eval is asked to print: -q, the run's name, -c, -M/-J/-N and -Z."""
+
+    per_query: bool = False
+    runid: str = "run"
+    complete: bool = False
+    shape: Shape = field(default_factory=Shape)
+    zscores: ZScores | None = None
+
+
 def trec_eval_output(
     judgements: Judgements,
     run: Run | Path,
     names: Sequence[str] = DEFAULT_MEASURES,
+    printing: Printing | None = None,
     *,
     threshold: int = 1,
-    per_query: bool = False,
-    runid: str = "run",
-    complete: bool = True,
-    shape: Shape | None = None,
-    zscores: ZScores | None = None,
 ) -> tuple[str, tuple[str, ...]]:
     """What ``trec_eval [-c] [-q] [-Z FILE] -m …`` prints for the same files and measures, and what reading
-    the files noticed. `complete` (``-c``): every judged question counts, one without results scoring 0;
-    without it, as trec_eval without -c, only the judged questions the run answers. `shape`: -M, -J, -N."""
+    the files noticed. With ``printing.complete`` (``-c``) every judged question counts, one without results
+    scoring 0; without it, as trec_eval without -c, only the judged questions the run answers."""
+    printing = printing or Printing()
+    per_query, complete, shape, zscores = printing.per_query, printing.complete, printing.shape, printing.zscores
     wanted, strings = relstrings([TREC_OWN.get(n, n) for n in expand_trec(expand_sets(names))])
     counts = [c for c in TREC_COUNTS if c in {n.lower() for n in wanted}]
     parsed = [metrics.parse(n) for n in wanted if n.lower() not in TREC_COUNTS]
@@ -110,7 +120,7 @@ def trec_eval_output(
         "num_rel": _relevant_counts(judgements, threshold),
         "num_rel_ret": np.asarray(scored.num_rel_ret, dtype=np.int64),
     }
-    _as_trec_scores_no_results(measures, values, per, shape or Shape())
+    _as_trec_scores_no_results(measures, values, per, shape)
     kept = np.arange(len(judgements.question_ids)) if complete else np.flatnonzero(per["num_ret"] > 0)
     qids = judgements.question_ids
     trec = [trec_name(m) or m.name for m in measures]
@@ -133,13 +143,13 @@ def trec_eval_output(
             else:
                 lines += [f"{c:<22}\t{qid}\t{per[c][i]}" for c in counts if c in per]
             mine = [
-                f"{z}{trec[j]:<22}\t{qid}\t{_shown(m, values[i, j], z)}"
+                f"{z}{trec[j]:<22}\t{qid}\t{_shown(values[i, j], _counts(m), z)}"
                 for j, m in enumerate(measures)
                 if m.definition.name not in SUMMARY_ONLY
             ]
             lines += [*mine[:at], *(f"{name:<22}\t{qid}\t'{text[i]}'" for name, text in texts), *mine[at:]]
     totals: dict[str, object] = {
-        "runid": runid,
+        "runid": printing.runid,
         "num_q": len(kept),
         **{c: int(v[kept].sum()) for c, v in per.items()},
         # with -c, trec_eval's summary num_rel counts every grade above 0 in the qrels, whatever -l says (its
@@ -150,7 +160,7 @@ def trec_eval_output(
         totals |= {"num_q": f"{len(kept):.4f}", **{c: f"{v[kept].sum():.4f}" for c, v in per_z.items()}}
     lines += [f"{z if c != 'runid' else ''}{c:<22}\tall\t{totals[c.lower()]}" for c in counts]
     means = [metrics.average(m, values[kept, j]) if len(kept) else 0.0 for j, m in enumerate(measures)]
-    lines += [f"{z}{trec[j]:<22}\tall\t{_shown(m, means[j], z)}" for j, m in enumerate(measures)]
+    lines += [f"{z}{trec[j]:<22}\tall\t{_shown(means[j], _counts(m), z)}" for j, m in enumerate(measures)]
     return "\n".join(lines) + "\n", scored.warnings
 
 
@@ -172,10 +182,14 @@ def _as_trec_scores_no_results(
             values[empty, j] = w[1] + w[2] * rel + w[3] * (shape.documents - 1 - rel)
 
 
-def _shown(measure: metrics.Measure, value: float, z: str = "") -> str:
-    """A value as trec_eval prints it: a count (summed, not averaged) as a whole number, else (and every
-    z-score) four places."""
-    return str(round(value)) if measure.definition.average == "sum" and not z else f"{value:.4f}"
+def _counts(measure: metrics.Measure) -> bool:
+    """Whether a measure counts (summed over the questions, not averaged)."""
+    return measure.definition.average == "sum"
+
+
+def _shown(value: float, count: bool, z: str = "") -> str:
+    """A value as trec_eval prints it: a count as a whole number, else (and every z-score) four places."""
+    return str(round(value)) if count and not z else f"{value:.4f}"
 
 
 def _relevant_counts(judgements: Judgements, threshold: int) -> np.ndarray:
@@ -210,14 +224,10 @@ def table_output(
     if zscores is not None:
         values = zscores.all_of(qids, names, values)
     z = "Z" if zscores is not None else ""
-
-    def shown(value: float, count: bool) -> str:
-        return str(round(value)) if count and not z else f"{value:.4f}"
-
     lines: list[str] = []
     if printing.per_query:
         for i in sorted(kept, key=lambda i: qids[i].encode()):
-            lines += [f"{z}{name:<22}\t{qids[i]}\t{shown(values[i, j], c)}" for j, (name, c) in enumerate(printed)]
+            lines += [f"{z}{name:<22}\t{qids[i]}\t{_shown(values[i, j], c, z)}" for j, (name, c) in enumerate(printed)]
     asked = {n.lower() for n in wanted}
     if "runid" in asked:
         lines.append(f"{'runid':<22}\tall\t{printing.runid}")
@@ -226,26 +236,15 @@ def table_output(
     for j, (name, count) in enumerate(printed):
         column = values[kept, j]
         total = float(column.sum()) if count else (float(column.mean()) if len(column) else 0.0)
-        lines.append(f"{z}{name:<22}\tall\t{shown(total, count)}")
+        lines.append(f"{z}{name:<22}\tall\t{_shown(total, count, z)}")
     return "\n".join(lines) + "\n"
-
-
-@dataclass(frozen=True)
-class Printing:
-    """How trec_eval is asked to print: -q, the run's name, -c, -M/-J/-N and -Z."""
-
-    per_query: bool = False
-    runid: str = "run"
-    complete: bool = False
-    shape: Shape = field(default_factory=Shape)
-    zscores: ZScores | None = None
 
 
 def prefs_output(preferences: Path, run: Path, names: Sequence[str], printing: Printing, *, qrels: bool) -> str:
     """What ``trec_eval -R prefs`` (or ``-R qrels_prefs`` with `qrels`) prints for these measures."""
     from vx_eval.core.trec.prefs import COUNTED, PREFS_MEASURES, Preferences, counted, rankings
 
-    wanted = [n for n in expand_sets(names)]
+    wanted = expand_sets(names)
     unknown = [n for n in wanted if n not in PREFS_MEASURES and n.lower() not in ("runid", "num_q")]
     if unknown:
         raise VxEvalError(
@@ -256,10 +255,10 @@ def prefs_output(preferences: Path, run: Path, names: Sequence[str], printing: P
     judged = Preferences.read(preferences, qrels=qrels)
     lists = rankings(run, printing.shape.max_per_query)
     qids = list(judged.questions)
-    values = np.array(
-        [[PREFS_MEASURES[m](counted(judged.questions[q], lists.get(q, []))) for m in chosen] for q in qids]
-    )
-    values = values.reshape(len(qids), len(chosen))
+    values = np.zeros((len(qids), len(chosen)))
+    for i, qid in enumerate(qids):  # a question's preferences counted once, read by every measure
+        counts = counted(judged.questions[qid], lists.get(qid, []))
+        values[i] = [PREFS_MEASURES[m](counts) for m in chosen]
     kept = np.array([i for i, q in enumerate(qids) if printing.complete or q in lists], dtype=np.int64)
     return table_output([(name, name in COUNTED) for name in chosen], qids, values, kept, wanted, printing)
 
@@ -268,19 +267,12 @@ def jg_output(qrels: Path, run: Path, names: Sequence[str], printing: Printing, 
     """What ``trec_eval -R qrels_jg`` prints for these measures (the set qrels_jg)."""
     from vx_eval.core.trec.groups import JG_MEASURES, JudgementGroups, jg_measures, jg_values
 
-    wanted = list(expand_sets(names))
-    chosen = [n for base in JG_MEASURES for n in _last_named(wanted, base)]
-    rest = [n for n in wanted if n.partition(".")[0] not in JG_MEASURES and n.lower() not in ("runid", "num_q")]
-    measures = jg_measures([*chosen, *rest])
+    wanted = expand_sets(names)
+    named = sorted(named_once(wanted), key=lambda n: JG_MEASURES.index(n[0]) if n[0] in JG_MEASURES else -1)
+    asked = [f"{base}.{params}" if params else base for base, params in named if base.lower() not in ("runid", "num_q")]
+    measures = jg_measures(asked)
     qids, values, returned = jg_values(
         JudgementGroups.read(qrels), run, [m for _, m in measures], threshold, printing.shape
     )
     kept = np.arange(len(qids)) if printing.complete else np.flatnonzero(returned > 0)
     return table_output([(name, False) for name, _ in measures], qids, values, kept, wanted, printing)
-
-
-def _last_named(wanted: Sequence[str], base: str) -> list[str]:
-    """A measure named several times, as trec_eval takes it: once, with the last parameters given."""
-    named = [n for n in wanted if n.partition(".")[0] == base]
-    with_params = [n for n in named if "." in n]
-    return [with_params[-1]] if with_params else named[:1]

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from vx_eval.core.errors import VxEvalError, quoted
-from vx_eval.core.trec.files import Run, read_run
+from vx_eval.core.trec.files import DOC, QID, Run, read_run
 from vx_eval.core.trec.groups import judged_lines
 
 Line = tuple[str, str, str, float]
@@ -119,12 +119,18 @@ def _classes(judged: list[tuple[float, int]], njr: int, counts: np.ndarray) -> G
             group.nonrel, group.nonrel_ret = group.nonrel + len(ranks), group.nonrel_ret + got
     for i, better in enumerate(classes):
         for worse in classes[i + 1 :]:
-            a, b = np.meshgrid(better, worse, indexing="ij")
+            a, b = _cross(better, worse)
             if (a == b).any():
                 raise VxEvalError("a document is judged at two levels in one judgement sub-group; keep one line")
-            np.add.at(counts, (a.ravel(), b.ravel()), 1)
-            _tally(group, a.ravel(), b.ravel(), njr)
+            np.add.at(counts, (a, b), 1)
+            _tally(group, a, b, njr)
     return group
+
+
+def _cross(better: np.ndarray, worse: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Every pair (a, b) of a document of `better` and one of `worse`, as two flat arrays of ranks."""
+    a, b = np.meshgrid(better, worse, indexing="ij")
+    return a.ravel(), b.ravel()
 
 
 def _matrix(subgroups: list[list[tuple[float, int]]], n: int, njr: int, counts: np.ndarray, jg: str) -> Group:
@@ -138,8 +144,8 @@ def _matrix(subgroups: list[list[tuple[float, int]]], n: int, njr: int, counts: 
             levels[r] = level
         lv = np.array([level for level, _ in judged])
         rk = np.array([r for _, r in judged], dtype=np.int64)
-        above = lv[:, None] > lv[None, :]
-        prefers[rk[:, None].repeat(len(rk), 1)[above], rk[None, :].repeat(len(rk), 0)[above]] = True
+        higher, lower = np.nonzero(lv[:, None] > lv[None, :])
+        prefers[rk[higher], rk[lower]] = True
     reach = prefers | np.eye(n, dtype=bool)
     while True:
         wider = (reach.astype(np.int64) @ reach.astype(np.int64)) > 0
@@ -194,7 +200,8 @@ def _per_group(c: Counted, kind: str) -> float:
 
 def _simple(c: Counted, kind: str) -> float:
     """Fulfilled over possible, every group's preferences together."""
-    f, p = (sum(x) for x in zip(*(_kind(g, kind) for g in c.groups), strict=True)) if c.groups else (0, 0)
+    counted = [_kind(g, kind) for g in c.groups]
+    f, p = sum(f for f, _ in counted), sum(p for _, p in counted)
     return f / p if p else 0.0
 
 
@@ -235,10 +242,11 @@ def _recounted(g: Group, c: Counted, retrieved_only: bool) -> tuple[int, int]:
     if g.classes is not None:
         classes = [k[k < njr] for k in g.classes] if retrieved_only else g.classes
         kept = classes[-1][: g.rel_ret if retrieved_only else g.rel]
-        pairs = [(a, b) for i, x in enumerate(classes) for y in classes[i + 1 : -1] for a in x for b in y]
-        pairs += [(a, b) for x in classes for a in x for b in kept]
-        ful = sum(1 for a, b in pairs if a < b and (retrieved_only or a < njr))
-        return ful, len(pairs)
+        pairs = [_cross(x, y) for i, x in enumerate(classes) for y in [*classes[i + 1 : -1], kept]]
+        a = np.concatenate([a for a, _ in pairs]) if pairs else np.zeros(0, dtype=np.int64)
+        b = np.concatenate([b for _, b in pairs]) if pairs else np.zeros(0, dtype=np.int64)
+        fulfilled = (a < b) & ((a < njr) | retrieved_only)
+        return int(fulfilled.sum()), len(a)
     assert g.levels is not None and g.prefers is not None
     limit = njr if retrieved_only else c.judged
     nonrel_seen = np.cumsum(g.levels[:limit] == 0)
@@ -281,9 +289,8 @@ def rankings(run: Run | Path, max_per_query: int | None = None) -> dict[str, lis
     ascending (as bytes), cut to `max_per_query` (-M)."""
     if isinstance(run, Path):
         run = read_run(run)
-    rows = run.columns.rows
-    qids = run.columns.text(0, np.arange(rows))
-    docs = run.columns.text(1, np.arange(rows))
+    rows = np.arange(run.columns.rows)
+    qids, docs = run.columns.text(QID, rows), run.columns.text(DOC, rows)
     lists: dict[str, list[tuple[float, bytes, str]]] = {}
     for qid, doc, score in zip(qids, docs, run.scores.tolist(), strict=True):
         lists.setdefault(qid, []).append((-score, doc.encode("utf-8", "surrogateescape"), doc))
