@@ -6,7 +6,7 @@ sums, and `relevance_strings` gives trec_eval's relstring, which is text, not a 
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterator
 
 import numpy as np
 
@@ -203,17 +203,23 @@ def rbp_trec_residual(batch: Batch, k: Cutoff, p: float) -> np.ndarray:
     return np.where(unjudged.any(axis=1), value, 0.0)
 
 
+def _walks(batch: Batch) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """What trec_eval's gain-level measures walk, one row a question: the gains as retrieved (0 where
+    unjudged or past the list), the ideal gains (every positive grade, best first, then 0), both one place
+    longer than the longer of the two, and the discount 1 / log2(place + 2)."""
+    width = max(batch.grade.shape[1], batch.ideal.shape[1]) + 1
+    got = np.zeros((len(batch.n_rel), width))
+    got[:, : batch.grade.shape[1]] = np.where(_filled(batch, None) & batch.judged, batch.grade, 0.0)
+    ideal = np.zeros_like(got)
+    ideal[:, : batch.ideal.shape[1]] = np.maximum(batch.ideal, 0.0)
+    return got, ideal, 1.0 / np.log2(np.arange(width) + 2.0), (ideal > 0).sum(axis=1)
+
+
 def _gain_sums(batch: Batch) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Each question's gains as retrieved (grades; 0 past the list and where unjudged), the running DCG of
-    the list and of the ideal list (every positive grade, best first), and how many positive grades there
-    are: what trec_eval's gain-level measures walk."""
-    width = max(batch.grade.shape[1], batch.ideal.shape[1])
-    gains = np.zeros((len(batch.n_rel), width))
-    gains[:, : batch.grade.shape[1]] = np.where(_filled(batch, None), np.maximum(batch.grade, 0.0), 0.0)
-    ideal = np.zeros_like(gains)
-    ideal[:, : batch.ideal.shape[1]] = batch.ideal
-    discount = 1.0 / np.log2(np.arange(width) + 2.0)[None, :]
-    return gains, np.cumsum(gains * discount, axis=1), np.cumsum(ideal * discount, axis=1), (ideal > 0).sum(axis=1)
+    """`_walks`' gains as retrieved, the running DCG of the list and of the ideal list, and how many positive
+    grades there are."""
+    got, ideal, discount, positive = _walks(batch)
+    return got, np.cumsum(got * discount, axis=1), np.cumsum(ideal * discount, axis=1), positive
 
 
 @register("ndcg_rel", cutoff="none", trec=("ndcg_rel",))
@@ -256,9 +262,9 @@ def _gained(batch: Batch, k: Cutoff, gains: dict[int, float] | None) -> tuple[np
     judged = _filled(batch, None) & batch.judged
     got = np.where(judged, np.vectorize(lambda g: table.get(int(g), g), otypes=[float])(batch.grade), 0.0)
     rows = []
-    for _, _, levels in _rows(batch):
-        gain = {**{level: float(level) for level in range(len(levels))}, **table}
-        rows.append(sorted((gain[level] for level, (_, n) in enumerate(levels) for _ in range(n)), reverse=True))
+    for counts in _level_counts(batch):
+        gain = {**{level: float(level) for level in range(len(counts))}, **table}
+        rows.append(sorted((gain[level] for level, n in enumerate(counts) for _ in range(n)), reverse=True))
     ideal = np.zeros((len(rows), max([len(r) for r in rows] + [1])))
     for i, row in enumerate(rows):
         ideal[i, : len(row)] = row
@@ -300,27 +306,14 @@ def yaap(batch: Batch, k: Cutoff) -> np.ndarray:
     return np.log((1.0 + found) / (1.0 + batch.n_rel - found))
 
 
-def _rows(batch: Batch) -> Any:
-    """Each question's retrieved gains (0 where unjudged) and its gain levels with their counts."""
+def _level_counts(batch: Batch) -> Iterator[list[int]]:
+    """Each question's judged units per grade: at index g, how many are graded g (at 0, those judged and not
+    graded above 0)."""
     n_judged = batch.n_judged if batch.n_judged is not None else batch.n_rel
     for i in range(len(batch.n_rel)):
-        got = [float(g) if j else 0.0 for g, j in zip(batch.grade[i, : batch.length[i]], batch.judged[i], strict=False)]
         positive = [int(g) for g in batch.ideal[i] if g > 0]
-        top = max(positive, default=0)
-        counts = [int(n_judged[i]) - len(positive)] + [positive.count(level) for level in range(1, top + 1)]
-        yield i, got, [(float(level), count) for level, count in enumerate(counts)]
-
-
-def _walks(batch: Batch) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """What trec_eval's gain-level measures walk, one row a question: the gains as retrieved (0 where
-    unjudged or past the list), the ideal gains (every positive grade, best first, then 0), both one place
-    longer than the longer of the two, and the discount 1 / log2(place + 2)."""
-    width = max(batch.grade.shape[1], batch.ideal.shape[1]) + 1
-    got = np.zeros((len(batch.n_rel), width))
-    got[:, : batch.grade.shape[1]] = np.where(_filled(batch, None) & batch.judged, batch.grade, 0.0)
-    ideal = np.zeros_like(got)
-    ideal[:, : batch.ideal.shape[1]] = np.maximum(batch.ideal, 0.0)
-    return got, ideal, 1.0 / np.log2(np.arange(width) + 2.0), (ideal > 0).sum(axis=1)
+        above = [positive.count(level) for level in range(1, max(positive, default=0) + 1)]
+        yield [int(n_judged[i]) - len(positive), *above]
 
 
 @register("rndcg", cutoff="none", trec=("rndcg",))
