@@ -8,9 +8,12 @@ first use, so the command line starts without pluggy, pydantic or numpy.
 from __future__ import annotations
 
 from importlib import import_module
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from vx_eval import core as _core
+
+if TYPE_CHECKING:
+    from vx_eval.core.report.schema import ReportViews
 
 __all__ = [
     "Hit",
@@ -54,8 +57,8 @@ _LAZY = {
 }
 
 
-def _report_views() -> Any:
-    return import_module("vx_eval.notebook")
+def _report_views() -> ReportViews:
+    return cast("ReportViews", import_module("vx_eval.notebook"))
 
 
 _core.report_views = _report_views  # the Report's table, frames and page, which live above the core

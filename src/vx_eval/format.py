@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from vx_eval.core.report.schema import JudgeInfo, Report
+    from vx_eval.core.report.schema import Report
+    from vx_eval.core.report.views import JudgeInfo
 
 SHARES = ("found", "hit", "recall", "p", "judged")
 

@@ -36,7 +36,7 @@ every engine should pass.
 
 from __future__ import annotations
 
-from vx_eval.core.config.experiment import ConfigPath, SecretRef, ServiceUrl, is_uri
+from vx_eval.core.config.fields import ConfigPath, SecretRef, ServiceUrl, is_uri
 from vx_eval.core.corpus.embeddings import EmbeddingCache, dequantize
 from vx_eval.core.corpus.prepare import (
     Built,

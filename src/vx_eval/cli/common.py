@@ -43,7 +43,7 @@ def out_console() -> Console:
 
 def location(value: str | None) -> str | None:
     """A location given on the command line: local paths are relative to the current folder."""
-    from vx_eval.core.config.experiment import is_uri
+    from vx_eval.core.config.fields import is_uri
 
     return value if value is None or is_uri(value) else str(Path(value).expanduser().resolve())
 

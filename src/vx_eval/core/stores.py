@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from pydantic import ValidationError
 
-from vx_eval.core.config.experiment import is_uri
+from vx_eval.core.config.fields import is_uri
 from vx_eval.core.errors import StoreError, did_you_mean
 
 if TYPE_CHECKING:
@@ -131,9 +131,9 @@ class Stores:
                 f"stores.{name}: no store plugin is named '{name}'{did_you_mean(name, self.plugins.stores.names())} "
                 f"(installed: {', '.join(self.plugins.stores.names())})"
             )
-        self._made: dict[str, Any] = {}
+        self._made: dict[str, Store] = {}
 
-    def _store(self, cls: Any) -> Any:
+    def _store(self, cls: Any) -> Store:
         if cls.name not in self._made:
             given = self.options.get(cls.name)
             if given is None or isinstance(given, dict):  # settings from Python, not from a checked config

@@ -13,7 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from vx_eval.core.measures import metrics
-from vx_eval.core.report.schema import Graded, JudgeInfo, Report, Settings, SetupResult, TargetInfo
+from vx_eval.core.report.schema import Graded, Report, Settings, SetupResult, TargetInfo
+from vx_eval.core.report.views import JudgeInfo
 from vx_eval.format import fmt_ms as display_ms
 
 PICKS = (

@@ -56,9 +56,9 @@ def check_request(service: Any, request: RunRequest) -> Response | None:
     """A run request checked as `vx-eval run` would check it, before anything is queued: the measures
     (spelling, and no cut-off deeper than the experiment searches), the cut-offs, and `only`/`skip` against
     the setups the experiment's newest run had (where it has run here before)."""
-    from vx_eval.core.config.experiment import expand_cutoffs, with_overrides
+    from vx_eval.core.config.experiment import with_overrides
     from vx_eval.core.errors import ConfigError
-    from vx_eval.core.measures.metrics import parse
+    from vx_eval.core.measures.metrics import expand_cutoffs, parse
     from vx_eval.core.run.selection import selection_problem
 
     names = expand_cutoffs(request.measure_names(), request.k_values)

@@ -41,7 +41,7 @@ class _Loader(yaml.SafeLoader):
         self._depth += 1
         try:
             if self._depth > MAX_DEPTH:
-                mark = self.peek_event().start_mark
+                mark = self.peek_event().start_mark  # type: ignore[no-untyped-call]  # PyYAML's stubs leave it untyped
                 raise yaml.composer.ComposerError(
                     None, None, f"nested more than {MAX_DEPTH} levels deep; a config needs a handful", mark
                 )

@@ -17,7 +17,8 @@ __all__ = ["EmbeddingCache", "content_key", "dequantize", "quantize"]
 
 def quantize(tokens: np.ndarray) -> bytes:
     """Unit token vectors as int8 (x 127): a quarter of the bytes, cosines within about 1%."""
-    return np.clip(np.rint(tokens * 127), -127, 127).astype(np.int8).tobytes()
+    codes: np.ndarray = np.clip(np.rint(tokens * 127), -127, 127).astype(np.int8)
+    return codes.tobytes()
 
 
 def dequantize(blob: bytes, dim: int) -> np.ndarray:

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 from pydantic import Field, model_validator
 
-from vx_eval.core.config.experiment import ConfigPath
+from vx_eval.core.config.fields import ConfigPath
 from vx_eval.core.corpus.embeddings import EmbeddingCache, content_key, dequantize, quantize
 from vx_eval.core.corpus.text import chunk_words
 from vx_eval.core.models.loading import DENSE, LATE, DenseModel

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -27,6 +27,7 @@ Cutoff = int | np.ndarray | None
 MetricFn = Callable[..., np.ndarray]
 """``fn(batch, k)``, or ``fn(batch, k, param)`` for a measure with a parameter of its own (or a list of
 values, where one is given)."""
+F = TypeVar("F", bound=MetricFn)
 
 
 @dataclass(frozen=True)
@@ -71,10 +72,10 @@ def register(
     span: str = "open",
     average: str = "mean",
     values: Callable[[str], Any] | None = None,
-) -> Callable[[Any], Any]:
+) -> Callable[[F], F]:
     """Register a measure function under `name`; aliases and trec_eval spellings parse to it too."""
 
-    def add(fn: Any) -> Any:
+    def add(fn: F) -> F:
         definition = MetricDef(name, fn, cutoff, tuple(aliases), tuple(trec), param, span, average, values)
         for spelling in (name, *definition.aliases):
             if spelling in _ALIASES:
@@ -274,18 +275,21 @@ def _mask(batch: Batch, k: Cutoff, width: int | None = None) -> np.ndarray:
 
 def _count(batch: Batch, k: Cutoff) -> np.ndarray:
     """Relevant units within the cut-off (a share of one where `core.measures.ties` spreads a tie's relevance)."""
-    return (batch.rel * _mask(batch, k)).sum(axis=1)
+    result: np.ndarray = (batch.rel * _mask(batch, k)).sum(axis=1)
+    return result
 
 
 def _safe_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     a, b = np.broadcast_arrays(np.asarray(a, dtype=float), np.asarray(b, dtype=float))
-    return np.divide(a, b, out=np.zeros_like(a), where=b > 0)
+    result: np.ndarray = np.divide(a, b, out=np.zeros_like(a), where=b > 0)
+    return result
 
 
 @register("found", cutoff="required", aliases=("hit", "success", "hit_rate"), trec=("success",))
 def found(batch: Batch, k: Cutoff) -> np.ndarray:
     """1 if a relevant unit is among the first k results as they came back (repeats take places), else 0."""
-    return (batch.hit & _mask(batch, k, batch.hit.shape[1])).any(axis=1).astype(float)
+    result: np.ndarray = (batch.hit & _mask(batch, k, batch.hit.shape[1])).any(axis=1).astype(float)
+    return result
 
 
 @register("mrr", cutoff="optional", aliases=("recip_rank", "rr"), trec=("recip_rank",))
@@ -305,7 +309,8 @@ def recall(batch: Batch, k: Cutoff) -> np.ndarray:
 @register("p", cutoff="required", aliases=("precision",), trec=("p",))
 def precision(batch: Batch, k: Cutoff) -> np.ndarray:
     """Relevant units in the top k / k (trec_eval P: k, not the number returned, is the denominator)."""
-    return _count(batch, k) / np.asarray(k, dtype=float)
+    result: np.ndarray = _count(batch, k) / np.asarray(k, dtype=float)
+    return result
 
 
 def _f_beta(batch: Batch, k: Cutoff, beta: float) -> np.ndarray:
@@ -341,7 +346,8 @@ def r_precision(batch: Batch, k: Cutoff) -> np.ndarray:
 
 
 def _dcg(gains: np.ndarray, discount: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    return (np.where(mask & (gains > 0), gains, 0.0) * discount[: gains.shape[1]]).sum(axis=1)
+    result: np.ndarray = (np.where(mask & (gains > 0), gains, 0.0) * discount[: gains.shape[1]]).sum(axis=1)
+    return result
 
 
 @register("dcg", cutoff="optional")
@@ -365,7 +371,8 @@ def mean_relevance(batch: Batch, k: Cutoff) -> np.ndarray:
     total = np.where(mask, batch.grade, 0).sum(axis=1)
     if k is None:
         return _safe_div(total, mask.sum(axis=1))
-    return total / np.broadcast_to(np.asarray(k, dtype=float), total.shape)
+    result: np.ndarray = total / np.broadcast_to(np.asarray(k, dtype=float), total.shape)
+    return result
 
 
 @register("judged", cutoff="required")
@@ -393,7 +400,8 @@ def err(batch: Batch, k: Cutoff) -> np.ndarray:
     grades = np.clip(np.where(_filled(batch, k), batch.grade, 0.0), 0, ERR_MAX_GRADE)
     stop = (2.0**grades - 1) / 2.0**ERR_MAX_GRADE
     reach = np.cumprod(np.concatenate([np.ones((len(stop), 1)), 1 - stop[:, :-1]], axis=1), axis=1)
-    return (reach * stop / np.arange(1, stop.shape[1] + 1)[None, :]).sum(axis=1)
+    result: np.ndarray = (reach * stop / np.arange(1, stop.shape[1] + 1)[None, :]).sum(axis=1)
+    return result
 
 
 @register("rbp", cutoff="optional", aliases=("rank_biased_precision",), param=("p", 0.8))
@@ -403,7 +411,8 @@ def rbp(batch: Batch, k: Cutoff, p: float) -> np.ndarray:
     ``rbp(p=0.95)``). Binary: relevant means grade >= the threshold. Its residual (`rbp_residual`) says how
     much more it could be if every unjudged result and everything past the list were relevant."""
     weights = (1 - p) * p ** np.arange(batch.grade.shape[1])[None, :]
-    return (weights * batch.rel * _mask(batch, k)).sum(axis=1)
+    result: np.ndarray = (weights * batch.rel * _mask(batch, k)).sum(axis=1)
+    return result
 
 
 @register("rbp_residual", cutoff="optional", param=("p", 0.8))
@@ -414,7 +423,8 @@ def rbp_residual(batch: Batch, k: Cutoff, p: float) -> np.ndarray:
     filled = _filled(batch, k)
     weights = (1 - p) * p ** np.arange(batch.grade.shape[1])[None, :]
     seen = filled.sum(axis=1)
-    return (weights * filled * (1 - batch.judged)).sum(axis=1) + p**seen
+    result: np.ndarray = (weights * filled * (1 - batch.judged)).sum(axis=1) + p**seen
+    return result
 
 
 @register("bpref", cutoff="none", trec=("bpref",))
@@ -458,7 +468,8 @@ def ndcg_condensed(batch: Batch, k: Cutoff) -> np.ndarray:
 @register("map_condensed", cutoff="optional", aliases=("cmap", "ap_prime", "map_prime"))
 def map_condensed(batch: Batch, k: Cutoff) -> np.ndarray:
     """AP′ (Sakai, 2007): average precision over the list with its unjudged results removed (trec_eval -J map)."""
-    return average_precision(condensed(batch), k)
+    result: np.ndarray = average_precision(condensed(batch), k)
+    return result
 
 
 def relevance_distribution(batch: Batch, k: int | None) -> dict[str, float]:

@@ -111,7 +111,8 @@ def mean_filled(batch: Batch) -> Batch:
 def _cutoffs(measure: Measure, batch: Batch) -> np.ndarray:
     n = len(batch.n_rel)
     if measure.per_relevant and measure.k is not None:
-        return np.maximum(measure.k * batch.n_rel, 1)
+        result: np.ndarray = np.maximum(measure.k * batch.n_rel, 1)
+        return result
     return np.full(n, np.inf if measure.k is None else float(measure.k))
 
 
@@ -157,7 +158,8 @@ def expected_rr(batch: Batch, cutoff: np.ndarray) -> np.ndarray:
         reached = np.cumprod(stays, axis=1)
         reached_before = np.concatenate([np.ones((len(start), 1)), reached[:, :-1]], axis=1)
         first_here = np.where(first_tie & (offset <= size - relevant), relevant / (size - offset), 0.0)
-        return np.nan_to_num(first_here * reached_before / (place + 1)).sum(axis=1)
+        result: np.ndarray = np.nan_to_num(first_here * reached_before / (place + 1)).sum(axis=1)
+        return result
 
 
 def expected_ap(batch: Batch, cutoff: np.ndarray) -> np.ndarray:
@@ -171,7 +173,8 @@ def expected_ap(batch: Batch, cutoff: np.ndarray) -> np.ndarray:
         share = np.where(size > 1, (relevant - 1) / (size - 1), 0.0)
         term = relevant / size * (before + 1 + offset * share) / (place + 1)
     total = np.where(inside, term, 0.0).sum(axis=1)
-    return np.divide(total, batch.n_rel, out=np.zeros_like(total), where=batch.n_rel > 0)
+    result: np.ndarray = np.divide(total, batch.n_rel, out=np.zeros_like(total), where=batch.n_rel > 0)
+    return result
 
 
 def expected(measure: Measure, batch: Batch, seed: int = 0) -> tuple[np.ndarray, bool]:

@@ -124,7 +124,8 @@ def eleven_point_average(batch: Batch, k: Cutoff, levels: tuple[float, ...] = IP
     """The mean of the interpolated precision at the eleven recall levels 0, 0.1, ..., 1 (trec_eval 11pt_avg),
     or at the levels given: ``iprec_avg(.2,.5,.8)`` is trec_eval's ``11pt_avg.0.2,0.5,0.8``, the old 3-point
     average."""
-    return np.mean([interpolated_precision(batch, None, level) for level in levels], axis=0)
+    result: np.ndarray = np.mean([interpolated_precision(batch, None, level) for level in levels], axis=0)
+    return result
 
 
 RPREC_MULTIPLES = (0.2, 0.4, 0.6, 0.8, 1.0, 1.2, 1.4, 1.6, 1.8, 2.0)
@@ -143,7 +144,8 @@ def r_precision_multiple(batch: Batch, k: Cutoff, m: float) -> np.ndarray:
 def unjudged(batch: Batch, k: Cutoff) -> np.ndarray:
     """The share of the first k places that hold an unjudged result, over k (a list shorter than k counts
     its missing places as judged: trec_eval unj)."""
-    return (_filled(batch, k) & ~batch.judged).sum(axis=1) / np.asarray(k, dtype=float)
+    result: np.ndarray = (_filled(batch, k) & ~batch.judged).sum(axis=1) / np.asarray(k, dtype=float)
+    return result
 
 
 def read_coefficients(text: str) -> tuple[float, float, float, float]:
@@ -163,13 +165,17 @@ def utility(batch: Batch, k: Cutoff, weights: tuple[float, ...] = (1.0, -1.0, 0.
     ret, rel_ret = _retrieved(batch)
     rel = batch.n_rel.astype(float)
     left_out = batch.documents + rel_ret - ret - rel
-    return weights[0] * rel_ret + weights[1] * (ret - rel_ret) + weights[2] * (rel - rel_ret) + weights[3] * left_out
+    result: np.ndarray = (
+        weights[0] * rel_ret + weights[1] * (ret - rel_ret) + weights[2] * (rel - rel_ret) + weights[3] * left_out
+    )
+    return result
 
 
 @register("num_nonrel_judged_ret", cutoff="none", trec=("num_nonrel_judged_ret",), average="sum")
 def nonrelevant_judged_retrieved(batch: Batch, k: Cutoff) -> np.ndarray:
     """Judged non-relevant results retrieved, a count; summed over the questions (trec_eval's)."""
-    return (_filled(batch, None) & batch.judged & ~batch.rel).sum(axis=1).astype(float)
+    result: np.ndarray = (_filled(batch, None) & batch.judged & ~batch.rel).sum(axis=1).astype(float)
+    return result
 
 
 @register("bin_g", cutoff="none", aliases=("bing",), trec=("bing",))
@@ -190,7 +196,8 @@ def rbp_trec(batch: Batch, k: Cutoff, p: float) -> np.ndarray:
     top = batch.ideal[:, 0] if batch.ideal.shape[1] else np.zeros(len(batch.n_rel))
     scale = np.where(top > 1, top, 1.0)
     weights = (1 - p) * p ** np.arange(batch.grade.shape[1])[None, :]
-    return (weights * np.where(_filled(batch, None), batch.grade, 0.0) / scale[:, None]).sum(axis=1)
+    result: np.ndarray = (weights * np.where(_filled(batch, None), batch.grade, 0.0) / scale[:, None]).sum(axis=1)
+    return result
 
 
 @register("rbp_trec_resid", cutoff="none", param=("p", 0.9))
@@ -272,7 +279,8 @@ def _gained(batch: Batch, k: Cutoff, gains: dict[int, float] | None) -> tuple[np
     def dcg(values: np.ndarray) -> np.ndarray:
         places = np.arange(values.shape[1])[None, :]
         inside = places < (values.shape[1] if k is None else np.reshape(k, (-1, 1)))
-        return (np.where(inside, values, 0.0) / np.log2(places + 2.0)).sum(axis=1)
+        result: np.ndarray = (np.where(inside, values, 0.0) / np.log2(places + 2.0)).sum(axis=1)
+        return result
 
     return dcg(got), dcg(np.maximum(ideal, 0.0))
 
@@ -303,7 +311,8 @@ def yaap(batch: Batch, k: Cutoff) -> np.ndarray:
     """Yet Another AP (Robertson, ECIR 2012; trec_eval yaap): log((1 + S) / (1 + R - S)), S the sum of the
     precisions at the relevant units found (AP x R): monotonic with AP on a question, better averaged."""
     found = average_precision(batch, None) * batch.n_rel
-    return np.log((1.0 + found) / (1.0 + batch.n_rel - found))
+    result: np.ndarray = np.log((1.0 + found) / (1.0 + batch.n_rel - found))
+    return result
 
 
 def _level_counts(batch: Batch) -> Iterator[list[int]]:
@@ -348,7 +357,8 @@ def normalized_gain(batch: Batch, k: Cutoff) -> np.ndarray:
     with np.errstate(divide="ignore", invalid="ignore"):
         g = np.where(got != 0, got / np.log2(2.0 + cost - gained), 0.0).sum(axis=1)
     total = ideal.sum(axis=1)
-    return _safe_div(g, total) * (total > 0)
+    result: np.ndarray = _safe_div(g, total) * (total > 0)
+    return result
 
 
 INFAP_EPSILON = 0.00001

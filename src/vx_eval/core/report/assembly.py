@@ -22,9 +22,8 @@ from vx_eval.core.report.schema import (
     SetupResult,
     TargetInfo,
     Timing,
-    Tuning,
 )
-from vx_eval.core.report.views import BestGraded, GradedDashboard, GradedQuestion, Headroom, JudgeInfo
+from vx_eval.core.report.views import BestGraded, GradedDashboard, GradedQuestion, Headroom, JudgeInfo, Tuning
 from vx_eval.core.run.ranking import Ranking
 from vx_eval.core.run.targets import missing_notes
 

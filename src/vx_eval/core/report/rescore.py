@@ -13,7 +13,8 @@ from vx_eval.core.golden.files import GoldenSet, Question
 from vx_eval.core.measures import metrics
 from vx_eval.core.report import assembly, headroom
 from vx_eval.core.report.saving import new_run_id
-from vx_eval.core.report.schema import DerivedFrom, JudgeInfo, Report, SetupResult
+from vx_eval.core.report.schema import DerivedFrom, Report, SetupResult
+from vx_eval.core.report.views import JudgeInfo
 from vx_eval.core.run import ranking, scoring
 from vx_eval.core.run.engine import Setup
 from vx_eval.core.run.search import SetupRun

@@ -8,7 +8,7 @@ that still does not validate is unreadable with the reason (`ReportError`), neve
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from pydantic import Field, ValidationError
 
@@ -403,7 +403,21 @@ class Report(Frozen):
         return _views().save(self, str(location))
 
 
-def _views() -> Any:
+class ReportViews(Protocol):
+    """What the module behind `core.report_views` gives the `Report` (`vx_eval.notebook` is one)."""
+
+    def table_text(self, report: Report, width: int, wide: bool) -> str: ...
+
+    def setups_frame(self, report: Report) -> Any: ...
+
+    def questions_frame(self, report: Report) -> Any: ...
+
+    def page_frame(self, report: Report) -> str: ...
+
+    def save(self, report: Report, location: str) -> str: ...
+
+
+def _views() -> ReportViews:
     """The module holding the Report's conveniences for people, which the `vx_eval` package sets on the core
     (`core.report_views`): pandas, rich and the page load only when one is asked for."""
     from vx_eval import core

@@ -18,7 +18,8 @@ from vx_eval.core.judging.check import measured
 from vx_eval.core.judging.grading import GradeCache, judge_maker, judge_run
 from vx_eval.core.report import assembly
 from vx_eval.core.report.saving import check_run_id, new_run_id, provenance, save_report
-from vx_eval.core.report.schema import JudgeInfo, Report, Settings, SetupResult, Tuning
+from vx_eval.core.report.schema import Report, Settings, SetupResult
+from vx_eval.core.report.views import JudgeInfo, Tuning
 from vx_eval.core.run import ranking, scoring, tuning
 from vx_eval.core.run.checkpoints import Checkpoints, new_manifest, start_checkpoints
 from vx_eval.core.run.engine import FUSION, Progress, SilentProgress, Target

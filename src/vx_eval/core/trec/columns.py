@@ -85,7 +85,8 @@ class Columns:
         return [t.decode("utf-8", "surrogateescape") for t in self.tokens(column, rows)]
 
     def lengths(self, column: int) -> np.ndarray:
-        return self.ends[:, column] - self.starts[:, column]
+        result: np.ndarray = self.ends[:, column] - self.starts[:, column]
+        return result
 
     def hashes(self, column: int) -> np.ndarray:
         """A 64-bit hash of each token: equal tokens agree; a match is still confirmed with `same_bytes`."""
@@ -165,12 +166,13 @@ def _words(windows: np.ndarray, at: np.ndarray, left: np.ndarray) -> np.ndarray:
     last = len(windows) - 1
     if len(at) and int(at.max()) > last:
         past = np.maximum(at - last, 0)
-        word = windows[at - past].view(np.uint64)[:, 0] >> (past.astype(np.uint64) * np.uint64(8))
+        word: np.ndarray = windows[at - past].view(np.uint64)[:, 0] >> (past.astype(np.uint64) * np.uint64(8))
     else:
         word = windows[at].view(np.uint64)[:, 0]
     if int(left.min(initial=8)) >= 8:
         return word
-    return word & _MASKS[np.minimum(left, 8)]
+    masked: np.ndarray = word & _MASKS[np.minimum(left, 8)]
+    return masked
 
 
 _MASKS = np.array([(1 << (8 * k)) - 1 for k in range(9)], dtype=np.uint64)
@@ -223,7 +225,8 @@ def same_bytes(a: Columns, a_col: int, a_rows: np.ndarray, b: Columns, b_col: in
         same[short] = equal
     for i in np.flatnonzero(same & (la > SHORT)):
         same[i] = a.tokens(a_col, [a_rows[i]])[0] == b.tokens(b_col, [b_rows[i]])[0]
-    return same
+    result: np.ndarray = same
+    return result
 
 
 def read_columns(path: Path, layout: Layout) -> Columns:
@@ -273,7 +276,8 @@ def scan(raw: bytes, layout: Layout, source: str) -> Columns:
 
 
 def _fits(form: Form, counts: np.ndarray) -> np.ndarray:
-    return (counts == form.fields) | ((counts > form.fields) if form.extra else False)
+    result: np.ndarray = (counts == form.fields) | ((counts > form.fields) if form.extra else False)
+    return result
 
 
 def _form_of(counts: np.ndarray, layout: Layout) -> Form:
