@@ -31,7 +31,7 @@ def main() -> None:
 
     from transformers import AutoTokenizer
 
-    from vx_eval.plugins.llm.local import LocalChat, smollm2_folder
+    from vx_eval.llm.local import LocalChat, smollm2_folder
 
     started = time.perf_counter()
     folder = smollm2_folder()

@@ -31,8 +31,8 @@ MODEL = "smollm2-135m"
 def batch_speed(prompts: int) -> None:
     import json
 
-    from vx_eval.plugins.llm.local import LocalChat
-    from vx_eval.plugins.writers.drafting import TOKENS, draft_prompt
+    from vx_eval.llm.drafting import TOKENS, draft_prompt
+    from vx_eval.llm.local import LocalChat
 
     rows = [json.loads(line) for line in DOCS.read_text(encoding="utf-8").splitlines()][:prompts]
     asks = [draft_prompt("fact", [r["text"]], []) for r in rows]
@@ -79,7 +79,7 @@ def main() -> None:
     batch_speed(args.prompts)
     for writer in args.writers.split(","):
         if writer == "chat":
-            from vx_eval.plugins.llm.local import smollm2_folder
+            from vx_eval.llm.local import smollm2_folder
             from vx_eval.testing.processes import free_port, start_server
 
             with tempfile.TemporaryDirectory(prefix="vx-chat-") as folder:

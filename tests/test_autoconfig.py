@@ -91,7 +91,7 @@ def test_the_writer_is_a_served_model_when_named_else_smollm2_else_the_keywords_
 
 def test_the_keywords_writer_drafts_search_words_that_pass_the_checks():
     from vx_eval.core.golden.template import Unit, WriteRequest
-    from vx_eval.plugins.writers.checks import check
+    from vx_eval.llm.checks import check
     from vx_eval.plugins.writers.keywords import KeywordQueryWriter
 
     rows = [json.loads(line) for line in QUICKSTART_DOCS.read_text(encoding="utf-8").splitlines()]
@@ -109,7 +109,7 @@ def test_the_keywords_writer_drafts_search_words_that_pass_the_checks():
 
 
 def _draft(row):
-    from vx_eval.plugins.writers.checks import Draft
+    from vx_eval.llm.checks import Draft
 
     return Draft(row.question, list(row.evidence))
 

@@ -116,7 +116,7 @@ def write_golden_rows(
     """Questions drafted by a model writer from the collections of `configs` (the writer's options from the
     first), checked and judged by its critic; the rows (``draft: true``) and what happened on the way
     (tries, failed checks, refusals)."""
-    from vx_eval.plugins.writers.drafting import DEFAULT_MIX, check_mix
+    from vx_eval.llm.drafting import DEFAULT_MIX, check_mix
 
     mix = check_mix(dict(mix or DEFAULT_MIX))  # before anything is indexed
     plugins = load_plugins()
@@ -156,7 +156,7 @@ def draft_rows(
     """`write_golden_rows` on collections already at hand (documents or handles), the writer's options given
     (None: its defaults) and the models block (served models, the answers cache beside `scores`)."""
     from vx_eval.core.models.loading import Models, ModelSettings
-    from vx_eval.plugins.writers.drafting import DEFAULT_MIX, check_mix
+    from vx_eval.llm.drafting import DEFAULT_MIX, check_mix
 
     mix = check_mix(dict(mix or DEFAULT_MIX))
     cls = plugins.writers.get(writer_plugin, where="--writer")

@@ -74,7 +74,7 @@ def choose_writer(spec: str | None) -> WriterChoice:
     the keywords writer, saying why and what would be better."""
     import importlib.util
 
-    from vx_eval.plugins.llm.local import INSTALL
+    from vx_eval.llm.local import INSTALL
 
     spec = (spec or os.environ.get(WRITER_ENV) or "").strip()
     name, colon, rest = spec.partition(":")

@@ -16,10 +16,10 @@ import pytest
 
 from vx_eval.core.config.experiment import load_config
 from vx_eval.core.run.pipeline import RunOptions, run_experiment
+from vx_eval.llm.chat import ChatOptions
+from vx_eval.llm.checks import check
+from vx_eval.llm.local import smollm2_folder
 from vx_eval.plugins.judges.chat import ChatJudge, read_grade
-from vx_eval.plugins.llm.chat import ChatOptions
-from vx_eval.plugins.llm.local import smollm2_folder
-from vx_eval.plugins.writers.checks import check
 from vx_eval.testing.processes import free_port, start_server
 
 from ..conftest import REPO
@@ -134,7 +134,7 @@ def test_the_chat_writer_writes_only_drafts_that_pass_every_check(tmp_path, chat
 
 
 def _draft(row):
-    from vx_eval.plugins.writers.checks import Draft
+    from vx_eval.llm.checks import Draft
 
     return Draft(row["question"], row["evidence"])
 

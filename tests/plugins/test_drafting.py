@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from vx_eval.core.golden.template import Unit
+from vx_eval.llm.chat import defang, wrapped
+from vx_eval.llm.checks import Draft, check, parse_draft, unusable
+from vx_eval.llm.drafting import WriteSettings, kinds_for, model_critic, read_scores, write_questions
 from vx_eval.plugins.judges.chat import read_grade
-from vx_eval.plugins.llm.chat import defang, wrapped
-from vx_eval.plugins.writers.checks import Draft, check, parse_draft, unusable
-from vx_eval.plugins.writers.drafting import WriteSettings, kinds_for, model_critic, read_scores, write_questions
 
 DEFERMENT = (
     "Customers in declared disaster areas can defer loan payments for up to 90 days with no late fees. "
@@ -198,7 +198,7 @@ def test_drafts_are_asked_for_a_round_at_a_time():
 
 
 def test_an_interrupted_write_resumes_from_the_answers_it_already_has(tmp_path):
-    from vx_eval.plugins.llm.chat import AnswerCache, CachedChat
+    from vx_eval.llm.chat import AnswerCache, CachedChat
 
     units = [Unit("deferment", "Deferment", DEFERMENT), Unit("wire", "Wire", WIRE)]
     answers = {

@@ -141,7 +141,7 @@ def golden_write(
     from vx_eval.core.plugins import load_plugins
     from vx_eval.core.stores import Stores
     from vx_eval.display import RichProgress
-    from vx_eval.plugins.writers.drafting import parse_mix
+    from vx_eval.llm.drafting import parse_mix
 
     shares = parse_mix(mix) if mix else None  # before anything is indexed
     stores = Stores(load_plugins())

@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from vx_eval import hookimpl
+from vx_eval.llm.chat import ChatOptions, EndpointChat, complete_all, wrapped
 from vx_eval.plugin import Verdict
-from vx_eval.plugins.llm.chat import ChatOptions, EndpointChat, complete_all, wrapped
 
 RUBRIC = """You grade how well a passage answers a search question, on this scale:
 3 = the passage answers the question fully and directly

@@ -9,9 +9,9 @@ from typing import ClassVar, Literal
 from pydantic import BaseModel, ConfigDict
 
 from vx_eval import hookimpl
+from vx_eval.llm.chat import CachedChat, ChatOptions, EndpointChat, answer_cache
+from vx_eval.llm.drafting import model_critic, reranker_critic, write_with
 from vx_eval.plugin import RerankerModel, Unit, WriteOutcome, WriterDescription, WriteRequest
-from vx_eval.plugins.llm.chat import CachedChat, ChatOptions, EndpointChat, answer_cache
-from vx_eval.plugins.writers.drafting import model_critic, reranker_critic, write_with
 
 
 class ChatQuestionWriter:

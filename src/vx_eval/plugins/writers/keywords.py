@@ -19,8 +19,8 @@ from typing import ClassVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from vx_eval import hookimpl
+from vx_eval.llm.checks import Draft, check, content_words, sentences, tally, usable_units, words
 from vx_eval.plugin import GoldenRow, Unit, WriteOutcome, WriterDescription, WriteRequest
-from vx_eval.plugins.writers.checks import Draft, check, content_words, sentences, tally, usable_units, words
 
 
 class KeywordQueryWriter:

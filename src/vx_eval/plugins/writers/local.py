@@ -10,9 +10,9 @@ from typing import ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from vx_eval import hookimpl
+from vx_eval.llm.chat import CachedChat, answer_cache
+from vx_eval.llm.drafting import model_critic, reranker_critic, write_with
 from vx_eval.plugin import RerankerModel, Unit, WriteOutcome, WriterDescription, WriteRequest
-from vx_eval.plugins.llm.chat import CachedChat, answer_cache
-from vx_eval.plugins.writers.drafting import model_critic, reranker_critic, write_with
 
 
 class LocalQuestionWriter:
@@ -34,7 +34,7 @@ class LocalQuestionWriter:
         self.options = options
 
     def write(self, units: Sequence[Unit], request: WriteRequest) -> WriteOutcome:
-        from vx_eval.plugins.llm.local import LocalChat
+        from vx_eval.llm.local import LocalChat
 
         with answer_cache(request) as cache:
             model = CachedChat(LocalChat(threads=self.options.threads, context=self.options.context), cache)

@@ -1,6 +1,6 @@
 """Talking to a chat model: any OpenAI-compatible endpoint (OpenAI, Azure OpenAI's v1 route, Ollama, vLLM,
 llama.cpp's server, `transformers serve`) through the `openai` client, or a small model in this process
-(`plugins.llm.local`); answers cached by request, and passages wrapped so that what they say is read as data,
+(`vx_eval.llm.local`); answers cached by request, and passages wrapped so that what they say is read as data,
 not as orders.
 """
 

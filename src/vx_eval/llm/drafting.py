@@ -19,9 +19,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from vx_eval.plugin import GoldenError, GoldenRow, Unit, WriteOutcome, WriteRequest, did_you_mean, quoted
-from vx_eval.plugins.llm.chat import ChatModel, complete_all, width_of, wrapped
-from vx_eval.plugins.writers.checks import (
+from vx_eval.llm.chat import ChatModel, complete_all, width_of, wrapped
+from vx_eval.llm.checks import (
     EXAMPLE_PASSAGES,
     EXAMPLE_QUESTIONS,
     EXAMPLES,
@@ -34,6 +33,7 @@ from vx_eval.plugins.writers.checks import (
     tally,
     usable_units,
 )
+from vx_eval.plugin import GoldenError, GoldenRow, Unit, WriteOutcome, WriteRequest, did_you_mean, quoted
 
 KINDS: dict[str, str] = {
     "fact": "a short factual question a customer would ask, answered by one fact in the passage",

@@ -1,1 +1,0 @@
-"""Language models behind the chat judge and the question writers: an OpenAI-compatible endpoint, or one in process."""
