@@ -33,8 +33,11 @@ def loose(p: ast.arg) -> bool:
     )
 
 
-def main() -> None:
-    root = Path(sys.argv[1] if len(sys.argv) > 1 else Path(__file__).parents[1] / "src" / "vx_eval" / "core")
+CORE = Path(__file__).parents[1] / "src" / "vx_eval" / "core"
+
+
+def counts(root: Path = CORE) -> tuple[Counter[str], Counter[str]]:
+    """Parameters, and those Any or untyped, per room of `root` and in ``all``."""
     total, anys = Counter[str](), Counter[str]()
     for path in sorted(root.rglob("*.py")):
         rel = path.relative_to(root).parts
@@ -43,6 +46,11 @@ def main() -> None:
             total[room] += 1
             anys[room] += loose(p)
     total["all"], anys["all"] = sum(total.values()), sum(anys.values())
+    return total, anys
+
+
+def main() -> None:
+    total, anys = counts(Path(sys.argv[1]) if len(sys.argv) > 1 else CORE)
     for room in sorted(total, key=lambda r: (r == "all", r)):
         share = anys[room] / total[room]
         print(f"{room:<10} {anys[room]:4d} of {total[room]:4d} parameters Any or untyped ({share:5.1%})")

@@ -33,3 +33,16 @@ def test_no_symbolic_link_is_checked_in_and_the_quickstart_copies_are_the_same()
     packaged = Path(vx_eval.__file__).resolve().parent / "testing" / "data"
     for name in ("docs.jsonl", "golden.jsonl"):
         assert (repo / "configs" / "quickstart" / name).read_bytes() == (packaged / name).read_bytes(), name
+
+
+def test_under_three_percent_of_the_cores_parameters_are_any_or_untyped():
+    import importlib.util
+
+    script = Path(__file__).parents[1] / "scripts" / "any_share.py"
+    spec = importlib.util.spec_from_file_location("any_share", script)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    total, anys = module.counts()
+    assert total["all"] > 1000  # the script found the core
+    assert anys["all"] / total["all"] < 0.03, f"{anys['all']} of {total['all']} parameters: python scripts/any_share.py"

@@ -6,7 +6,7 @@ are called (none is first-result), in pluggy's order. A name registered twice is
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pluggy
 
@@ -26,7 +26,7 @@ hookimpl = pluggy.HookimplMarker(PROJECT)
 
 
 @hookspec
-def vx_eval_register_engines(register: Registry[Engine]) -> None:
+def vx_eval_register_engines(register: Registry[Engine[Any]]) -> None:
     """Called once when plugins load. Add `Engine` classes: ``register.add(MyEngine)``.
 
     An engine class has a ``name`` (used as ``engine:`` in YAML), a nested pydantic ``Options`` model for its

@@ -75,7 +75,7 @@ class Plugins:
     """Everything the loaded plugins registered."""
 
     manager: pluggy.PluginManager
-    engines: Registry[Engine] = field(default_factory=lambda: Registry("engine"))
+    engines: Registry[Engine[Any]] = field(default_factory=lambda: Registry("engine"))
     setups: Registry[SetupProvider] = field(default_factory=lambda: Registry("setup"))
     stores: Registry[Store] = field(default_factory=lambda: Registry("store"))
     writers: Registry[QuestionWriter] = field(default_factory=lambda: Registry("writer"))

@@ -26,7 +26,7 @@ from vx_eval.core.config.fields import (  # noqa: F401  (re-exported: plugins ha
     ServiceUrl,
     is_uri,
 )
-from vx_eval.core.config.validation import SECRET_KEY, dotted, format_validation_error, yaml_line
+from vx_eval.core.config.validation import SECRET_KEY, Loc, dotted, format_validation_error, yaml_line
 from vx_eval.core.config.yamlio import YamlInputError, parse_yaml
 from vx_eval.core.errors import ConfigError, did_you_mean, quoted
 from vx_eval.core.measures.metrics import check_metrics, expand_cutoffs
@@ -215,7 +215,7 @@ class Experiment:
     """A loaded config: the validated model, each target's validated options, and where it came from."""
 
     config: ExperimentConfig
-    options: tuple[Any, ...]
+    options: Loc
     path: Path | None
     sha256: str
     judges: dict[str, Any] = field(default_factory=dict)
@@ -238,10 +238,10 @@ class Experiment:
 # ---------------------------------------------------------------------------------------------- loading
 
 
-def _check_secrets(options: Any, prefix: tuple[Any, ...]) -> list[tuple[tuple[Any, ...], str]]:
+def _check_secrets(options: object, prefix: Loc) -> list[tuple[Loc, str]]:
     """Options whose key names a secret must reference an environment variable, never hold the value (a
     number included). The value itself is never repeated."""
-    problems: list[tuple[tuple[Any, ...], str]] = []
+    problems: list[tuple[Loc, str]] = []
     if not isinstance(options, dict):
         return problems
     for key, value in options.items():
@@ -286,14 +286,14 @@ class _Checker:
     context: dict[str, Any]
     problems: list[tuple[int, str]] = field(default_factory=list)
 
-    def problem(self, loc: tuple[Any, ...], message: str) -> None:
+    def problem(self, loc: Loc, message: str) -> None:
         line = yaml_line(self.root, loc) or 0
         self.problems.append((line, f"{self.source}:{line}: {dotted(loc)}: {message}"))
 
-    def validation(self, exc: ValidationError, model: type[BaseModel], prefix: tuple[Any, ...] = ()) -> None:
+    def validation(self, exc: ValidationError, model: type[BaseModel], prefix: Loc = ()) -> None:
         self.problems += format_validation_error(exc, model, prefix=prefix, source=self.source, root=self.root)
 
-    def plugin_block(self, registry_name: str, role: str, name: str, raw: Any, loc: tuple[Any, ...]) -> Any:
+    def plugin_block(self, registry_name: str, role: str, name: str, raw: object, loc: Loc) -> Any:
         """One plugin's options block, validated by that plugin's own `Options` model (unknown plugin names
         and keys named, with the YAML line and a did-you-mean). Returns the options (None when wrong)."""
         registry = getattr(self.plugins, registry_name)

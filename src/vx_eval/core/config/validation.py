@@ -18,10 +18,13 @@ from pydantic import BaseModel, ValidationError
 
 from vx_eval.core.errors import brief, did_you_mean, quoted
 
+Loc = tuple[int | str, ...]
+"""A place in a config: its keys and list indices from the top, as pydantic's error locations name it."""
+
 SECRET_KEY = re.compile(r"(^|_)(key|api_key|password|secret|token|connection_string|credential|dsn)$", re.I)
 
 
-def yaml_line(node: yaml.Node | None, loc: tuple[Any, ...]) -> int | None:
+def yaml_line(node: yaml.Node | None, loc: Loc) -> int | None:
     """1-based line of the deepest YAML node that `loc` reaches (the key's line for a mapping entry)."""
     line = node.start_mark.line + 1 if node is not None else None
     for part in loc:
@@ -42,20 +45,20 @@ def yaml_line(node: yaml.Node | None, loc: tuple[Any, ...]) -> int | None:
 _PLAIN_KEY = re.compile(r"^[A-Za-z_][\w-]{0,59}$")
 
 
-def _key(part: Any) -> str:
+def _key(part: int | str) -> str:
     """A key as shown in a YAML path: as written where it is a plain word, else quoted and escaped."""
     text = str(part)
     return text if _PLAIN_KEY.match(text) else quoted(text)
 
 
-def dotted(loc: tuple[Any, ...]) -> str:
+def dotted(loc: Loc) -> str:
     out = ""
     for part in loc:
         out += f"[{part}]" if isinstance(part, int) else (f".{_key(part)}" if out else _key(part))
     return out or "(top level)"
 
 
-def _members(annotation: Any) -> tuple[Any, ...]:
+def _members(annotation: Any) -> Loc:
     """The types a union annotation admits, None left out (``X | None`` is no union to pydantic's errors)."""
     if typing.get_origin(annotation) in (Union, types.UnionType):
         return tuple(a for a in typing.get_args(annotation) if a is not type(None))
@@ -66,7 +69,7 @@ def _as_model(annotation: Any) -> type[BaseModel] | None:
     return annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
 
 
-def clean_location(model: type[BaseModel], loc: tuple[Any, ...]) -> tuple[tuple[Any, ...], type[BaseModel] | None]:
+def clean_location(model: type[BaseModel], loc: Loc) -> tuple[Loc, type[BaseModel] | None]:
     """A pydantic error location as the user wrote it, and the model of the mapping it ends in.
 
     Where a field admits several types (``golden: str | GoldenSource``), pydantic puts the member it tried
@@ -82,7 +85,7 @@ def clean_location(model: type[BaseModel], loc: tuple[Any, ...]) -> tuple[tuple[
         if cls is None or isinstance(part, int) or part not in cls.model_fields:
             current = None
             continue
-        annotation = cls.model_fields[part].annotation
+        annotation: Any = cls.model_fields[part].annotation
         if typing.get_origin(annotation) in (list, tuple) and parts and isinstance(parts[0], int):
             out.append(parts.pop(0))
             annotation = typing.get_args(annotation)[0]
@@ -101,7 +104,7 @@ def format_validation_error(
     exc: ValidationError,
     model: type[BaseModel],
     *,
-    prefix: tuple[Any, ...] = (),
+    prefix: Loc = (),
     source: str = "config",
     root: yaml.Node | None = None,
 ) -> list[tuple[int, str]]:
@@ -136,5 +139,5 @@ def format_validation_error(
     return list(dict.fromkeys(out))
 
 
-def _secret_path(loc: tuple[Any, ...]) -> bool:
+def _secret_path(loc: Loc) -> bool:
     return any(isinstance(p, str) and SECRET_KEY.search(p) for p in loc)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 
@@ -20,7 +20,10 @@ from vx_eval.core.report.schema import GoldenInfo
 from vx_eval.core.report.views import JudgeInfo, MeasuredAgreement
 
 if TYPE_CHECKING:
+    from vx_eval.core.config.experiment import Experiment
     from vx_eval.core.plugins import Plugins
+    from vx_eval.core.run.engine import Progress
+    from vx_eval.core.stores import Stores
 
 
 class Agreement(BaseModel):
@@ -87,7 +90,9 @@ def same_order(human: Sequence[float], judged: Sequence[float]) -> tuple[float |
     return float(result.statistic), float(result.pvalue)
 
 
-def check_judge(experiment: Any, plugins: Plugins, name: str, depth: int = 10, progress: Any = None) -> JudgeCheck:
+def check_judge(
+    experiment: Experiment, plugins: Plugins, name: str, depth: int = 10, progress: Progress | None = None
+) -> JudgeCheck:
     """Search every setup of the experiment (nothing saved), let the judge grade every result in the first
     `depth` places, and compare it with the human grades of the golden file (an unjudged result counts as
     grade 0, as in DCG)."""
@@ -162,7 +167,7 @@ def judge_identity(info: JudgeInfo) -> str:
     return f"{info.judge}-{hashlib.sha256(json.dumps(said).encode()).hexdigest()[:16]}"
 
 
-def keep_check(stores: Any, save_to: str, check: JudgeCheck) -> str:
+def keep_check(stores: Stores, save_to: str, check: JudgeCheck) -> str:
     """Keep what `check` measured where runs saved to `save_to` find it; its location."""
     import datetime as dt
 
@@ -183,7 +188,7 @@ def keep_check(stores: Any, save_to: str, check: JudgeCheck) -> str:
     return where
 
 
-def measured(stores: Any, save_to: str, info: JudgeInfo) -> MeasuredAgreement | None:
+def measured(stores: Stores, save_to: str, info: JudgeInfo) -> MeasuredAgreement | None:
     """The agreement `vx-eval judge check` last measured for this judge in this store, if it has."""
     from pydantic import ValidationError
 

@@ -22,7 +22,10 @@ from vx_eval.core.models.cache import KeyedCache, pair_key
 from vx_eval.core.report.views import GradesFrom, JudgeInfo
 
 if TYPE_CHECKING:
+    from vx_eval.core.models.loading import Models
     from vx_eval.core.plugins import Plugins
+    from vx_eval.core.run.engine import Document, Progress, Target
+    from vx_eval.core.run.search import SetupRun
 
 
 GRADES = (0, 1, 2, 3)
@@ -41,7 +44,7 @@ class Judge(Protocol):
     Options: ClassVar[type[BaseModel]]
     """The judge's own settings (``judges: {name: {…}}`` in a config)."""
 
-    def __init__(self, options: Any, models: Any) -> None: ...
+    def __init__(self, options: BaseModel, models: Models) -> None: ...
 
     def fingerprint(self) -> str: ...
 
@@ -50,7 +53,9 @@ class Judge(Protocol):
     def grade(self, pairs: Sequence[tuple[str, str]]) -> list[Verdict]: ...
 
 
-def judge_maker(plugins: Plugins, name: str, settings: Any) -> Callable[[Any], Judge]:
+def judge_maker(
+    plugins: Plugins, name: str, settings: BaseModel | dict[str, object] | None
+) -> Callable[[Models], Judge]:
     """Check the judge plugin `name` and its options (``judges: {name: {…}}`` in the config: validated by the
     config already, or a dict from Python) at once; the judge itself is made later, from the run's models:
     ``judge_maker(…)(models)``."""
@@ -135,7 +140,7 @@ def with_judged_grades(question: Question, judged: dict[str, int]) -> Question:
 PASSAGE_CHARS = 4000
 
 
-def passage_text(doc: Any, unit: str) -> str:
+def passage_text(doc: Document, unit: str) -> str:
     """What a judge reads for a unit: the document's title, then the page the unit names, or its text."""
     from vx_eval.core.run.units import PAGE
 
@@ -146,7 +151,7 @@ def passage_text(doc: Any, unit: str) -> str:
     return f"{doc.title}\n{text}".strip()[:PASSAGE_CHARS] if doc.title else text[:PASSAGE_CHARS]
 
 
-def top_units(runs: Sequence[Any], questions: Sequence[Question], depth: int) -> dict[tuple[str, int], list[str]]:
+def top_units(runs: Sequence[SetupRun], questions: Sequence[Question], depth: int) -> dict[tuple[str, int], list[str]]:
     """For each (target, question index): the units in the first `depth` places of any setup on that target,
     in trec_eval order per setup, each once."""
     from vx_eval.core.run.units import judge
@@ -164,7 +169,7 @@ def top_units(runs: Sequence[Any], questions: Sequence[Question], depth: int) ->
     return wanted
 
 
-def _passages(pairs: dict[tuple[str, int], list[str]], targets: Sequence[Any]) -> dict[tuple[str, str], str]:
+def _passages(pairs: dict[tuple[str, int], list[str]], targets: Sequence[Target]) -> dict[tuple[str, str], str]:
     """What the judge reads for each (target, unit): its document's title and text (or page)."""
     from vx_eval.core.run.units import document_of
 
@@ -189,7 +194,7 @@ def judge_info(judge: Judge, **counts: Any) -> JudgeInfo:
     return JudgeInfo(**known, details={k: v for k, v in said.items() if k not in JudgeInfo.model_fields}, **counts)
 
 
-def circular_setups(runs: Sequence[Any], judge: Judge, models: Any) -> list[str]:
+def circular_setups(runs: Sequence[SetupRun], judge: Judge, models: Models | None) -> list[str]:
     """The setups a model of the judge's own ranks (a cross-encoder judge's model as their reranker, under
     whatever name: `Models.cache_space` tells two names of one model apart from two models)."""
     model = judge.describe().get("model")
@@ -204,13 +209,13 @@ def circular_setups(runs: Sequence[Any], judge: Judge, models: Any) -> list[str]
 
 
 def judge_run(
-    runs: Sequence[Any],
+    runs: Sequence[SetupRun],
     questions: Sequence[Question],
-    targets: Sequence[Any],
+    targets: Sequence[Target],
     judge: Judge,
     depth: int,
     cache: GradeCache | None,
-    progress: Any,
+    progress: Progress,
     everything: bool = False,
 ) -> tuple[list[Question], JudgeInfo]:
     """Grade every unlabelled (question, result) pair in the first `depth` places of every setup; returns the

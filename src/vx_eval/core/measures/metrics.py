@@ -232,7 +232,7 @@ def average(measure: Measure, values: np.ndarray) -> float:
     return float(kept.mean())
 
 
-def check_metrics(names: Any, primary: Any, depth: int | None) -> list[tuple[tuple[Any, ...], str]]:
+def check_metrics(names: object, primary: object, depth: int | None) -> list[tuple[tuple[Any, ...], str]]:
     """Problems with an ``evaluation:`` block's measures, each with its YAML location.
 
     `names` and `primary` are read raw (None when absent); the depth check runs when `depth` is known.

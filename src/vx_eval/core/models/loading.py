@@ -6,7 +6,7 @@ import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Protocol
 
 import numpy as np
 from pydantic import AfterValidator, ValidationInfo
@@ -16,6 +16,9 @@ from vx_eval.core.models.cache import KeyedCache, pair_key
 from vx_eval.core.models.endpoints import ModelEndpoint, ServedUsage
 
 DENSE, RERANKER, LATE = "dense", "reranker", "late"
+
+if TYPE_CHECKING:
+    from vx_eval.core.plugins import Registry
 
 
 class ModelError(EngineError):
@@ -66,11 +69,11 @@ class ModelCatalog:
         yield from (ServedModel(name, e, None) for name, e in self.endpoints.items())
 
 
-def _fallback(registry: Any, kind: str) -> list[Any]:
+def _fallback(registry: Registry[ModelPlugin], kind: str) -> list[Any]:
     return [cls for cls in registry if getattr(cls, "accepts_any_name", False) and cls.kind == kind]
 
 
-def unknown_model(registry: Any, name: str, kind: str) -> str | None:
+def unknown_model(registry: Registry[ModelPlugin], name: str, kind: str) -> str | None:
     """Why `name` names no `kind` model the registry can give (None when it can), without loading it."""
     if name in registry:
         cls = registry.get(name)

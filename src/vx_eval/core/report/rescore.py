@@ -20,7 +20,9 @@ from vx_eval.core.run.engine import Setup
 from vx_eval.core.run.search import SetupRun
 
 if TYPE_CHECKING:
+    from vx_eval.core.config.experiment import Experiment
     from vx_eval.core.plugins import Plugins
+    from vx_eval.core.run.engine import Progress
 
 
 TIMES_NOTE = "no search was run: the rankings and search times are those of the run it came from"
@@ -159,11 +161,11 @@ def kept_questions(report: Report, golden_raw: bytes, where: str) -> tuple[Golde
 def rejudge(
     report: Report,
     questions: Sequence[Question],
-    experiment: Any,
+    experiment: Experiment,
     plugins: Plugins,
     judge: str,
     depth: int,
-    progress: Any,
+    progress: Progress,
 ) -> tuple[list[Question], JudgeInfo]:
     """The judge `judge` grades the kept top `depth` of every setup (reading the passages from the targets
     of `experiment`, opened but never searched): the questions with its grades, and what it did."""

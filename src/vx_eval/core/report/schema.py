@@ -8,6 +8,7 @@ that still does not validate is unreadable with the reason (`ReportError`), neve
 
 from __future__ import annotations
 
+import os
 from typing import Any, Literal, Protocol
 
 from pydantic import Field, ValidationError
@@ -15,6 +16,7 @@ from pydantic import Field, ValidationError
 from vx_eval.core.errors import StoreError
 from vx_eval.core.models.endpoints import ServedUsage
 from vx_eval.core.report.views import AllPairs, Frozen, GradedDashboard, Headroom, Interval, JudgeInfo, TieView, Tuning
+from vx_eval.core.run.engine import TargetDescription
 
 FORMAT = 3
 """1: reports before the typed model (read through `core.report.upgrade`); 2: the typed model; 3: runs derived from
@@ -49,27 +51,18 @@ class GoldenInfo(Frozen):
     """Questions that give some unit a grade above 1 (the graded view's coverage)."""
 
 
-class TargetInfo(Frozen):
-    """What an engine said of one target (`EngineHandle.describe`), and its capabilities."""
+class TargetInfo(TargetDescription):
+    """One target in the report: what its engine said of it (the `TargetDescription` fields: collection,
+    documents, models, version, location, settings, details, …), which engine, and its capabilities."""
 
     engine: str = ""
-    collection: str | None = None
-    documents: int | None = None
-    chunks: int | None = None
-    models: list[str] = Field(default_factory=list)
-    version: str | None = None
-    location: str | None = None
     capabilities: list[str] = Field(default_factory=list)
-    mode: str | None = None
-    indexed_at: str | None = None
-    corpus_sha256: str | None = None
-    fingerprint: str | None = None
-    settings: dict[str, Any] = Field(default_factory=dict)
-    """The index's own settings, where the engine keeps them (chunking, tokenizer, models)."""
-    details: dict[str, Any] = Field(default_factory=dict)
-    """Anything else the engine said (OpenSearch's pipeline, Qdrant's words index)."""
     describe_error: str | None = None
     """Why the engine could not describe the target, when it could not (the run went on without it)."""
+
+    @classmethod
+    def described(cls, engine: str, capabilities: list[str], description: TargetDescription) -> TargetInfo:
+        return cls(engine=engine, capabilities=capabilities, **dict(description))
 
 
 class Missing(Frozen):
@@ -397,7 +390,7 @@ class Report(Frozen):
         """In a notebook: the run's page, in a frame of its own."""
         return _views().page_frame(self)
 
-    def save(self, location: str | Any) -> str:
+    def save(self, location: str | os.PathLike[str]) -> str:
         """Write the report (redacted, atomically) to a ``.json`` location, or into the runs kept at
         `location` (a folder, ``s3://…``, a Blob address); where it went."""
         return _views().save(self, str(location))

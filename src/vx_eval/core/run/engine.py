@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -243,14 +243,18 @@ class Discovered:
     found: tuple[str, ...] = ()
 
 
-class Engine:
+OptionsT = TypeVar("OptionsT", bound=EngineOptions)
+
+
+class Engine(Generic[OptionsT]):
     """Base class for engine plugins: a ``name``, an ``Options`` model and ``open``; optionally
-    ``discover``."""
+    ``discover``. Typed by its options (``class MyEngine(Engine[MyOptions])``), which `open` is given
+    validated."""
 
     name: ClassVar[str]
     Options: ClassVar[type[EngineOptions]] = EngineOptions
 
-    def open(self, options: Any, context: OpenContext) -> EngineHandle:
+    def open(self, options: OptionsT, context: OpenContext) -> EngineHandle:
         raise NotImplementedError
 
     def discover(self, where: str) -> Discovered | None:

@@ -21,9 +21,9 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import BaseModel
 
@@ -120,6 +120,22 @@ class Shard:
         return self.timed is None or index in self.timed
 
 
+class Executor(Protocol):
+    """Who runs a run's searches (serial, thread and dask here): `run` searches every shard of the work for
+    its setups and gives back each (setup key, shard number, part) as it finishes, in any order; `advance`
+    is told of every search done. `concurrent` is how many searches run at once (the report says so
+    beside the times); `close` lets go of threads, workers or a cluster."""
+
+    name: str
+
+    @property
+    def concurrent(self) -> int: ...
+
+    def run(self, work: Work, unit_of: UnitOf, advance: Callable[[int], None]) -> Iterator[tuple[str, int, Part]]: ...
+
+    def close(self) -> None: ...
+
+
 class ShardByShard:
     """Executors that finish one shard (every setup) before the next: each setup's part of it is given back
     as soon as the shard is done."""
@@ -137,7 +153,10 @@ class ShardByShard:
 
 class SerialExecutor(ShardByShard):
     name = "serial"
-    concurrent = 1
+
+    @property
+    def concurrent(self) -> int:
+        return 1
 
     def search(
         self, setups: Sequence[Setup], shard: Shard, unit_of: UnitOf, advance: Callable[[int], None]
@@ -229,10 +248,10 @@ class ThreadExecutor:
         parts = {(s.key, shard.number): ShardPart.empty(len(shard.span)) for shard, setups in work for s in setups}
         left = {shard.number: len(shard.span) * len(setups) for shard, setups in work}
         keys = {shard.number: [s.key for s in setups] for shard, setups in work}
-        in_flight: set[Any] = set()
+        in_flight: set[Future[tuple[_Task, Searched, str]]] = set()
         limit = self.concurrency * 4  # enough queued to keep every thread busy, never the whole run at once
 
-        def finished(done: set[Any]) -> Iterator[tuple[str, int, Part]]:
+        def finished(done: set[Future[tuple[_Task, Searched, str]]]) -> Iterator[tuple[str, int, Part]]:
             for future in done:
                 task, searched, worker = future.result()
                 parts[(task.setup.key, task.shard.number)].put(task.offset, searched, worker)

@@ -5,7 +5,7 @@ rankings a run kept with them, so both mean the same thing."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Protocol
 
 from vx_eval.core.run.engine import Hit
 
@@ -56,7 +56,19 @@ def _ordered(scores: dict[str, float], first: dict[str, Hit], k: int) -> list[Hi
     ]
 
 
-def fuse(rankings: Sequence[Sequence[Hit]], k: int, settings: Any, weights: Sequence[float] | None = None) -> list[Hit]:
+class FusionSettings(Protocol):
+    """Where `fuse` reads how to fuse: the config's `search` block, or a `Query`."""
+
+    @property
+    def fusion(self) -> str: ...
+
+    @property
+    def rrf_k(self) -> int: ...
+
+
+def fuse(
+    rankings: Sequence[Sequence[Hit]], k: int, settings: FusionSettings, weights: Sequence[float] | None = None
+) -> list[Hit]:
     """The fusion the run's `search.fusion` names: ``convex`` (default) or ``rrf``."""
     if settings.fusion == "rrf":
         return rrf(rankings, k, settings.rrf_k, weights)

@@ -12,10 +12,11 @@ from typing import TYPE_CHECKING, Any
 
 from vx_eval.core.config.experiment import Experiment
 from vx_eval.core.errors import GoldenError, VxEvalError
-from vx_eval.core.golden.files import GoldenSet
+from vx_eval.core.golden.files import GoldenSet, Question
 from vx_eval.core.golden.sources import read_golden
 from vx_eval.core.judging.check import measured
 from vx_eval.core.judging.grading import GradeCache, judge_maker, judge_run
+from vx_eval.core.measures import metrics
 from vx_eval.core.report import assembly
 from vx_eval.core.report.saving import check_run_id, new_run_id, provenance, save_report
 from vx_eval.core.report.schema import Report, Settings, SetupResult
@@ -23,8 +24,8 @@ from vx_eval.core.report.views import JudgeInfo, Tuning
 from vx_eval.core.run import ranking, scoring, tuning
 from vx_eval.core.run.checkpoints import Checkpoints, new_manifest, start_checkpoints
 from vx_eval.core.run.engine import FUSION, Progress, SilentProgress, Target
-from vx_eval.core.run.executors import DaskExecutor, SerialExecutor, ShardPart, ThreadExecutor, throughput
-from vx_eval.core.run.search import SetupRun, search_all
+from vx_eval.core.run.executors import DaskExecutor, Executor, SerialExecutor, ShardPart, ThreadExecutor, throughput
+from vx_eval.core.run.search import SearchPlan, SetupRun, search_all
 from vx_eval.core.run.selection import enumerate_setups, measures_for, timing_sample
 from vx_eval.core.run.targets import check_missing, close_targets, describe, missing_notes, open_targets
 from vx_eval.core.run.units import units_for
@@ -66,7 +67,7 @@ class RunResult:
     location: str | None
 
 
-def make_executor(experiment: Experiment, options: RunOptions) -> Any:
+def make_executor(experiment: Experiment, options: RunOptions) -> Executor:
     """The executor the config (or the command line) names."""
     settings = experiment.config.execution
     name = options.executor or settings.executor
@@ -108,6 +109,19 @@ def _questions(experiment: Experiment, stores: Stores) -> tuple[GoldenSet, int]:
     return golden, labelled
 
 
+@dataclass(frozen=True)
+class Searching:
+    """What the searching stage gives the rest of the run: each setup's searches, which questions were timed
+    (all when None), the checkpoints (a saved run), when the run started (a resumed run's first start), and
+    how many searches ran at once while times were taken."""
+
+    runs: list[SetupRun]
+    timed: set[int] | None
+    checkpoints: Checkpoints | None
+    started: dt.datetime
+    concurrent: int
+
+
 def _search(
     experiment: Experiment,
     plugins: Plugins,
@@ -116,9 +130,8 @@ def _search(
     golden: GoldenSet,
     targets: list[Target],
     started: dt.datetime,
-) -> tuple[list[SetupRun], set[int] | None, Checkpoints | None, dt.datetime, int]:
-    """Every setup searched (resuming from checkpoints where asked), and the throughput pass if configured;
-    also how many searches ran at once while times were taken."""
+) -> Searching:
+    """Every setup searched (resuming from checkpoints where asked), and the throughput pass if configured."""
     ev = experiment.config.evaluation
     setups = enumerate_setups(targets, plugins, options.only, options.skip)
     timed = timing_sample(len(golden.questions), ev.timing_sample, ev.seed)
@@ -133,21 +146,17 @@ def _search(
     elif options.resume:
         raise VxEvalError("resuming continues a saved run's checkpoints: a resumed run is saved too")
     executor = make_executor(experiment, options)
-    concurrent = int(getattr(executor, "concurrent", 1))
+    plan = SearchPlan(
+        depth=ev.depth,
+        seed=ev.seed,
+        unit_of=units_for(ev.relevance_field, targets),
+        timed=timed,
+        shard_size=ev.shard_size,
+        done=done,
+        save_shard=checkpoints.save if checkpoints else None,
+    )
     try:
-        runs = search_all(
-            setups,
-            golden.questions,
-            ev.depth,
-            ev.seed,
-            options.progress,
-            units_for(ev.relevance_field, targets),
-            timed,
-            ev.shard_size,
-            done,
-            checkpoints.save if checkpoints else None,
-            executor,
-        )
+        runs = search_all(setups, golden.questions, plan, options.progress, executor)
     finally:
         executor.close()
     if ev.throughput:
@@ -158,7 +167,7 @@ def _search(
             if run.searched:
                 run.throughput = throughput(run.setup, texts, ev.depth, ev.throughput)
             advance(1)
-    return runs, timed, checkpoints, started, concurrent
+    return Searching(runs, timed, checkpoints, started, executor.concurrent)
 
 
 def _judge(
@@ -193,8 +202,8 @@ def _tune(
     targets: list[Target],
     runs: list[SetupRun],
     results: list[SetupResult],
-    questions: list[Any],
-    measures: list[Any],
+    questions: list[Question],
+    measures: list[metrics.Measure],
     settings: Settings,
     timed: set[int] | None,
 ) -> tuple[list[SetupResult], Tuning | None]:
@@ -245,9 +254,8 @@ def run_experiment(experiment: Experiment, plugins: Plugins, options: RunOptions
         missing = {} if ev.relevance_field else check_missing(golden, targets)
         for note in missing_notes(missing):
             options.progress.note(note)
-        runs, timed, checkpoints, started, concurrent = _search(
-            experiment, plugins, stores, options, golden, targets, started
-        )
+        searching = _search(experiment, plugins, stores, options, golden, targets, started)
+        runs, timed, checkpoints, started = searching.runs, searching.timed, searching.checkpoints, searching.started
         questions, judged = _judge(experiment, plugins, options, golden, targets, runs)
         if judged is not None:
             agreement = measured(stores, options.save_to or config.save_to, judged)
@@ -262,7 +270,7 @@ def run_experiment(experiment: Experiment, plugins: Plugins, options: RunOptions
             timed,
             len(golden.questions),
             graded=judged is not None or assembly.enough_graded(golden.questions),
-            concurrent=concurrent,
+            concurrent=searching.concurrent,
         )
         results = [scoring.score_setup(r, questions, measures, settings) for r in runs]
         tuned, tuning_info = _tune(experiment, plugins, targets, runs, results, questions, measures, settings, timed)

@@ -5,17 +5,32 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from vx_eval.core.errors import redact
 from vx_eval.core.golden.files import Question
 from vx_eval.core.report.schema import Result, ThroughputLevel
 from vx_eval.core.run.engine import Progress, Setup
-from vx_eval.core.run.executors import SerialExecutor, Shard, ShardPart, UnitOf
+from vx_eval.core.run.executors import Executor, SerialExecutor, Shard, ShardPart, UnitOf
 from vx_eval.core.run.units import finest_unit
 
 ShardDone = dict[tuple[str, int], ShardPart]
 """Finished (setup key, shard) searches read back from checkpoints."""
+
+
+@dataclass(frozen=True)
+class SearchPlan:
+    """How a run searches its questions: to what depth, with which seed (the setups' order per question),
+    what a result's unit is, which questions are timed (all when None), in shards of what size (one shard
+    when None), which (setup, shard) parts are back from checkpoints already (`done`, a resumed run), and
+    where each finished part goes (`save_shard`, the run's checkpoints)."""
+
+    depth: int
+    seed: int
+    unit_of: UnitOf = finest_unit
+    timed: set[int] | None = None
+    shard_size: int | None = None
+    done: ShardDone = field(default_factory=dict)
+    save_shard: Callable[[str, int, ShardPart], None] | None = None
 
 
 @dataclass
@@ -61,28 +76,21 @@ def _warm_up(run: SetupRun, text: str, depth: int) -> None:
 def search_all(
     setups: Sequence[Setup],
     questions: Sequence[Question],
-    depth: int,
-    seed: int,
+    plan: SearchPlan,
     progress: Progress,
-    unit_of: UnitOf = finest_unit,
-    timed: set[int] | None = None,
-    shard_size: int | None = None,
-    done: ShardDone | None = None,
-    save_shard: Callable[[str, int, ShardPart], None] | None = None,
-    executor: Any = None,
+    executor: Executor | None = None,
 ) -> list[SetupRun]:
-    """One untimed warm-up per setup, then every question through every live setup.
+    """One untimed warm-up per setup, then every question through every live setup, as `plan` says.
 
-    Questions in `timed` (all when None) are searched end to end with nothing reused and their times kept;
-    the others only feed the measures, and setups may reuse model scores for them (`reuse_allowed`).
-    Questions go in shards of `shard_size`; the `executor` (serial by default, see `core.run.executors`) runs
-    them, and each finished (setup, shard) part goes to `save_shard`; parts already in `done` (a resumed
-    run) are not searched again.
+    Questions the plan times are searched end to end with nothing reused and their times kept; the others
+    only feed the measures, and setups may reuse model scores for them (`reuse_allowed`). The `executor`
+    (serial by default, see `core.run.executors`) runs the shards, and each finished (setup, shard) part
+    goes to the plan's `save_shard`; parts already `done` (a resumed run) are not searched again.
     """
     n = len(questions)
-    size = shard_size or max(n, 1)
+    size = plan.shard_size or max(n, 1)
     shards = range((n + size - 1) // size)
-    done = done or {}
+    done, depth, timed = plan.done, plan.depth, plan.timed
     runs = [SetupRun(s) for s in setups]
 
     def span_of(shard: int) -> range:
@@ -102,16 +110,16 @@ def search_all(
         todo = [r.setup for r in live.values() if (r.setup.key, shard) not in done]
         if todo:
             span = span_of(shard)
-            work.append((Shard(shard, span, [questions[i].question for i in span], timed, depth, seed), todo))
-    plan = getattr(progress, "plan", None)  # optional: a progress that keeps the run's size (the server's)
-    if plan is not None:
-        plan(len(live), n)
+            work.append((Shard(shard, span, [questions[i].question for i in span], timed, depth, plan.seed), todo))
+    sized = getattr(progress, "plan", None)  # optional: a progress that keeps the run's size (the server's)
+    if sized is not None:
+        sized(len(live), n)
     advance = progress.start("Searching", sum(len(shard.span) * len(todo) for shard, todo in work))
     executor = executor or SerialExecutor()
-    for key, shard, part in executor.run(work, unit_of, advance):
+    for key, shard, part in executor.run(work, plan.unit_of, advance):
         live[key].fill(span_of(shard), part)
-        if save_shard is not None:
-            save_shard(key, shard, part)
+        if plan.save_shard is not None:
+            plan.save_shard(key, shard, part)
     for run in runs:
         if not run.searched:
             run.results, run.times_ms, run.server_ms, run.errors, run.workers = [], [], [], [], []

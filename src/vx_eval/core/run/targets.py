@@ -156,4 +156,4 @@ def describe(target: Target) -> TargetInfo:
             capabilities=capabilities,
             describe_error=redact(f"{type(exc).__name__}: {exc}")[:300],
         )
-    return TargetInfo(engine=target.engine, capabilities=capabilities, **said.model_dump())
+    return TargetInfo.described(target.engine, capabilities, said)

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from vx_eval.core.golden.files import Question
 from vx_eval.core.measures.metrics import Judged
 from vx_eval.core.run.engine import EngineHandle, Hit
+
+if TYPE_CHECKING:
+    from vx_eval.core.run.engine import Target
 
 PAGE = "#page="
 _MISSING = object()
@@ -94,6 +97,6 @@ def finest_unit(target: str, hit: Hit) -> str:
     return hit.unit
 
 
-def units_for(relevance_field: str | None, targets: Sequence[Any]) -> Any:
+def units_for(relevance_field: str | None, targets: Sequence[Target]) -> Callable[[str, Hit], str | None]:
     """How the run names each hit: the `relevance_field`'s value where one is set, else its finest unit."""
     return FieldUnits(relevance_field, {t.name: t.handle for t in targets}) if relevance_field else finest_unit

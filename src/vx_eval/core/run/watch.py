@@ -13,9 +13,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from vx_eval.core.config.experiment import load_config
+from vx_eval.core.config.experiment import Experiment, load_config
 from vx_eval.core.errors import GoldenError, StoreError
 from vx_eval.core.golden.sources import read_golden
 from vx_eval.core.report.history import read_report, run_ids
@@ -50,13 +50,13 @@ class Watcher:
     sleep: Callable[[float], None] = time.sleep
     _runs: dict[tuple[str, str], tuple[str | None, str | None]] = field(default_factory=dict, init=False, repr=False)
 
-    def _experiment(self) -> Any:
+    def _experiment(self) -> Experiment:
         return load_config(self.config, self.plugins)  # read afresh: the config may change too
 
-    def _sha(self, experiment: Any, stores: Stores) -> str:
+    def _sha(self, experiment: Experiment, stores: Stores) -> str:
         return read_golden(experiment.config.golden_source, stores).sha256
 
-    def already_run(self, experiment: Any, stores: Stores, sha256: str) -> bool:
+    def already_run(self, experiment: Experiment, stores: Stores, sha256: str) -> bool:
         """Whether a saved run of this experiment read exactly this golden content. Each finished run's
         report is read once and its (name, golden sha256) kept: a report never changes once written."""
         save_to = self.options.save_to or experiment.config.save_to
@@ -72,7 +72,7 @@ class Watcher:
                 return True
         return False
 
-    def _readable_sha(self, experiment: Any, stores: Stores) -> str | None:
+    def _readable_sha(self, experiment: Experiment, stores: Stores) -> str | None:
         """The golden file's sha256; None where it cannot be read as golden data just now (an editor half way
         through saving it leaves it empty or cut): that counts as still changing."""
         try:

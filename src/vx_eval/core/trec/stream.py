@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -39,6 +39,9 @@ WHOLE = 1 << 24
 """A file up to this many bytes (about half a million lines) is scored as one chunk: splitting it saves no
 memory worth having and costs a second pass of the per-chunk work."""
 _MIX = np.int64(0x9E3779B97F4A7C15 - (1 << 64))
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 
 class Unstreamable(Exception):
@@ -128,7 +131,7 @@ def _reader(path: Path) -> Any:
         raise Unstreamable(str(exc)) from None
 
 
-def _strings(column: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _strings(column: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """An Arrow string column's bytes, and each value's start and length in them (its raw buffers)."""
     parts, starts, lengths, base = [], [], [], 0
     for chunk in column.chunks:
@@ -142,7 +145,7 @@ def _strings(column: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return np.concatenate(parts), np.concatenate(starts), np.concatenate(lengths)
 
 
-def _floats(column: Any) -> np.ndarray:
+def _floats(column: pa.ChunkedArray) -> np.ndarray:
     return np.concatenate(
         [np.frombuffer(c.buffers()[1], dtype=np.float64)[c.offset : c.offset + len(c)] for c in column.chunks]
     )
@@ -156,7 +159,7 @@ class Chunk:
     scores: np.ndarray
 
     @classmethod
-    def of(cls, table: Any, source: str) -> Chunk:
+    def of(cls, table: pa.Table, source: str) -> Chunk:
         q_data, q_starts, q_len = _strings(table.column("qid"))
         d_data, d_starts, d_len = _strings(table.column("doc"))
         data = np.concatenate([q_data, d_data])
@@ -202,7 +205,7 @@ def score_stream(
     return out
 
 
-def _before_last_question(table: Any) -> int:
+def _before_last_question(table: pa.Table) -> int:
     """Rows before the last question's own lines, which may go on in the next block (0: one question fills
     the whole chunk, and reading goes on)."""
     data, starts, lengths = _strings(table.column("qid").slice(max(0, table.num_rows - CHUNK_LINES)))

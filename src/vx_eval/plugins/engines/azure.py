@@ -146,7 +146,7 @@ def policy(options: AzureSearchOptions, target: str) -> RemotePolicy:
     )
 
 
-class AzureSearchEngine(Engine):
+class AzureSearchEngine(Engine[AzureSearchOptions]):
     """Azure AI Search: keyword, vectors, the service's hybrid (RRF) and its semantic ranker."""
 
     name: ClassVar[str] = "azure-search"

@@ -127,7 +127,7 @@ def _space(options: ChromaOptions, name: str, model: str) -> str:
     return name if model == options.dense_models[0] else f"{name}--{slug(model)}"
 
 
-class ChromaEngine(Engine):
+class ChromaEngine(Engine[ChromaOptions]):
     """Chroma: dense (HNSW, cosine), and keyword-like matches through its document filters."""
 
     name: ClassVar[str] = "chroma"

@@ -132,7 +132,7 @@ def make_client(options: ElasticsearchOptions) -> Any:
     )
 
 
-class ElasticsearchEngine(Engine):
+class ElasticsearchEngine(Engine[ElasticsearchOptions]):
     """Elasticsearch: BM25, kNN per vector field, the rrf and linear retrievers, its reranker, ``took``."""
 
     name: ClassVar[str] = "elasticsearch"

@@ -94,7 +94,7 @@ def _quoted(values: Iterable[str]) -> str:
     return ", ".join("'" + v.replace("'", "''") + "'" for v in values)
 
 
-class LanceEngine(Engine):
+class LanceEngine(Engine[LanceOptions]):
     """LanceDB embedded: full-text (BM25), vectors, and its own RRF hybrid."""
 
     name: ClassVar[str] = "lancedb"

@@ -123,7 +123,7 @@ def policy(options: OpenSearchOptions, target: str) -> RemotePolicy:
     )
 
 
-class OpenSearchEngine(Engine):
+class OpenSearchEngine(Engine[OpenSearchOptions]):
     """OpenSearch: BM25, k-NN per vector field, hybrid through a search pipeline, the cluster's ``took``."""
 
     name: ClassVar[str] = "opensearch"

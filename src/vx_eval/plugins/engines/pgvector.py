@@ -163,7 +163,7 @@ def _conninfo(options: PgvectorOptions) -> tuple[str, str]:
     return built, where
 
 
-class PgvectorEngine(Engine):
+class PgvectorEngine(Engine[PgvectorOptions]):
     """PostgreSQL + pgvector: full-text keyword search, dense per vector column (HNSW or exact), and
     hybrid fused in SQL."""
 

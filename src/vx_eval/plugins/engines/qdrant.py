@@ -127,7 +127,7 @@ class QdrantOptions(RemoteOptions):
 # ---------------------------------------------------------------------------------------------- engine
 
 
-class QdrantEngine(Engine):
+class QdrantEngine(Engine[QdrantOptions]):
     """Qdrant: dense per named vector, sparse BM25, MaxSim multivectors, and Qdrant's own RRF fusion."""
 
     name: ClassVar[str] = "qdrant"

@@ -80,7 +80,7 @@ class SqliteOptions(IndexOptions):
         }
 
 
-class SqliteEngine(Engine):
+class SqliteEngine(Engine[SqliteOptions]):
     """SQLite with FTS5 and numpy: keyword, dense, late-interaction and graph search over chunks."""
 
     name: ClassVar[str] = "sqlite"
