@@ -30,10 +30,7 @@ from vx_eval.plugin import (
     DENSE,
     DENSE_PREFIX,
     FUSION,
-    HYBRID,
     KEYWORD,
-    PASSAGES,
-    RERANKER_PREFIX,
     SERVICE_RANKER_PREFIX,
     Document,
     Engine,
@@ -50,13 +47,13 @@ from vx_eval.plugin import (
 )
 from vx_eval.plugins.engines.remote import (
     Built,
+    RemoteHandle,
     RemoteOptions,
     collection_name,
-    fingerprint,
+    ensure_built,
     is_first_chunk,
     need,
     payload_hit,
-    prepare,
     stored_documents,
 )
 
@@ -164,20 +161,24 @@ class AzureSearchEngine(Engine[AzureSearchOptions]):
             )
         except ResourceNotFoundError:
             definition = None
-        corpus = context.corpus
-        if corpus is not None and options.build != "never":
-            wanted = fingerprint(corpus, options.indexing(), FORMAT)
+
+        def stored() -> str | None:
             found = FINGERPRINT.search(definition.description or "") if definition is not None else None
-            stored = found.group(1) if found else None
-            if options.build == "always" or stored != wanted:
-                if stored is not None:
-                    context.progress.note(f"{context.target_name}: the corpus or a setting changed; building again")
-                definition = _build(indexes, search, call, index, options, prepare(corpus, options, context), wanted)
-        elif definition is None:
-            raise EngineError(
-                f"target {context.target_name}: Azure AI Search at {options.endpoint} has no index '{index}' and "
-                "the config declares no corpus; add `corpus:` to the config to build it, or name an existing index"
-            )
+            return found.group(1) if found else None
+
+        def build(built: Built, wanted: str) -> None:
+            nonlocal definition
+            definition = _build(indexes, search, call, index, options, built, wanted)
+
+        ensure_built(
+            options,
+            context,
+            engine_format=FORMAT,
+            stored=stored,
+            build=build,
+            exists=lambda: definition is not None,
+            absent=f"Azure AI Search at {options.endpoint} has no index '{index}'",
+        )
         if options.semantic and not (definition.semantic_search and definition.semantic_search.configurations):
             definition.semantic_search = semantic_search(definition)
             definition = call(
@@ -288,7 +289,7 @@ def _build(
     return call(f"writing the fingerprint of {index}", lambda: indexes.create_or_update_index(finished))
 
 
-class AzureSearchHandle:
+class AzureSearchHandle(RemoteHandle[AzureSearchOptions]):
     """An opened Azure AI Search index."""
 
     def __init__(
@@ -313,7 +314,6 @@ class AzureSearchHandle:
                 f"index {definition.name} has no semantic configuration '{options.semantic_configuration}' "
                 f"(it has: {', '.join(configurations) or 'none'})"
             )
-        self._ids: list[str] | None = None
         self._count: int | None = None
 
     def _search(self, what: str = "searching", **kwargs: Any) -> list[dict[str, Any]]:
@@ -327,17 +327,14 @@ class AzureSearchHandle:
 
         return self.call(what, lambda: list(self.client.search(raw_response_hook=took, **kwargs)))
 
-    def capabilities(self) -> frozenset[str]:
-        if not self.chunks():
-            return frozenset()
-        caps = {KEYWORD, PASSAGES, FUSION} | {DENSE_PREFIX + m for m in self.dense}
-        if self.semantic:
-            caps.add(SERVICE_RANKER_PREFIX + SEMANTIC)
-        if self.options.level() >= 1:
-            caps.add(HYBRID)
-            if self.options.reranker:
-                caps.add(RERANKER_PREFIX + self.options.reranker)
-        return frozenset(caps)
+    def held(self) -> int:
+        return self.chunks()
+
+    def dense_models(self) -> list[str]:
+        return list(self.dense)
+
+    def own_capabilities(self) -> set[str]:
+        return {KEYWORD, FUSION} | ({SERVICE_RANKER_PREFIX + SEMANTIC} if self.semantic else set())
 
     def chunks(self) -> int:
         if self._count is None:
@@ -408,14 +405,9 @@ class AzureSearchHandle:
 
     # ------------------------------------------------------------------------------------------ documents
 
-    def document_ids(self) -> list[str]:
-        if self._ids is None:
-            rows = self._search("listing the documents", search_text="*", filter="first eq true", select=["doc_id"])
-            self._ids = sorted({str(r["doc_id"]) for r in rows})
-        return self._ids
-
-    def missing(self, doc_ids: Iterable[str]) -> set[str]:
-        return set(doc_ids) - set(self.document_ids())
+    def _read_document_ids(self) -> list[str]:
+        rows = self._search("listing the documents", search_text="*", filter="first eq true", select=["doc_id"])
+        return sorted({str(r["doc_id"]) for r in rows})
 
     def documents(self, doc_ids: Iterable[str]) -> list[Document]:
         wanted = list(doc_ids)

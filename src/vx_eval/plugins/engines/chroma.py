@@ -25,16 +25,13 @@ from collections.abc import Iterable, Sequence
 from functools import partial
 from typing import Any, ClassVar, Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from vx_eval import hookimpl
 from vx_eval.plugin import (
     DENSE,
     DENSE_PREFIX,
-    HYBRID,
     KEYWORD,
-    PASSAGES,
-    RERANKER_PREFIX,
     Built,
     ConfigPath,
     Document,
@@ -42,42 +39,47 @@ from vx_eval.plugin import (
     EngineError,
     EngineOptions,
     Hit,
-    IndexOptions,
     OpenContext,
     Query,
     RemotePolicy,
-    RerankerModel,
     ServiceUrl,
-    prepare,
     query_terms,
     slug,
 )
-from vx_eval.plugins.engines.remote import fingerprint, is_first_chunk, need, stored_documents
+from vx_eval.plugins.engines.remote import (
+    CorpusOptions,
+    RemoteHandle,
+    ensure_built,
+    is_first_chunk,
+    need,
+    stored_documents,
+)
 
 FORMAT = 1
-MODES = ("dense", "hybrid")
 UPSERT_BATCH = 1000
 TERM_LIMIT = 10_000
 """Chunks one word's filter may return: a word in more chunks than that says little about any of them."""
 
 
-class ChromaOptions(IndexOptions):
+class ChromaOptions(CorpusOptions):
     path: ConfigPath | None = None
     """The database folder (embedded); default ``.vx/<target>.chroma`` beside the config."""
     url: ServiceUrl | None = None
     """A Chroma server (``http://127.0.0.1:8000``) instead of a folder."""
     collection: str | None = None
-    """The collection; default: the target's name as a slug."""
+    """The collection (one per dense model, the first model's named so); default: the target's name as a slug."""
     mode: Literal["dense", "hybrid"] = "hybrid"
-    reranker: RerankerModel | None = "ms-marco-minilm"
-    build: Literal["auto", "always", "never"] = "auto"
     ef_search: int = Field(200, ge=1, le=100_000)
     """HNSW's search breadth: at least the collection's size makes it exact."""
     timeout: float = Field(30.0, gt=0)
     retries: int = Field(3, ge=0, le=10)
 
-    def level(self) -> int:
-        return MODES.index(self.mode)
+    @field_validator("dense_models")
+    @classmethod
+    def _one_model_at_least(cls, models: list[str]) -> list[str]:
+        if not models:
+            raise ValueError("Chroma holds a collection per dense model and searches by vector: name one at least")
+        return models
 
     def indexing(self) -> dict[str, Any]:
         return {"chunk_words": self.chunk_words, "chunk_overlap": self.chunk_overlap, "model": self.dense_models}
@@ -139,19 +141,22 @@ class ChromaEngine(Engine[ChromaOptions]):
         name = options.collection or slug(context.target_name)
         spaces = {m: _space(options, name, m) for m in options.dense_models}
         listed = _names(client, call)
-        corpus = context.corpus
-        if corpus is not None and options.build != "never":
-            wanted = fingerprint(corpus, options.indexing(), FORMAT)
-            stored = {m: self._fingerprint(client, call, s) if s in listed else None for m, s in spaces.items()}
-            if options.build == "always" or any(f != wanted for f in stored.values()):
-                if any(stored.values()):
-                    context.progress.note(f"{context.target_name}: the corpus or a setting changed; building again")
-                _build(client, call, spaces, options, prepare(corpus, options, context), wanted)
-        elif not spaces or any(s not in listed for s in spaces.values()):
-            raise EngineError(
-                f"target {context.target_name}: Chroma at {where} has no collection '{name}' and the config declares "
-                "no corpus; add `corpus:` to the config to build it, or name an existing collection"
-            )
+
+        def stored() -> str | None:
+            """The collections' fingerprint where every model's collection has the same one ("" where they
+            differ: some are of another build)."""
+            found = {self._fingerprint(client, call, s) if s in listed else None for s in spaces.values()}
+            return found.pop() if len(found) == 1 else ""
+
+        ensure_built(
+            options,
+            context,
+            engine_format=FORMAT,
+            stored=stored,
+            build=lambda built, wanted: _build(client, call, spaces, options, built, wanted),
+            exists=lambda: all(s in listed for s in spaces.values()),
+            absent=f"Chroma at {where} has no collection '{name}'",
+        )
         return ChromaHandle(client, call, name, spaces, options, context.models, where)
 
     @staticmethod
@@ -212,7 +217,7 @@ def _build(
         call(f"marking {space} built", partial(collection.modify, metadata={"format": FORMAT, "fingerprint": wanted}))
 
 
-class ChromaHandle:
+class ChromaHandle(RemoteHandle[ChromaOptions]):
     """An opened Chroma collection (one per dense model)."""
 
     keyword_ranking = "term matches: how many of the question's words a chunk holds (Chroma's $regex filter), not BM25"
@@ -241,19 +246,17 @@ class ChromaHandle:
         }
         self.first = next(iter(self.collections.values()))
         self.count = call(f"counting {name}", self.first.count)
-        self._ids: list[str] | None = None
         self._docs: dict[str, tuple[str, int | None]] = {}
         """Each chunk a keyword search has seen: its document and page."""
 
-    def capabilities(self) -> frozenset[str]:
-        if not self.count:
-            return frozenset()
-        caps = {KEYWORD, PASSAGES} | {DENSE_PREFIX + m for m in self.collections}
-        if self.options.level() >= 1:
-            caps.add(HYBRID)
-            if self.options.reranker:
-                caps.add(RERANKER_PREFIX + self.options.reranker)
-        return frozenset(caps)
+    def held(self) -> int:
+        return int(self.count)
+
+    def dense_models(self) -> list[str]:
+        return list(self.collections)
+
+    def own_capabilities(self) -> set[str]:
+        return {KEYWORD}
 
     def describe(self) -> dict[str, Any]:
         from importlib.metadata import version
@@ -320,19 +323,14 @@ class ChromaHandle:
         body = dict(zip(found["ids"], found["documents"], strict=True))
         return [body.get(i) or "" for i in ids]
 
-    def document_ids(self) -> list[str]:
-        if self._ids is None:
-            seen: set[str] = set()
-            for offset in range(0, self.count, 5000):
-                found = self.call(
-                    "listing documents", partial(self.first.get, include=["metadatas"], limit=5000, offset=offset)
-                )
-                seen.update(str(m["doc_id"]) for m in found["metadatas"])
-            self._ids = sorted(seen)
-        return self._ids
-
-    def missing(self, doc_ids: Iterable[str]) -> set[str]:
-        return set(doc_ids) - set(self.document_ids())
+    def _read_document_ids(self) -> list[str]:
+        seen: set[str] = set()
+        for offset in range(0, self.count, 5000):
+            found = self.call(
+                "listing documents", partial(self.first.get, include=["metadatas"], limit=5000, offset=offset)
+            )
+            seen.update(str(m["doc_id"]) for m in found["metadatas"])
+        return sorted(seen)
 
     def documents(self, doc_ids: Iterable[str]) -> list[Document]:
         wanted = list(doc_ids)

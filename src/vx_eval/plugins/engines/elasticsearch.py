@@ -29,10 +29,7 @@ from vx_eval.plugin import (
     DENSE,
     DENSE_PREFIX,
     FUSION,
-    HYBRID,
     KEYWORD,
-    PASSAGES,
-    RERANKER_PREFIX,
     SERVICE_RANKER_PREFIX,
     Document,
     Engine,
@@ -49,15 +46,15 @@ from vx_eval.plugin import (
 )
 from vx_eval.plugins.engines.remote import (
     Built,
+    RemoteHandle,
     RemoteOptions,
     by_document,
     collection_name,
-    fingerprint,
+    ensure_built,
     first_chunks,
     is_first_chunk,
     need,
     payload_hit,
-    prepare,
     scanned_document_ids,
     stored_documents,
 )
@@ -142,23 +139,25 @@ class ElasticsearchEngine(Engine[ElasticsearchOptions]):
         client = make_client(options)
         call = policy(options, context.target_name)
         index = collection_name(options, context)
-        exists = bool(call(f"looking up index {index}", lambda: client.indices.exists(index=index)))
-        corpus = context.corpus
-        if corpus is not None and options.build != "never":
-            wanted = fingerprint(corpus, options.indexing(), FORMAT)
-            stored = None
-            if exists:
-                mapping = call(f"reading the mapping of {index}", lambda: client.indices.get_mapping(index=index))
-                stored = (dict(mapping).get(index, {}).get("mappings", {}).get("_meta") or {}).get("fingerprint")
-            if options.build == "always" or stored != wanted:
-                if stored is not None:
-                    context.progress.note(f"{context.target_name}: the corpus or a setting changed; building again")
-                _build(client, call, index, options, prepare(corpus, options, context), wanted)
-        elif not exists:
-            raise EngineError(
-                f"target {context.target_name}: Elasticsearch at {options.url} has no index '{index}' and the config "
-                "declares no corpus; add `corpus:` to the config to build it, or name an existing index"
-            )
+
+        def exists() -> bool:
+            return bool(call(f"looking up index {index}", lambda: client.indices.exists(index=index)))
+
+        def stored() -> str | None:
+            if not exists():
+                return None
+            mapping = call(f"reading the mapping of {index}", lambda: client.indices.get_mapping(index=index))
+            return (dict(mapping).get(index, {}).get("mappings", {}).get("_meta") or {}).get("fingerprint")
+
+        ensure_built(
+            options,
+            context,
+            engine_format=FORMAT,
+            stored=stored,
+            build=lambda built, wanted: _build(client, call, index, options, built, wanted),
+            exists=exists,
+            absent=f"Elasticsearch at {options.url} has no index '{index}'",
+        )
         return ElasticsearchHandle(client, call, index, options, context.loaded, context)
 
 
@@ -215,7 +214,7 @@ def _build(
     call(f"writing the fingerprint of {index}", lambda: client.indices.put_mapping(index=index, meta=meta))
 
 
-class ElasticsearchHandle:
+class ElasticsearchHandle(RemoteHandle[ElasticsearchOptions]):
     """An opened Elasticsearch index."""
 
     def __init__(
@@ -239,19 +238,20 @@ class ElasticsearchHandle:
         self.chunks = int(call(f"counting the chunks of {index}", lambda: client.count(index=index))["count"])
         self.retrievers = True
         """Whether the cluster runs the rrf and linear retrievers (False after it refused one)."""
-        self._ids: list[str] | None = None
 
-    def capabilities(self) -> frozenset[str]:
-        if not self.chunks:
-            return frozenset()
-        caps = {KEYWORD, PASSAGES} | {DENSE_PREFIX + m for m in self.dense}
+    def held(self) -> int:
+        return self.chunks
+
+    def dense_models(self) -> list[str]:
+        return list(self.dense)
+
+    def own_capabilities(self) -> set[str]:
+        caps = {KEYWORD}
         if self.options.level() >= 1:
-            caps |= {HYBRID, FUSION}
-            if self.options.reranker:
-                caps.add(RERANKER_PREFIX + self.options.reranker)
+            caps.add(FUSION)
             if self.options.inference_id:
                 caps.add(SERVICE_RANKER_PREFIX + RANKER)
-        return frozenset(caps)
+        return caps
 
     def describe(self) -> dict[str, Any]:
         version = dict(self.call("asking the cluster its version", self.client.info)).get("version", {})
@@ -362,16 +362,11 @@ class ElasticsearchHandle:
 
     # ------------------------------------------------------------------------------------------ documents
 
-    def document_ids(self) -> list[str]:
-        if self._ids is None:
-            from elasticsearch import helpers
+    def _read_document_ids(self) -> list[str]:
+        from elasticsearch import helpers
 
-            scan = partial(scanned_document_ids, helpers.scan, self.client, self.index)
-            self._ids = self.call(f"listing the documents of {self.index}", scan)
-        return self._ids
-
-    def missing(self, doc_ids: Iterable[str]) -> set[str]:
-        return set(doc_ids) - set(self.document_ids())
+        scan = partial(scanned_document_ids, helpers.scan, self.client, self.index)
+        return list(self.call(f"listing the documents of {self.index}", scan))
 
     def documents(self, doc_ids: Iterable[str]) -> list[Document]:
         wanted = list(doc_ids)

@@ -28,10 +28,7 @@ from vx_eval.plugin import (
     DENSE,
     DENSE_PREFIX,
     FUSION,
-    HYBRID,
     KEYWORD,
-    PASSAGES,
-    RERANKER_PREFIX,
     Built,
     ConfigPath,
     Discovered,
@@ -40,45 +37,38 @@ from vx_eval.plugin import (
     EngineError,
     EngineOptions,
     Hit,
-    IndexOptions,
     OpenContext,
     Query,
-    RerankerModel,
     fuse,
     owned_by_this_process,
-    prepare,
     slug,
 )
-from vx_eval.plugins.engines.remote import fingerprint, is_first_chunk, need, stored_documents
+from vx_eval.plugins.engines.remote import (
+    CorpusOptions,
+    RemoteHandle,
+    ensure_built,
+    is_first_chunk,
+    need,
+    stored_documents,
+)
 
 FORMAT = 1
-MODES = ("dense", "hybrid")
 COLUMNS = ["doc_id", "chunk_id", "page"]
 UPSERT_BATCH = 1000
 
 
-class LanceOptions(IndexOptions):
+class LanceOptions(CorpusOptions):
     path: ConfigPath | None = None
     """The database folder; default ``.vx/<target>.lance`` beside the config."""
     collection: str | None = None
     """The table; default: the target's name as a slug."""
     mode: Literal["dense", "hybrid"] = "hybrid"
     """dense: keyword + dense; hybrid: + LanceDB's fused hybrid and the reranked setups."""
-    reranker: RerankerModel | None = "ms-marco-minilm"
-    build: Literal["auto", "always", "never"] = "auto"
     vector_index: bool = False
     """Build an IVF-HNSW index per vector column (approximate); default: exact (flat) search."""
 
-    def level(self) -> int:
-        return MODES.index(self.mode)
-
     def indexing(self) -> dict[str, Any]:
-        return {
-            "chunk_words": self.chunk_words,
-            "chunk_overlap": self.chunk_overlap,
-            "dense_models": sorted(self.dense_models),
-            "vector_index": self.vector_index,
-        }
+        return {**super().indexing(), "vector_index": self.vector_index}
 
 
 def _lancedb() -> Any:
@@ -106,21 +96,23 @@ class LanceEngine(Engine[LanceOptions]):
         db = _lancedb().connect(str(folder))
         meta = folder / f"{table}.vx.json"
         stored = _read_meta(meta)
-        corpus = context.corpus
-        if corpus is not None and options.build != "never":
-            wanted = fingerprint(corpus, options.indexing(), FORMAT)
-            if options.build == "always" or stored.get("fingerprint") != wanted:
-                if stored.get("fingerprint"):
-                    context.progress.note(f"{context.target_name}: the corpus or a setting changed; building again")
-                meta.unlink(missing_ok=True)
-                _build(db, table, options, prepare(corpus, options, context))
-                stored = {"fingerprint": wanted, "format": FORMAT, "settings": options.indexing()}
-                _write_meta(meta, stored)
-        elif table not in _tables(db):
-            raise EngineError(
-                f"target {context.target_name}: LanceDB at {folder} has no table '{table}' and the config declares "
-                "no corpus; add `corpus:` to the config to build it, or name an existing table"
-            )
+
+        def build(built: Built, wanted: str) -> None:
+            nonlocal stored
+            meta.unlink(missing_ok=True)
+            _build(db, table, options, built)
+            stored = {"fingerprint": wanted, "format": FORMAT, "settings": options.indexing()}
+            _write_meta(meta, stored)
+
+        ensure_built(
+            options,
+            context,
+            engine_format=FORMAT,
+            stored=lambda: stored.get("fingerprint") or None,
+            build=build,
+            exists=lambda: table in _tables(db),
+            absent=f"LanceDB at {folder} has no table '{table}'",
+        )
         return LanceHandle(db.open_table(table), table, options, context.models, str(folder), stored)
 
     def discover(self, where: str) -> Discovered:
@@ -195,7 +187,7 @@ def _build(db: Any, table: str, options: LanceOptions, built: Built) -> None:
             handle.create_index(metric="cosine", vector_column_name=_column(model), index_type="IVF_HNSW_SQ")
 
 
-class LanceHandle:
+class LanceHandle(RemoteHandle[LanceOptions]):
     """An opened LanceDB table."""
 
     def __init__(
@@ -206,18 +198,16 @@ class LanceHandle:
         fields = {f.name for f in table.schema}
         self.dense = {m: _column(m) for m in options.dense_models if _column(m) in fields}
         self.rows = table.count_rows()
-        self._ids: list[str] | None = None
         self.keyword_ranking = "BM25: LanceDB's full-text index"
 
-    def capabilities(self) -> frozenset[str]:
-        if not self.rows:
-            return frozenset()
-        caps = {KEYWORD, PASSAGES} | {DENSE_PREFIX + m for m in self.dense}
-        if self.options.level() >= 1:
-            caps |= {HYBRID, FUSION}
-            if self.options.reranker:
-                caps.add(RERANKER_PREFIX + self.options.reranker)
-        return frozenset(caps)
+    def held(self) -> int:
+        return int(self.rows)
+
+    def dense_models(self) -> list[str]:
+        return list(self.dense)
+
+    def own_capabilities(self) -> set[str]:
+        return {KEYWORD, FUSION} if self.options.level() >= 1 else {KEYWORD}
 
     def describe(self) -> dict[str, Any]:
         from importlib.metadata import version
@@ -304,14 +294,9 @@ class LanceHandle:
 
     # ------------------------------------------------------------------------------------------ documents
 
-    def document_ids(self) -> list[str]:
-        if self._ids is None:
-            rows = self.table.search().select(["doc_id"]).limit(max(self.rows, 1)).to_arrow()
-            self._ids = sorted(set(rows.column("doc_id").to_pylist()))
-        return self._ids
-
-    def missing(self, doc_ids: Iterable[str]) -> set[str]:
-        return set(doc_ids) - set(self.document_ids())
+    def _read_document_ids(self) -> list[str]:
+        rows = self.table.search().select(["doc_id"]).limit(max(self.rows, 1)).to_arrow()
+        return sorted(set(rows.column("doc_id").to_pylist()))
 
     def documents(self, doc_ids: Iterable[str]) -> list[Document]:
         wanted = list(doc_ids)

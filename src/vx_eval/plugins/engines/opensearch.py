@@ -27,10 +27,7 @@ from vx_eval.plugin import (
     DENSE,
     DENSE_PREFIX,
     FUSION,
-    HYBRID,
     KEYWORD,
-    PASSAGES,
-    RERANKER_PREFIX,
     Discovered,
     Document,
     Engine,
@@ -47,16 +44,16 @@ from vx_eval.plugin import (
 )
 from vx_eval.plugins.engines.remote import (
     Built,
+    RemoteHandle,
     RemoteOptions,
     by_document,
     collection_name,
-    fingerprint,
+    ensure_built,
     first_chunks,
     is_first_chunk,
     need,
     options_for,
     payload_hit,
-    prepare,
     scanned_document_ids,
     stored_documents,
     target_parts,
@@ -134,23 +131,26 @@ class OpenSearchEngine(Engine[OpenSearchOptions]):
         call = policy(options, context.target_name)
         index = collection_name(options, context)
         pipeline = options.pipeline or f"{index}-vx-hybrid"
-        exists = call(f"looking up index {index}", lambda: client.indices.exists(index=index))
-        corpus = context.corpus
-        if corpus is not None and options.build != "never":
-            wanted = fingerprint(corpus, {**options.indexing(), "fusion": options.fusion}, FORMAT)
-            stored = None
-            if exists:
-                mapping = call(f"reading the mapping of {index}", lambda: client.indices.get_mapping(index=index))
-                stored = (mapping.get(index, {}).get("mappings", {}).get("_meta") or {}).get("fingerprint")
-            if options.build == "always" or stored != wanted:
-                if stored is not None:
-                    context.progress.note(f"{context.target_name}: the corpus or a setting changed; building again")
-                _build(client, call, index, pipeline, options, prepare(corpus, options, context), wanted)
-        elif not exists:
-            raise EngineError(
-                f"target {context.target_name}: OpenSearch at {options.url} has no index '{index}' and the config "
-                "declares no corpus; add `corpus:` to the config to build it, or name an existing index"
-            )
+
+        def exists() -> bool:
+            return bool(call(f"looking up index {index}", lambda: client.indices.exists(index=index)))
+
+        def stored() -> str | None:
+            if not exists():
+                return None
+            mapping = call(f"reading the mapping of {index}", lambda: client.indices.get_mapping(index=index))
+            return (mapping.get(index, {}).get("mappings", {}).get("_meta") or {}).get("fingerprint")
+
+        ensure_built(
+            options,
+            context,
+            engine_format=FORMAT,
+            settings={**options.indexing(), "fusion": options.fusion},
+            stored=stored,
+            build=lambda built, wanted: _build(client, call, index, pipeline, options, built, wanted),
+            exists=exists,
+            absent=f"OpenSearch at {options.url} has no index '{index}'",
+        )
         return OpenSearchHandle(client, call, index, pipeline, options, context.loaded)
 
     def discover(self, where: str) -> Discovered:
@@ -294,7 +294,7 @@ def _build(
     call(f"writing the fingerprint of {index}", lambda: client.indices.put_mapping(index=index, body=meta))
 
 
-class OpenSearchHandle:
+class OpenSearchHandle(RemoteHandle[OpenSearchOptions]):
     """An opened OpenSearch index."""
 
     def __init__(
@@ -326,19 +326,15 @@ class OpenSearchHandle:
         except (NotFoundError, RequestError):  # none made, or a cluster without the neural-search plugin
             self.has_pipeline = False
         self.chunks = int(call(f"counting the chunks of {index}", lambda: client.count(index=index))["count"])
-        self._ids: list[str] | None = None
 
-    def capabilities(self) -> frozenset[str]:
-        if not self.chunks:
-            return frozenset()
-        caps = {KEYWORD, PASSAGES} | {DENSE_PREFIX + m for m in self.dense}
-        if self.options.level() >= 1:
-            caps.add(HYBRID)
-            if self.options.reranker:
-                caps.add(RERANKER_PREFIX + self.options.reranker)
-        if self.has_pipeline:
-            caps.add(FUSION)
-        return frozenset(caps)
+    def held(self) -> int:
+        return self.chunks
+
+    def dense_models(self) -> list[str]:
+        return list(self.dense)
+
+    def own_capabilities(self) -> set[str]:
+        return {KEYWORD, FUSION} if self.has_pipeline else {KEYWORD}
 
     def describe(self) -> dict[str, Any]:
         version = self.call("asking the cluster its version", self.client.info).get("version", {})
@@ -409,16 +405,11 @@ class OpenSearchHandle:
 
     # ------------------------------------------------------------------------------------------ documents
 
-    def document_ids(self) -> list[str]:
-        if self._ids is None:
-            from opensearchpy import helpers
+    def _read_document_ids(self) -> list[str]:
+        from opensearchpy import helpers
 
-            scan = partial(scanned_document_ids, helpers.scan, self.client, self.index)
-            self._ids = self.call(f"listing the documents of {self.index}", scan)
-        return self._ids
-
-    def missing(self, doc_ids: Iterable[str]) -> set[str]:
-        return set(doc_ids) - set(self.document_ids())
+        scan = partial(scanned_document_ids, helpers.scan, self.client, self.index)
+        return list(self.call(f"listing the documents of {self.index}", scan))
 
     def documents(self, doc_ids: Iterable[str]) -> list[Document]:
         wanted = list(doc_ids)

@@ -37,10 +37,7 @@ from vx_eval.plugin import (
     DENSE,
     DENSE_PREFIX,
     FUSION,
-    HYBRID,
     KEYWORD,
-    PASSAGES,
-    RERANKER_PREFIX,
     ConfigError,
     Discovered,
     Document,
@@ -66,12 +63,12 @@ from vx_eval.plugins.engines.pgcalls import (
     vector_text,
 )
 from vx_eval.plugins.engines.remote import (
+    RemoteHandle,
     RemoteOptions,
     collection_name,
-    fingerprint,
+    ensure_built,
     need,
     options_for,
-    prepare,
     stored_documents,
     target_parts,
 )
@@ -181,18 +178,18 @@ class PgvectorEngine(Engine[PgvectorOptions]):
             )
         try:
             stored = connections.read(f"reading table {table}", lambda c: stored_fingerprint(c, table))
-            corpus = context.corpus
-            if corpus is not None and options.build != "never":
-                wanted = fingerprint(corpus, options.indexing(), FORMAT)
-                if options.build == "always" or stored != wanted:
-                    if stored not in (None, wanted):
-                        context.progress.note(f"{context.target_name}: the corpus or a setting changed; building again")
-                    build(connections, table, options, prepare(corpus, options, context), wanted)
-            elif stored is None and not connections.read(f"looking up table {table}", lambda c: table_exists(c, table)):
-                raise EngineError(
-                    f"target {context.target_name}: {where} has no table {table!r} and the config declares no corpus; "
-                    "add `corpus:` to build it, or name an existing table with collection:"
-                )
+            ensure_built(
+                options,
+                context,
+                engine_format=FORMAT,
+                stored=lambda: stored,
+                build=lambda built, wanted: build(connections, table, options, built, wanted),
+                exists=lambda: (
+                    stored is not None
+                    or connections.read(f"looking up table {table}", lambda c: table_exists(c, table))
+                ),
+                absent=f"{where} has no table {table!r}",
+            )
             return PgvectorHandle(connections, table, options, context.models, where)
         except BaseException:
             connections.close()
@@ -249,7 +246,7 @@ class PgvectorEngine(Engine[PgvectorOptions]):
         return Discovered(options_for(PgvectorOptions, fields, spec), table, found)
 
 
-class PgvectorHandle:
+class PgvectorHandle(RemoteHandle[PgvectorOptions]):
     """An opened PostgreSQL table."""
 
     keyword_ranking = "PostgreSQL full text, not BM25"
@@ -264,7 +261,6 @@ class PgvectorHandle:
         self.has_tsv = "tsv" in columns
         info = connections.read(f"counting table {table}", lambda c: table_counts(c, table))
         self.chunks, self.documents_count, self.version, self.pgvector = info
-        self._ids: list[str] | None = None
 
     def _models(self, columns: dict[str, str]) -> dict[str, str]:
         """Model -> vector column: the configured models whose columns the table has, and any other vector
@@ -276,15 +272,14 @@ class PgvectorHandle:
             out[column.removeprefix("emb_")] = column
         return out
 
-    def capabilities(self) -> frozenset[str]:
-        if not self.chunks:
-            return frozenset()
-        caps = {KEYWORD, PASSAGES, FUSION} | {DENSE_PREFIX + m for m in self.dense}
-        if self.options.level() >= 1:
-            caps.add(HYBRID)
-            if self.options.reranker:
-                caps.add(RERANKER_PREFIX + self.options.reranker)
-        return frozenset(caps)
+    def held(self) -> int:
+        return int(self.chunks)
+
+    def dense_models(self) -> list[str]:
+        return list(self.dense)
+
+    def own_capabilities(self) -> set[str]:
+        return {KEYWORD, FUSION}
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -411,19 +406,12 @@ class PgvectorHandle:
 
     # ------------------------------------------------------------------------------------------ documents
 
-    def document_ids(self) -> list[str]:
+    def _read_document_ids(self) -> list[str]:
         from psycopg import sql
 
-        if self._ids is None:
-            statement = sql.SQL("SELECT DISTINCT doc_id FROM {} ORDER BY doc_id").format(sql.Identifier(self.table))
-            rows = self.connections.read(
-                f"listing documents of {self.table}", lambda c: c.execute(statement).fetchall()
-            )
-            self._ids = sorted(str(r[0]) for r in rows)
-        return self._ids
-
-    def missing(self, doc_ids: Iterable[str]) -> set[str]:
-        return set(doc_ids) - set(self.document_ids())
+        statement = sql.SQL("SELECT DISTINCT doc_id FROM {} ORDER BY doc_id").format(sql.Identifier(self.table))
+        rows = self.connections.read(f"listing documents of {self.table}", lambda c: c.execute(statement).fetchall())
+        return sorted(str(r[0]) for r in rows)
 
     def documents(self, doc_ids: Iterable[str]) -> list[Document]:
         from psycopg import sql

@@ -28,12 +28,9 @@ from vx_eval.plugin import (
     DENSE,
     DENSE_PREFIX,
     FUSION,
-    HYBRID,
     KEYWORD,
     LATE,
     LATE_PREFIX,
-    PASSAGES,
-    RERANKER_PREFIX,
     SPARSE_PREFIX,
     ConfigPath,
     Discovered,
@@ -58,14 +55,14 @@ from vx_eval.plugins.engines.qdrant_calls import (
 )
 from vx_eval.plugins.engines.remote import (
     Built,
+    RemoteHandle,
     RemoteOptions,
     collection_name,
-    fingerprint,
+    ensure_built,
     is_first_chunk,
     need,
     options_for,
     payload_hit,
-    prepare,
     stored_documents,
     target_parts,
     words_path,
@@ -158,22 +155,24 @@ class QdrantEngine(Engine[QdrantOptions]):
         client, where = self._client(options)
         name = collection_name(options, context)
         call = Caller(client, policy(options, context.target_name, where))
-        exists = call("collection_exists", name)
+        exists = bool(call("collection_exists", name))
         words = words_path(options.words, context)
-        corpus = context.corpus
-        if corpus is not None and options.build != "never":
-            wanted = fingerprint(corpus, options.indexing(), FORMAT)
-            stored = fingerprint_of(call, name) if exists else None
-            stale = stored != wanted or read_fingerprint(words) != wanted
-            if options.build == "always" or stale:
-                if stored is not None and stored != wanted:
-                    context.progress.note(f"{context.target_name}: the corpus or a setting changed; building again")
-                _build(call, name, options, prepare(corpus, options, context), wanted, words)
-        elif not exists:
-            raise EngineError(
-                f"target {context.target_name}: Qdrant at {where} has no collection '{name}' and the config declares "
-                "no corpus; add `corpus:` to the config to build it, or name an existing collection"
-            )
+
+        def stored() -> str | None:
+            """The collection's fingerprint, where its words index was written with the same build (None
+            where it was not: the keyword index is built again with the rest)."""
+            found = fingerprint_of(call, name) if exists else None
+            return found if found is not None and read_fingerprint(words) == found else None
+
+        ensure_built(
+            options,
+            context,
+            engine_format=FORMAT,
+            stored=stored,
+            build=lambda built, wanted: _build(call, name, options, built, wanted, words),
+            exists=lambda: exists,
+            absent=f"Qdrant at {where} has no collection '{name}'",
+        )
         return QdrantHandle(call, name, options, context.models, words, where)
 
     def discover(self, where: str) -> Discovered:
@@ -270,7 +269,7 @@ def _build(call: Caller, name: str, options: QdrantOptions, built: Built, wanted
     call("update_collection", name, metadata={"format": FORMAT, "fingerprint": wanted})
 
 
-class QdrantHandle:
+class QdrantHandle(RemoteHandle[QdrantOptions]):
     """An opened Qdrant collection."""
 
     def __init__(self, call: Caller, name: str, options: QdrantOptions, models: Any, words, where: str) -> None:
@@ -294,28 +293,25 @@ class QdrantHandle:
         # the words index answers keyword searches only for the build it was written with
         built = self.metadata.get("fingerprint")
         self.words = WordsIndex(words) if built is not None and read_fingerprint(words) == built else None
-        self._ids: list[str] | None = None
         self.search_params = None
         if options.exact:
             from qdrant_client import models as qm
 
             self.search_params = qm.SearchParams(exact=True)
 
-    def capabilities(self) -> frozenset[str]:
-        if not self.points:
-            return frozenset()
-        caps = {PASSAGES} | {DENSE_PREFIX + m for m in self.dense}
-        if self.words is not None and len(self.words):
-            caps.add(KEYWORD)
+    def held(self) -> int:
+        return int(self.points)
+
+    def dense_models(self) -> list[str]:
+        return list(self.dense)
+
+    def own_capabilities(self) -> set[str]:
+        caps = {KEYWORD} if self.words is not None and len(self.words) else set()
         if self.sparse:
             caps |= {SPARSE_PREFIX + SPARSE, FUSION}
-        if self.options.level() >= 1:
-            caps.add(HYBRID)
-            if self.options.reranker:
-                caps.add(RERANKER_PREFIX + self.options.reranker)
         if self.options.level() >= 2:
             caps |= {LATE_PREFIX + m for m in self.late_models}
-        return frozenset(caps)
+        return caps
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -406,22 +402,17 @@ class QdrantHandle:
 
     # ------------------------------------------------------------------------------------------ documents
 
-    def document_ids(self) -> list[str]:
-        if self._ids is None:
-            seen: set[str] = set()
-            offset = None
-            while True:
-                records, offset = self.call(
-                    "scroll", self.name, limit=1000, offset=offset, with_payload=["doc_id"], with_vectors=False
-                )
-                seen.update(str((r.payload or {}).get("doc_id")) for r in records)
-                if offset is None:
-                    break
-            self._ids = sorted(seen)
-        return self._ids
-
-    def missing(self, doc_ids: Iterable[str]) -> set[str]:
-        return set(doc_ids) - set(self.document_ids())
+    def _read_document_ids(self) -> list[str]:
+        seen: set[str] = set()
+        offset = None
+        while True:
+            records, offset = self.call(
+                "scroll", self.name, limit=1000, offset=offset, with_payload=["doc_id"], with_vectors=False
+            )
+            seen.update(str((r.payload or {}).get("doc_id")) for r in records)
+            if offset is None:
+                break
+        return sorted(seen)
 
     def documents(self, doc_ids: Iterable[str]) -> list[Document]:
         from qdrant_client import models as qm

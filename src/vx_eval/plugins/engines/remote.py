@@ -1,4 +1,6 @@
-"""What the remote engine plugins share: building from the corpus, fingerprints, retries, payload hits.
+"""What the engine plugins that build from the corpus share (Elasticsearch, OpenSearch, Azure AI Search,
+Chroma, LanceDB, pgvector, Qdrant): their options, when to build (`ensure_built`), a handle's common part
+(`RemoteHandle`: capabilities, the document ids, `missing`), retries, discovery's address, payload hits.
 
 A remote target is built from the config's corpus with the same chunks and the same cached vectors as the
 embedded engine (`prepare`), so the engines hold the same documents. A fingerprint of the corpus and every
@@ -10,15 +12,19 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 from urllib.parse import urlsplit
 
 from pydantic import Field
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential
 
 from vx_eval.plugin import (
+    DENSE_PREFIX,
+    HYBRID,
+    PASSAGES,
+    RERANKER_PREFIX,
     Built,
     Chunk,
     ConfigError,
@@ -40,20 +46,18 @@ T = TypeVar("T")
 MODES = ("dense", "hybrid", "ultimate")
 
 
-class RemoteOptions(IndexOptions):
-    """Options every remote engine shares: what to build, from which chunks, and how to call the service."""
+class CorpusOptions(IndexOptions):
+    """Options every engine that builds its index from the config's corpus shares: from which chunks and
+    vectors (`IndexOptions`), when to build, the reranker of its reranked setups, and how far its setups go
+    (`level`: 0 keyword + dense, 1 + hybrid and reranked, 2 + ColBERT-style)."""
 
     collection: str | None = None
-    """The index or collection; default: the target's name as a slug (``Qdrant local`` -> ``qdrant-local``)."""
+    """The index, collection or table; default: the target's name as a slug (``Qdrant local`` -> ``qdrant-local``)."""
     mode: Literal["dense", "hybrid", "ultimate"] = "hybrid"
     """dense: keyword + dense; hybrid: + fused and reranked setups; ultimate: + ColBERT-style where held."""
     reranker: RerankerModel | None = "ms-marco-minilm"
     build: Literal["auto", "always", "never"] = "auto"
     """auto: build from the config's corpus when it or a setting changed; always; never: search as it is."""
-    timeout: float = Field(30.0, gt=0)
-    """Seconds one request may take."""
-    retries: int = Field(3, ge=0, le=10)
-    """Further tries after a 429, a 502-504 or a timeout, with exponential backoff (bounded)."""
 
     def level(self) -> int:
         return MODES.index(self.mode)
@@ -67,9 +71,95 @@ class RemoteOptions(IndexOptions):
         }
 
 
+class RemoteOptions(CorpusOptions):
+    """Options every remote engine shares: what to build, from which chunks, and how to call the service."""
+
+    timeout: float = Field(30.0, gt=0)
+    """Seconds one request may take."""
+    retries: int = Field(3, ge=0, le=10)
+    """Further tries after a 429, a 502-504 or a timeout, with exponential backoff (bounded)."""
+
+
 def fingerprint(corpus: Corpus, settings: dict[str, Any], engine_format: int) -> str:
     blob = json.dumps({"format": engine_format, "corpus": corpus.fingerprint, **settings}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def ensure_built(
+    options: CorpusOptions,
+    context: OpenContext,
+    *,
+    engine_format: int,
+    stored: Callable[[], str | None],
+    build: Callable[[Built, str], None],
+    exists: Callable[[], bool],
+    absent: str,
+    settings: dict[str, Any] | None = None,
+) -> None:
+    """Build the target from the config's corpus where the index holds another fingerprint than the corpus
+    and settings make (`stored()`: None where there is none), or always where the options say so; say so
+    when a built index is built again. Without a corpus (or with ``build: never``) an index that does not
+    exist (`exists()`) is refused in one line: `absent` says what is missing (``Qdrant at URL has no
+    collection 'docs'``), and the error what to do."""
+    corpus = context.corpus
+    if corpus is not None and options.build != "never":
+        wanted = fingerprint(corpus, options.indexing() if settings is None else settings, engine_format)
+        found = stored()
+        if options.build == "always" or found != wanted:
+            if found is not None and found != wanted:
+                context.progress.note(f"{context.target_name}: the corpus or a setting changed; building again")
+            build(prepare(corpus, options, context), wanted)
+    elif not exists():
+        raise EngineError(
+            f"target {context.target_name}: {absent} and the config declares no corpus; add `corpus:` to the "
+            "config to build it, or name an existing one"
+        )
+
+
+HandleOptions = TypeVar("HandleOptions", bound=CorpusOptions)
+
+
+class RemoteHandle(Generic[HandleOptions]):
+    """The part every handle of these engines has alike: capabilities (nothing where the index is empty;
+    passages, a dense setup per model held, and from ``mode: hybrid`` on the hybrid and reranked setups,
+    beside what the engine adds in `own_capabilities`), the document ids read once, and `missing`.
+
+    A handle sets `options`, and has `held` (chunks held), `dense_models` (the models it holds
+    vectors of) and `_read_document_ids` (every document id, sorted)."""
+
+    options: HandleOptions
+    _ids: list[str] | None = None
+
+    def held(self) -> int:
+        raise NotImplementedError
+
+    def dense_models(self) -> Iterable[str]:
+        raise NotImplementedError
+
+    def own_capabilities(self) -> set[str]:
+        """What this engine adds: keyword search, its fusion, the rankers it runs itself."""
+        return set()
+
+    def capabilities(self) -> frozenset[str]:
+        if not self.held():
+            return frozenset()
+        caps = {PASSAGES} | {DENSE_PREFIX + m for m in self.dense_models()} | self.own_capabilities()
+        if self.options.level() >= 1:
+            caps.add(HYBRID)
+            if self.options.reranker:
+                caps.add(RERANKER_PREFIX + self.options.reranker)
+        return frozenset(caps)
+
+    def _read_document_ids(self) -> list[str]:
+        raise NotImplementedError
+
+    def document_ids(self) -> list[str]:
+        if self._ids is None:
+            self._ids = self._read_document_ids()
+        return self._ids
+
+    def missing(self, doc_ids: Iterable[str]) -> set[str]:
+        return set(doc_ids) - set(self.document_ids())
 
 
 def collection_name(options: RemoteOptions, context: OpenContext) -> str:
