@@ -101,8 +101,9 @@ def options(server: Replay, **extra) -> AzureSearchOptions:
 
 
 def open_target(server: Replay, models: Models, plugins, tmp_path: Path, **extra) -> Target:
-    handle = AzureSearchEngine().open(options(server, **extra), OpenContext("Azure", tmp_path, None, models=models))
-    return Target("Azure", "azure-search", handle, {}, models, SearchConfig())
+    opts = options(server, **extra)
+    handle = AzureSearchEngine().open(opts, OpenContext("Azure", tmp_path, None, models=models))
+    return Target("Azure", "azure-search", handle, opts, models, SearchConfig())
 
 
 def vector_of(models: Models, model: str, text: str) -> list[float]:

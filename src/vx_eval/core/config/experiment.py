@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 
 if TYPE_CHECKING:
     from vx_eval.core.golden.files import GoldenSet
-    from vx_eval.core.run.engine import EngineHandle
+    from vx_eval.core.run.engine import EngineHandle, EngineOptions
 
 DEFAULT_METRICS = ("found@1", "found@3", "found@5", "found@10", "found@20", "mrr", "recall@10", "ndcg@10")
 
@@ -215,14 +215,15 @@ class Experiment:
     """A loaded config: the validated model, each target's validated options, and where it came from."""
 
     config: ExperimentConfig
-    options: Loc
+    options: tuple[EngineOptions, ...]
+    """Each target's engine options, validated by its engine's `Options`, in the order of the targets."""
     path: Path | None
     sha256: str
-    judges: dict[str, Any] = field(default_factory=dict)
+    judges: dict[str, BaseModel] = field(default_factory=dict)
     """Each judge's validated `Options` (the config's ``judges:`` block, and the judge it names)."""
-    writers: dict[str, Any] = field(default_factory=dict)
+    writers: dict[str, BaseModel] = field(default_factory=dict)
     """Each question writer's validated `Options` (``writers:``)."""
-    stores: dict[str, Any] = field(default_factory=dict)
+    stores: dict[str, BaseModel] = field(default_factory=dict)
     """Each store's validated `Options` (``stores:``)."""
     retrievers: tuple[tuple[str, EngineHandle], ...] = ()
     """Targets given from Python as opened handles (a function, a LangChain or LlamaIndex retriever,

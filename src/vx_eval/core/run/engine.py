@@ -275,7 +275,8 @@ class Target:
     name: str
     engine: str
     handle: EngineHandle
-    options: dict[str, Any]
+    options: EngineOptions | None
+    """The engine's options as validated from the config (None for a retriever given from Python)."""
     models: Models
     """The run's `core.models.loading.Models`, for setups that run a model themselves (rerankers)."""
     search: SearchConfig

@@ -56,12 +56,10 @@ def open_targets(
             engine = plugins.engines.get(target_config.engine, where=f"target {target_config.name}")()
             context = OpenContext(target_config.name, experiment.base_dir, corpus, progress, models)
             handle = engine.open(options, context)
-            targets.append(
-                Target(target_config.name, target_config.engine, handle, target_config.options, models, config.search)
-            )
+            targets.append(Target(target_config.name, target_config.engine, handle, options, models, config.search))
         for name, handle in experiment.retrievers:  # opened by the caller (vx_eval.evaluate)
             kind = getattr(handle, "kind", "python")
-            targets.append(Target(name, kind, handle, {}, models, config.search))
+            targets.append(Target(name, kind, handle, None, models, config.search))
     except BaseException:
         close_targets(targets)
         raise
