@@ -19,6 +19,7 @@ from rich.table import Table
 
 from vx_eval.format import (
     circular_note,
+    corpus_note,
     fmt,
     fmt_ms,
     is_share,
@@ -362,6 +363,9 @@ def show_run(console: Console, report: Report, location: str | None, *, wide: bo
     sources = sources_note(report)
     if sources:
         console.print(f"[yellow]drafted and judged:[/] {escape(sources)}", highlight=False)
+    corpus = corpus_note(report)
+    if corpus:
+        console.print(f"[yellow]corpus:[/] {escape(corpus)}", highlight=False)
     for line in tie_lines(report):
         console.print(line, highlight=False)
     circular = circular_note(report)

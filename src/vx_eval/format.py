@@ -128,6 +128,29 @@ def sources_note(report: Report) -> str | None:
     return "; ".join(said) + "." if said else None
 
 
+def corpus_note(report: Report) -> str | None:
+    """What part of the corpus the setups searched, where the config cut it: the scores hold for that part."""
+    cut = report.corpus
+    if cut is None:
+        return None
+    part = (
+        f"a sample of the corpus: {cut.drawn:,} of its {cut.of:,} documents drawn (seed {cut.seed})"
+        if cut.how == "sample"
+        else f"a slice of the corpus: its first {cut.drawn:,} of {cut.of:,} documents"
+    )
+    added = f", plus the {cut.expected_added:,} the questions expect" if cut.expected_added else ""
+    lost = (
+        f"; {cut.expected_left_out:,} documents the questions expect are not in it, so those answers cannot be found"
+        if cut.expected_left_out
+        else ""
+    )
+    return (
+        f"scores are on {part}{added} ({cut.documents:,} in all, the same for every setup){lost}. Each question "
+        "has fewer documents to compete with than in the whole corpus, so scores run higher than they would "
+        "there: compare these setups with each other, not with a run on the whole corpus"
+    )
+
+
 def circular_note(report: Report) -> str | None:
     """Said above the picks when the judge's own model ranks some setups: their grades are circular."""
     judge = report.judge

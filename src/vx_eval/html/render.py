@@ -12,7 +12,16 @@ from markupsafe import Markup
 
 from vx_eval import __version__
 from vx_eval.core.report.schema import Report
-from vx_eval.format import circular_note, fmt, measures_shown, sources_note, tie_notes, timing_note, tuning_notes
+from vx_eval.format import (
+    circular_note,
+    corpus_note,
+    fmt,
+    measures_shown,
+    sources_note,
+    tie_notes,
+    timing_note,
+    tuning_notes,
+)
 from vx_eval.html import charts
 from vx_eval.html.view import (
     PER_PAGE,
@@ -258,6 +267,7 @@ def render_page(
             older=older,
             account=account,
             sources=sources_note(report),
+            corpus_note=corpus_note(report),
             start=start_form(account.start) if account and account.start else None,
             picks=_picks(report, by_key),
             primary=primary,

@@ -59,11 +59,31 @@ class GoldenSource(Strict):
 
 
 class CorpusSource(Strict):
-    """A corpus spelled out: ``{path: …, limit: 2000}``."""
+    """A corpus spelled out: ``{path: …, limit: 2000}`` (a slice for quick runs) or ``{path: …, sample: 20000}``
+    (a seeded sample, to compare models on a corpus too large to embed whole for each)."""
 
     path: Location
     limit: int | None = Field(None, ge=1)
     """Only the first `limit` documents, plus every document the golden questions expect (a slice)."""
+    sample: int | None = Field(None, ge=1)
+    """`sample` documents drawn with `seed` from those the golden questions do not expect, plus every one they
+    expect: the same sample for every setup, and the report says its scores are on a sample."""
+    keep_expected: bool = True
+    """With `limit` or `sample`: keep every document the golden questions expect (false: only what is drawn,
+    so that expected documents may be missing, as they are from a real sample)."""
+    seed: int = 0
+    """The draw of `sample`."""
+
+    @model_validator(mode="after")
+    def _one_way_to_cut(self) -> CorpusSource:
+        if self.limit is not None and self.sample is not None:
+            raise ValueError("give limit (the first documents) or sample (a seeded draw), not both")
+        return self
+
+    @property
+    def cut(self) -> bool:
+        """Whether only part of the corpus is read."""
+        return self.limit is not None or self.sample is not None
 
 
 class TargetConfig(Strict):

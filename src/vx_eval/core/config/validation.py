@@ -15,6 +15,7 @@ from typing import Any, Union
 
 import yaml
 from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
 
 from vx_eval.core.errors import brief, did_you_mean, quoted
 
@@ -120,6 +121,10 @@ def format_validation_error(
     for loc, err in errors:
         if any(len(other) > len(loc) and other[: len(loc)] == loc for other, _ in errors):
             continue
+        if _wrong_type(err) and any(
+            other[: len(loc)] == loc and not _wrong_type(e) for other, e in errors if e is not err
+        ):  # a union's member the value is not (a string) beside what the member it is says
+            continue
         full = prefix + loc
         line = yaml_line(root, full) or 0
         where = f"{source}:{line}" if line else source
@@ -137,6 +142,10 @@ def format_validation_error(
             out.append((line, f"{where}: {dotted(full)}: {msg}{shown}"))
     # one problem a line at most: a union tried member by member says the same thing twice
     return list(dict.fromkeys(out))
+
+
+def _wrong_type(err: ErrorDetails) -> bool:
+    return err["type"].endswith("_type")
 
 
 def _secret_path(loc: Loc) -> bool:

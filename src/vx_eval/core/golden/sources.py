@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import random
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -12,6 +13,7 @@ from vx_eval.core.config.experiment import CorpusSource, GoldenSource
 from vx_eval.core.config.jsonio import JsonInputError, read_json
 from vx_eval.core.errors import GoldenError, VxEvalError, brief, quoted
 from vx_eval.core.golden.files import GoldenSet, dump_rows, parse_golden
+from vx_eval.core.report.views import CorpusCut
 from vx_eval.core.run.engine import Document
 from vx_eval.core.stores import Stores, join, local_file, local_folder
 
@@ -114,6 +116,8 @@ class FileCorpus:
     raw: bytes = field(repr=False)
     source: str
     fingerprint: str = ""
+    cut: CorpusCut | None = None
+    """Where only part of a corpus was read (`read_corpus` with a limit or a sample): which part."""
 
     def __post_init__(self) -> None:
         self.fingerprint = hashlib.sha256(self.raw).hexdigest()
@@ -171,7 +175,9 @@ class FileCorpus:
 
 def read_corpus(source: CorpusSource | str, stores: Stores, keep: Iterable[str] = ()) -> FileCorpus:
     """The corpus at a JSONL location, or the ``corpus.jsonl`` of a BEIR folder. With a `limit`, the first
-    `limit` documents and those whose ids are in `keep` (the documents the golden questions expect)."""
+    `limit` documents; with a `sample`, that many drawn with the seed from those not in `keep`; either way
+    (unless ``keep_expected: false``) every document whose id is in `keep` (those the golden questions
+    expect) too, in the file's order. The corpus says which part it is (`FileCorpus.cut`)."""
     if isinstance(source, str):
         source = CorpusSource(path=source)
     location = source.path
@@ -181,21 +187,36 @@ def read_corpus(source: CorpusSource | str, stores: Stores, keep: Iterable[str] 
             raise CorpusError(f"corpus {location} is a folder without corpus.jsonl; name the JSONL file")
         location = inner
     raw = stores.read(location)
-    if source.limit is None:
+    if not source.cut:
         return FileCorpus(raw, location)
-    kept, wanted, lines = 0, set(keep), []
-    for number, line in enumerate(raw.splitlines(), start=1):
-        if not line.strip():
-            continue
-        if kept < source.limit:
-            lines.append(line)
-            kept += 1
-            continue
-        try:
-            doc_id = read_json(line)
-            doc_id = str(doc_id.get("id", doc_id.get("_id")))
-        except (JsonInputError, AttributeError):
-            raise CorpusError(f"{location}:{number}: each line is one JSON object with id and text") from None
-        if doc_id in wanted:
-            lines.append(line)
-    return FileCorpus(b"".join(line + b"\n" for line in lines), f"{location} (first {source.limit} + expected)")
+    numbered = [(n, line) for n, line in enumerate(raw.splitlines(), start=1) if line.strip()]
+    ids = [_document_id(line, location, n) for n, line in numbered]
+    wanted = set(keep)
+    expected = {i for i, doc_id in enumerate(ids) if doc_id in wanted}
+    if source.limit is not None:
+        drawn = set(range(min(source.limit, len(ids))))
+    else:
+        others = [i for i in range(len(ids)) if i not in expected]
+        drawn = set(random.Random(source.seed).sample(others, min(source.sample or 0, len(others))))
+    chosen = sorted(drawn | expected) if source.keep_expected else sorted(drawn)
+    cut = CorpusCut(
+        source=location,
+        how="first" if source.limit is not None else "sample",
+        documents=len(chosen),
+        of=len(ids),
+        drawn=len(drawn),
+        expected_added=len(expected - drawn) if source.keep_expected else 0,
+        expected_left_out=len(wanted - {ids[i] for i in chosen}),
+        seed=source.seed if source.sample is not None else None,
+    )
+    part = f"first {source.limit}" if source.limit is not None else f"sample of {source.sample}, seed {source.seed}"
+    label = f"{location} ({part}{' + expected' if source.keep_expected else ''})"
+    return FileCorpus(b"".join(numbered[i][1] + b"\n" for i in chosen), label, cut=cut)
+
+
+def _document_id(line: bytes, location: str, number: int) -> str:
+    try:
+        found = read_json(line)
+        return str(found.get("id", found.get("_id")))
+    except (JsonInputError, AttributeError):
+        raise CorpusError(f"{location}:{number}: each line is one JSON object with id and text") from None

@@ -23,7 +23,15 @@ from vx_eval.core.report.schema import (
     TargetInfo,
     Timing,
 )
-from vx_eval.core.report.views import BestGraded, GradedDashboard, GradedQuestion, Headroom, JudgeInfo, Tuning
+from vx_eval.core.report.views import (
+    BestGraded,
+    CorpusCut,
+    GradedDashboard,
+    GradedQuestion,
+    Headroom,
+    JudgeInfo,
+    Tuning,
+)
 from vx_eval.core.run.ranking import Ranking
 from vx_eval.core.run.targets import missing_notes
 
@@ -163,6 +171,7 @@ class Outcome:
     judge: JudgeInfo | None
     provenance: Provenance
     tuning: Tuning | None = None
+    corpus: CorpusCut | None = None
 
 
 def assemble(experiment: Experiment, outcome: Outcome) -> Report:
@@ -183,6 +192,7 @@ def assemble(experiment: Experiment, outcome: Outcome) -> Report:
         targets=dict(outcome.targets),
         missing=dict(outcome.missing),
         missing_notes=missing_notes(outcome.missing),
+        corpus=outcome.corpus,
         settings=outcome.settings,
         setups=ranking.setups,
         picks=ranking.picks,

@@ -15,7 +15,17 @@ from pydantic import Field, ValidationError
 
 from vx_eval.core.errors import StoreError
 from vx_eval.core.models.endpoints import ServedUsage
-from vx_eval.core.report.views import AllPairs, Frozen, GradedDashboard, Headroom, Interval, JudgeInfo, TieView, Tuning
+from vx_eval.core.report.views import (
+    AllPairs,
+    CorpusCut,
+    Frozen,
+    GradedDashboard,
+    Headroom,
+    Interval,
+    JudgeInfo,
+    TieView,
+    Tuning,
+)
 from vx_eval.core.run.engine import TargetDescription
 
 FORMAT = 3
@@ -330,6 +340,8 @@ class Report(Frozen):
     targets: dict[str, TargetInfo] = Field(default_factory=dict)
     missing: dict[str, Missing] = Field(default_factory=dict)
     missing_notes: list[str] = Field(default_factory=list)
+    corpus: CorpusCut | None = None
+    """The part of the corpus indexed, where the config cut it (a slice or a seeded sample)."""
     settings: Settings = Field(default_factory=Settings)
     setups: list[SetupResult] = Field(default_factory=list)
     picks: Picks = Field(default_factory=Picks)

@@ -5,7 +5,7 @@ holds them; `Frozen` is every report model's base."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -14,6 +14,25 @@ Interval = tuple[float, float]
 
 class Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class CorpusCut(Frozen):
+    """The part of the corpus a run indexed, where it indexed only part: the first documents (``corpus:
+    {limit: N}``) or a seeded sample (``{sample: N}``), with or without the documents the questions expect."""
+
+    source: str
+    how: Literal["first", "sample"]
+    documents: int
+    """Documents indexed."""
+    of: int
+    """Documents in the corpus."""
+    drawn: int
+    """The first N, or the N drawn."""
+    expected_added: int = 0
+    """Expected documents kept beyond those drawn."""
+    expected_left_out: int = 0
+    """Documents the questions expect that the part left out (``keep_expected: false``)."""
+    seed: int | None = None
 
 
 class TieRange(Frozen):

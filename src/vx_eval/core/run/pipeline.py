@@ -27,7 +27,7 @@ from vx_eval.core.run.engine import FUSION, Progress, SilentProgress, Target
 from vx_eval.core.run.executors import DaskExecutor, Executor, SerialExecutor, ShardPart, ThreadExecutor, throughput
 from vx_eval.core.run.search import SearchPlan, SetupRun, search_all
 from vx_eval.core.run.selection import enumerate_setups, measures_for, timing_sample
-from vx_eval.core.run.targets import check_missing, close_targets, describe, missing_notes, open_targets
+from vx_eval.core.run.targets import check_missing, close_targets, describe, missing_notes, open_targets, run_corpus
 from vx_eval.core.run.units import units_for
 from vx_eval.core.stores import StoreFull, Stores
 
@@ -249,7 +249,8 @@ def run_experiment(experiment: Experiment, plugins: Plugins, options: RunOptions
     if ev.judge:
         judge_maker(plugins, ev.judge, experiment.judges.get(ev.judge))  # its options, checked before any work
     measures = measures_for(experiment)
-    targets = open_targets(experiment, plugins, stores, options.progress, golden)
+    corpus = run_corpus(experiment, stores, golden)
+    targets = open_targets(experiment, plugins, stores, options.progress, golden, corpus=corpus)
     try:
         missing = {} if ev.relevance_field else check_missing(golden, targets)
         for note in missing_notes(missing):
@@ -291,6 +292,7 @@ def run_experiment(experiment: Experiment, plugins: Plugins, options: RunOptions
         judge=judged,
         provenance=provenance(plugins, {name: t.models for name, t in described.items()}, served),
         tuning=tuning_info,
+        corpus=corpus.cut if corpus is not None else None,
     )
     report = assembly.assemble(experiment, outcome)
     location = None

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from vx_eval.core.config.experiment import Experiment
 from vx_eval.core.errors import redact
 from vx_eval.core.golden.files import GoldenSet
-from vx_eval.core.golden.sources import read_corpus, read_golden
+from vx_eval.core.golden.sources import FileCorpus, read_corpus, read_golden
 from vx_eval.core.models.loading import Models, ModelSettings, PairScores
 from vx_eval.core.report.schema import Missing, TargetInfo
 from vx_eval.core.run.engine import OpenContext, Progress, Target, TargetDescription
@@ -20,6 +20,19 @@ if TYPE_CHECKING:
     from vx_eval.core.plugins import Plugins
 
 
+def run_corpus(experiment: Experiment, stores: Stores, golden: GoldenSet | None = None) -> FileCorpus | None:
+    """The corpus the config declares (None where it declares none), cut as it says: a slice or a sample
+    keeps every document the golden questions expect (`golden`, when the caller has read it already)."""
+    source = experiment.config.corpus_source
+    if source is None:
+        return None
+    keep: set[str] = set()
+    if source.cut:
+        golden = golden or experiment.questions or read_golden(experiment.config.golden_source, stores)
+        keep = {document_of(u) for q in golden.questions for u in q.expected}
+    return read_corpus(source, stores, keep)
+
+
 def open_targets(
     experiment: Experiment,
     plugins: Plugins,
@@ -28,19 +41,16 @@ def open_targets(
     golden: GoldenSet | None = None,
     *,
     build: bool = True,
+    corpus: FileCorpus | None = None,
 ) -> list[Target]:
-    """Every target opened (indexed where the corpus asks); `golden`, when the caller has read it already,
-    saves reading it again for a corpus slice. With `build` False (a Dask worker: the run built every index
-    first) the corpus is not read and the targets only open what is there. A target that fails to open
+    """Every target opened (indexed where the corpus asks: `corpus`, when the caller has read it already,
+    else `run_corpus`); `golden`, when the caller has read it already, saves reading it again for a cut.
+    With `build` False (a Dask worker: the run built every index first) the corpus is not read and the
+    targets only open what is there. A target that fails to open
     closes those opened before it."""
     config = experiment.config
-    corpus = None
-    if config.corpus_source is not None and build:
-        keep: set[str] = set()
-        if config.corpus_source.limit is not None:  # a slice keeps what the questions expect
-            golden = golden or experiment.questions or read_golden(config.golden_source, stores)
-            keep = {document_of(u) for q in golden.questions for u in q.expected}
-        corpus = read_corpus(config.corpus_source, stores, keep)
+    if corpus is None and build:
+        corpus = run_corpus(experiment, stores, golden)
     settings = config.models
     models = Models(
         plugins.models,
