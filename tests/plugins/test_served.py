@@ -126,12 +126,17 @@ def test_a_429_storm_on_a_fifth_of_calls_is_survived(tmp_path: Path) -> None:
         assert usage.requests + usage.retried == stormy.requests
 
 
-def test_a_storm_that_never_ends_stops_after_bounded_retries(tmp_path: Path) -> None:
+@pytest.mark.parametrize("concurrency", [1, 4])
+def test_a_storm_that_never_ends_stops_after_bounded_retries(tmp_path: Path, concurrency: int) -> None:
+    """One request after another: the first batch's three tries, then the run stops. With requests in flight
+    at once, those already sent end their own tries: never more than three for each slot."""
     with ServedStandIn(key=KEY, storm=1.0) as refusing:
-        path = project(tmp_path, {"te": endpoint(refusing, "openai", retries=2)}, ["te"], "ms-marco-minilm")
+        given = endpoint(refusing, "openai", retries=2, batch=8, concurrency=concurrency)
+        path = project(tmp_path, {"te": given}, ["te"], "ms-marco-minilm")
         with pytest.raises(EngineError, match=r"model te: .* failed after 3 tries while embedding"):
             run(path)
-        assert refusing.requests == 3
+        sent = refusing.requests
+        assert sent == 3 if concurrency == 1 else 3 <= sent <= 3 * concurrency, sent
 
 
 def test_a_wrong_key_is_one_line_naming_the_variable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -218,7 +223,7 @@ def test_a_real_index_is_searched_densely_with_the_model_named_on_the_command_li
     assert source.discovered is not None
     assert source.discovered.options.dense_models == ["all-minilm-l6-v2"]  # type: ignore[attr-defined]
     assert source.endpoints == {"all-minilm-l6-v2": {"provider": "openai", "model": DENSE_MODEL, "kind": "dense",
-                                "base_url": f"{server.url}/v1", "timeout": 30.0, "retries": 4,
+                                "base_url": f"{server.url}/v1", "timeout": 30.0, "retries": 4, "concurrency": 4,
                                 "api_key": {"env": "OPENAI_API_KEY"}}}  # fmt: skip
     data = config_data(source, tmp_path / "work", tmp_path / "runs", tmp_path)
     data["golden"] = "golden.jsonl"
@@ -246,3 +251,18 @@ def test_a_served_reranker_is_the_judge(tmp_path: Path, server: ServedStandIn) -
     assert report.judge is not None and report.judge.model == "judge-rerank" and report.judge.asked > 0
     assert server.texts["rerank"] - before >= report.judge.asked
     assert [u.name for u in report.provenance.served] == ["judge-rerank"]
+
+
+def test_a_corpus_is_embedded_with_requests_in_flight_at_once_and_scores_as_one_at_a_time(tmp_path: Path) -> None:
+    """`concurrency` (default 4) requests at once while the corpus is embedded, within the rate: the index
+    and every score are those of one request at a time."""
+    scores = {}
+    for concurrency in (1, 4):
+        with ServedStandIn(key=KEY, latency=0.02) as slow:
+            endpoints = {"served-minilm": endpoint(slow, "openai", batch=4, concurrency=concurrency)}
+            report = run(project(tmp_path / f"at-{concurrency}", endpoints, ["served-minilm"], "ms-marco-minilm"))
+            assert slow.most_in_flight == concurrency if concurrency == 1 else slow.most_in_flight >= 2
+        scores[concurrency] = per_question(report, "local.dense.served-minilm")
+        (usage,) = report.provenance.served
+        assert usage.texts >= 52 and usage.requests >= 13
+    assert scores[1] == scores[4]

@@ -11,8 +11,9 @@ through it must score exactly as the in-process one::
         ...  # an endpoint with base_url: server.url + "/v1", api_key: {env: ...}
         assert server.texts["embed"] == 0
 
-It counts what it was sent (`texts`, per route kind) and can answer a share of requests with a 429 and a
-Retry-After (`storm`), or refuse a wrong key with a 401. It runs in a thread of the test's process, so it never
+It counts what it was sent (`texts`, per route kind) and how many requests it answered at once, can wait
+`latency` seconds before each answer (a service across a network), answer a share of requests with a 429 and
+a Retry-After (`storm`), or refuse a wrong key with a 401. It runs in a thread of the test's process, so it never
 outlives it.
 """
 
@@ -21,6 +22,7 @@ from __future__ import annotations
 import base64
 import json
 import threading
+import time
 from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -34,13 +36,21 @@ RERANK_MODEL = "ms-marco-MiniLM-L-6-v2"
 class ServedStandIn:
     """The stand-in server (see the module's docstring)."""
 
-    def __init__(self, key: str | None = None, storm: float = 0.0, retry_after: float = 0.01) -> None:
+    def __init__(
+        self, key: str | None = None, storm: float = 0.0, retry_after: float = 0.01, latency: float = 0.0
+    ) -> None:
         from vx_eval.evaluation import load_model
 
         self.key = key
         self.storm = storm
         """The share of requests answered with a 429 (every n-th, deterministic)."""
         self.retry_after = retry_after
+        self.latency = latency
+        """Seconds each answer waits before it is computed, as a service across a network would (outside the
+        model's lock, so requests in flight overlap)."""
+        self.in_flight = 0
+        self.most_in_flight = 0
+        """The most requests it was answering at once."""
         self._dense = load_model("minilm")
         self._reranker = load_model("ms-marco-minilm", "reranker")
         self._model_lock = threading.Lock()
@@ -177,7 +187,16 @@ class ServedStandIn:
                 except json.JSONDecodeError:
                     self._send(400, {"error": {"message": "body is not JSON"}})
                     return
-                status, answer = server.answer(self.path.split("?")[0], body)
+                with server._count_lock:
+                    server.in_flight += 1
+                    server.most_in_flight = max(server.most_in_flight, server.in_flight)
+                try:
+                    if server.latency:
+                        time.sleep(server.latency)
+                    status, answer = server.answer(self.path.split("?")[0], body)
+                finally:
+                    with server._count_lock:
+                        server.in_flight -= 1
                 self._send(status, answer)
 
         return Handler

@@ -8,9 +8,11 @@ compared engine against engine, and vectors made for one target are read from th
 from __future__ import annotations
 
 import glob
+import itertools
 import os
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -123,10 +125,14 @@ def _embed_missing(
     serialise: Callable[[Any], bytes],
     space: str | None = None,
     on_cached: Callable[[int], None] | None = None,
+    concurrency: int = 1,
+    slice_size: int = EMBED_SLICE,
 ) -> list[str]:
     """Encode the bodies the cache lacks (each distinct text once) into the cache; every body's cache key.
     `space`: where the model's vectors are kept when not under its name (a served model's); `on_cached` is told
-    how many distinct texts the cache held (a served model counts what it did not send)."""
+    how many distinct texts the cache held (a served model counts what it did not send). With `concurrency`
+    above 1 (a served model) that many slices of `slice_size` texts are encoded at once, each kept in the
+    cache as it comes back, so a killed run keeps what was sent."""
     keys = [content_key(b) for b in bodies]
     known: set[str] = set()
     space = space or name
@@ -139,12 +145,39 @@ def _embed_missing(
     if todo:
         label = context.loaded.label(name)
         advance = context.progress.start(f"Embedding {context.target_name} · {label}", len(todo))
-        for start in range(0, len(todo), EMBED_SLICE):
-            batch = todo[start : start + EMBED_SLICE]
-            vectors = encode([text_of[k] for k in batch])
+        batches = [todo[start : start + slice_size] for start in range(0, len(todo), slice_size)]
+        for batch, vectors in _encoded(batches, lambda b: encode([text_of[k] for k in b]), concurrency):
             cache.keep(table, space, {k: serialise(v) for k, v in zip(batch, vectors, strict=True)})
             advance(len(batch))
     return keys
+
+
+def _encoded(
+    batches: list[list[str]], encode: Callable[[list[str]], Iterable[Any]], concurrency: int
+) -> Iterator[tuple[list[str], Iterable[Any]]]:
+    """Each batch with its vectors: one after another, or `concurrency` at once (as they finish), in threads
+    that only encode (the caller keeps what comes back). A failure cancels what has not started and is
+    raised once the started ones end."""
+    if concurrency <= 1 or len(batches) <= 1:
+        for batch in batches:
+            yield batch, encode(batch)
+        return
+    with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="vx-embed") as pool:
+        waiting = iter(batches)
+        # never more than `concurrency` submitted: none waits in the pool to start after a failure
+        running = {pool.submit(encode, b): b for b in itertools.islice(waiting, concurrency)}
+        try:
+            while running:
+                done, _ = wait(running, return_when=FIRST_COMPLETED)
+                for future in done:
+                    batch = running.pop(future)
+                    yield batch, future.result()
+                    following = next(waiting, None)
+                    if following is not None:
+                        running[pool.submit(encode, following)] = following
+        finally:
+            for future in running:
+                future.cancel()
 
 
 def dense_matrix(cache: EmbeddingCache, name: str, bodies: Sequence[str], context: OpenContext) -> np.ndarray:
@@ -153,7 +186,21 @@ def dense_matrix(cache: EmbeddingCache, name: str, bodies: Sequence[str], contex
     to_bytes = lambda v: np.asarray(v, np.float32).tobytes()  # noqa: E731
     space = context.loaded.cache_space(name)
     counted = getattr(encoder, "note_cached", None)
-    keys = _embed_missing(cache, "dense", name, bodies, context, encoder.encode_documents, to_bytes, space, counted)
+    concurrency = int(getattr(encoder, "concurrency", 1))  # a served model's requests in flight
+    slice_size = min(EMBED_SLICE, int(getattr(encoder, "batch", EMBED_SLICE)))
+    keys = _embed_missing(
+        cache,
+        "dense",
+        name,
+        bodies,
+        context,
+        encoder.encode_documents,
+        to_bytes,
+        space,
+        counted,
+        concurrency,
+        slice_size,
+    )
     if not keys:
         return np.zeros((0, encoder.dim), dtype=np.float32)
     found = cache.vectors("dense", space, keys)

@@ -56,6 +56,8 @@ class ModelEndpoint(BaseModel):
     """Texts per request; default: the provider's limit."""
     rate: float | None = Field(None, gt=0, le=10_000)
     """Requests a second at most (default: as fast as the service answers)."""
+    concurrency: int = Field(4, ge=1, le=64)
+    """Requests in flight at once while a corpus is embedded (always within `rate`); 1: one after another."""
     price: float | None = Field(None, ge=0)
     """Estimated US dollars per million tokens (rerankers: per thousand searches); default: the price table."""
 

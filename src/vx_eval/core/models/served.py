@@ -136,6 +136,16 @@ class ServedEncoder:
         self._dim = calls.endpoint.dimensions
 
     @property
+    def concurrency(self) -> int:
+        """Requests the engines may have in flight at once while they embed a corpus."""
+        return self.calls.endpoint.concurrency
+
+    @property
+    def batch(self) -> int:
+        """Texts one request carries."""
+        return self.calls.batch
+
+    @property
     def dim(self) -> int:
         """The vector size: the endpoint's `dimensions`, else learnt from the first vectors it sends."""
         if self._dim is None:
