@@ -86,6 +86,34 @@ def pytest_collection_modifyitems(items) -> None:
             item.add_marker(pytest.mark.slow)
 
 
+class Recording:
+    """A Progress that remembers what was started and noted."""
+
+    def __init__(self) -> None:
+        self.started: list[str] = []
+        self.notes: list[str] = []
+
+    def start(self, description, total):
+        self.started.append(description)
+        return lambda advance: None
+
+    def note(self, message):
+        self.notes.append(message)
+
+
+def call(capsys, *argv: str) -> tuple[int, str, str]:
+    """`vx-eval ARGV` in this process: its exit code, standard output and standard error."""
+    from vx_eval.cli import main
+
+    try:
+        main(list(argv))
+        code = 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
 def write_jsonl(path: Path, rows: list[dict]) -> Path:
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     return path

@@ -9,17 +9,7 @@ import pytest
 
 from vx_eval.cli import main
 
-from .conftest import quickstart_copy
-
-
-def call(capsys, *argv: str) -> tuple[int, str, str]:
-    try:
-        main(list(argv))
-        code = 0
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else 1
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
+from .conftest import call, quickstart_copy
 
 
 @pytest.fixture

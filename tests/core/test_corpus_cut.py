@@ -8,10 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from vx_eval.cli import main
 from vx_eval.core.config.experiment import CorpusSource
 from vx_eval.core.golden.sources import read_corpus
 from vx_eval.core.stores import Stores
+
+from ..conftest import call as run
 
 
 @pytest.fixture
@@ -64,16 +65,6 @@ def test_a_limit_is_the_first_documents_plus_the_expected_ones(corpus_file, plug
 def test_a_sample_larger_than_the_corpus_is_the_whole_corpus(corpus_file, plugins):
     corpus = read_corpus(CorpusSource(path=corpus_file, sample=1000), Stores(plugins), {"d01"})
     assert len(ids(corpus)) == 40 and corpus.cut is not None and corpus.cut.documents == 40
-
-
-def run(capsys, *argv: str) -> tuple[int, str, str]:
-    try:
-        main(list(argv))
-        code = 0
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else 1
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 def test_a_run_on_a_sample_says_so_in_its_report_and_its_output(project, capsys):

@@ -18,20 +18,9 @@ from vx_eval.plugins.engines.chroma import ChromaEngine, ChromaOptions
 from vx_eval.plugins.engines.lancedb import LanceEngine, LanceOptions
 from vx_eval.testing.conformance import collection
 
+from ..conftest import Recording
+
 ENGINES = {"lancedb": (LanceEngine, LanceOptions), "chroma": (ChromaEngine, ChromaOptions)}
-
-
-class Recording:
-    def __init__(self) -> None:
-        self.started: list[str] = []
-        self.notes: list[str] = []
-
-    def start(self, description, total):
-        self.started.append(description)
-        return lambda advance: None
-
-    def note(self, message):
-        self.notes.append(message)
 
 
 @pytest.fixture(scope="module")

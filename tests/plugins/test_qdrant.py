@@ -18,20 +18,7 @@ from vx_eval.plugins.engines.qdrant_calls import bm25_documents, bm25_query, ter
 from vx_eval.testing.conformance import collection
 from vx_eval.testing.replay import Replay
 
-
-class Recording:
-    """A Progress that remembers what was started and noted."""
-
-    def __init__(self) -> None:
-        self.started: list[str] = []
-        self.notes: list[str] = []
-
-    def start(self, description, total):
-        self.started.append(description)
-        return lambda advance: None
-
-    def note(self, message):
-        self.notes.append(message)
+from ..conftest import Recording
 
 
 @pytest.fixture(scope="module")

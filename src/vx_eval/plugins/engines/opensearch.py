@@ -50,6 +50,7 @@ from vx_eval.plugins.engines.remote import (
     collection_name,
     ensure_built,
     first_chunks,
+    index_lookups,
     is_first_chunk,
     need,
     options_for,
@@ -131,16 +132,7 @@ class OpenSearchEngine(Engine[OpenSearchOptions]):
         call = policy(options, context.target_name)
         index = collection_name(options, context)
         pipeline = options.pipeline or f"{index}-vx-hybrid"
-
-        def exists() -> bool:
-            return bool(call(f"looking up index {index}", lambda: client.indices.exists(index=index)))
-
-        def stored() -> str | None:
-            if not exists():
-                return None
-            mapping = call(f"reading the mapping of {index}", lambda: client.indices.get_mapping(index=index))
-            return (mapping.get(index, {}).get("mappings", {}).get("_meta") or {}).get("fingerprint")
-
+        exists, stored = index_lookups(call, client, index)
         ensure_built(
             options,
             context,

@@ -34,6 +34,7 @@ from vx_eval.plugin import (
     Hit,
     IndexOptions,
     OpenContext,
+    RemotePolicy,
     RerankerModel,
     prepare,
     remember_secret,
@@ -185,6 +186,22 @@ def stored_documents(wanted: Sequence[str], found: dict[str, dict[str, Any]]) ->
         text, title = fields.get("text") or "", fields.get("title") or ""
         out.append(Document(id=doc_id, text=text, title=title, metadata=metadata))
     return out
+
+
+def index_lookups(call: RemotePolicy, client: Any, index: str) -> tuple[Callable[[], bool], Callable[[], str | None]]:
+    """For `ensure_built` on an Elasticsearch-DSL cluster (OpenSearch and Elasticsearch alike): whether the
+    index exists, and the fingerprint its mapping's ``_meta`` holds (None where there is no index or none)."""
+
+    def exists() -> bool:
+        return bool(call(f"looking up index {index}", lambda: client.indices.exists(index=index)))
+
+    def stored() -> str | None:
+        if not exists():
+            return None
+        mapping = dict(call(f"reading the mapping of {index}", lambda: client.indices.get_mapping(index=index)))
+        return (mapping.get(index, {}).get("mappings", {}).get("_meta") or {}).get("fingerprint")
+
+    return exists, stored
 
 
 def first_chunks(wanted: Sequence[str]) -> dict[str, Any]:
