@@ -115,39 +115,42 @@ def default_cache(context: OpenContext) -> Path:
     return configured or context.config_dir / ".vx" / "embeddings.db"
 
 
-def _embed_missing(
-    cache: EmbeddingCache,
-    table: str,
-    name: str,
-    bodies: Sequence[str],
-    context: OpenContext,
-    encode: Callable[[list[str]], Iterable[Any]],
-    serialise: Callable[[Any], bytes],
-    space: str | None = None,
-    on_cached: Callable[[int], None] | None = None,
-    concurrency: int = 1,
-    slice_size: int = EMBED_SLICE,
-) -> list[str]:
-    """Encode the bodies the cache lacks (each distinct text once) into the cache; every body's cache key.
-    `space`: where the model's vectors are kept when not under its name (a served model's); `on_cached` is told
-    how many distinct texts the cache held (a served model counts what it did not send). With `concurrency`
-    above 1 (a served model) that many slices of `slice_size` texts are encoded at once, each kept in the
-    cache as it comes back, so a killed run keeps what was sent."""
+@dataclass(frozen=True)
+class Encoding:
+    """How one model's vectors are made and kept: the cache's `table` (``dense`` or ``late``) and `space`
+    (the model's name, or a served model's `cache_space`), `encode` and `serialise`; `on_cached` is told how
+    many distinct texts the cache held (a served model counts what it did not send); `concurrency` slices of
+    `slice_size` texts are encoded at once (above 1 for a served model)."""
+
+    table: str
+    name: str
+    encode: Callable[[list[str]], Iterable[Any]]
+    serialise: Callable[[Any], bytes]
+    space: str
+    on_cached: Callable[[int], None] | None = None
+    concurrency: int = 1
+    slice_size: int = EMBED_SLICE
+
+
+def _embed_missing(cache: EmbeddingCache, bodies: Sequence[str], context: OpenContext, how: Encoding) -> list[str]:
+    """Encode the bodies the cache lacks (each distinct text once) into the cache, as `how` says; every body's
+    cache key. Each slice is kept in the cache as it comes back, so a killed run keeps what was done."""
     keys = [content_key(b) for b in bodies]
     known: set[str] = set()
-    space = space or name
+    table, space = how.table, how.space
     for start in range(0, len(keys), 2000):  # ask in slices: token matrices are large
         known |= set(cache.vectors(table, space, keys[start : start + 2000], keys_only=True))
     todo = list(dict.fromkeys(k for k in keys if k not in known))
     text_of = dict(zip(keys, bodies, strict=True))
-    if on_cached is not None:
-        on_cached(len(set(keys) & known))
+    if how.on_cached is not None:
+        how.on_cached(len(set(keys) & known))
     if todo:
-        label = context.loaded.label(name)
+        label = context.loaded.label(how.name)
         advance = context.progress.start(f"Embedding {context.target_name} · {label}", len(todo))
-        batches = [todo[start : start + slice_size] for start in range(0, len(todo), slice_size)]
-        for batch, vectors in _encoded(batches, lambda b: encode([text_of[k] for k in b]), concurrency):
-            cache.keep(table, space, {k: serialise(v) for k, v in zip(batch, vectors, strict=True)})
+        size = how.slice_size
+        batches = [todo[start : start + size] for start in range(0, len(todo), size)]
+        for batch, vectors in _encoded(batches, lambda b: how.encode([text_of[k] for k in b]), how.concurrency):
+            cache.keep(table, space, {k: how.serialise(v) for k, v in zip(batch, vectors, strict=True)})
             advance(len(batch))
     return keys
 
@@ -183,24 +186,18 @@ def _encoded(
 def dense_matrix(cache: EmbeddingCache, name: str, bodies: Sequence[str], context: OpenContext) -> np.ndarray:
     """One unit vector per body for the dense model `name` (rows in the order of `bodies`), float32."""
     encoder = context.loaded.get(name, DENSE)
-    to_bytes = lambda v: np.asarray(v, np.float32).tobytes()  # noqa: E731
     space = context.loaded.cache_space(name)
-    counted = getattr(encoder, "note_cached", None)
-    concurrency = int(getattr(encoder, "concurrency", 1))  # a served model's requests in flight
-    slice_size = min(EMBED_SLICE, int(getattr(encoder, "batch", EMBED_SLICE)))
-    keys = _embed_missing(
-        cache,
+    how = Encoding(
         "dense",
         name,
-        bodies,
-        context,
         encoder.encode_documents,
-        to_bytes,
+        lambda v: np.asarray(v, np.float32).tobytes(),
         space,
-        counted,
-        concurrency,
-        slice_size,
+        on_cached=getattr(encoder, "note_cached", None),  # a served model counts what it did not send
+        concurrency=int(getattr(encoder, "concurrency", 1)),  # a served model's requests in flight
+        slice_size=min(EMBED_SLICE, int(getattr(encoder, "batch", EMBED_SLICE))),
     )
+    keys = _embed_missing(cache, bodies, context, how)
     if not keys:
         return np.zeros((0, encoder.dim), dtype=np.float32)
     found = cache.vectors("dense", space, keys)
@@ -213,7 +210,7 @@ def token_matrices(
     """Int8 token matrices (see `cache.quantize`) for the late-interaction model `name`, `slice_size` bodies
     at a time in the order of `bodies`: they are about 100 KB a chunk, so never all in memory at once."""
     encoder = context.loaded.get(name, LATE)
-    keys = _embed_missing(cache, "late", name, bodies, context, encoder.encode_documents, quantize)
+    keys = _embed_missing(cache, bodies, context, Encoding("late", name, encoder.encode_documents, quantize, name))
     for start in range(0, len(keys), slice_size):
         found = cache.vectors("late", name, keys[start : start + slice_size])
         yield [found[k] for k in keys[start : start + slice_size]]
