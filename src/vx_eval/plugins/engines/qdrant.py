@@ -140,6 +140,9 @@ class QdrantEngine(Engine[QdrantOptions]):
                 url=options.url,
                 api_key=options.api_key.value() if options.api_key else None,
                 timeout=int(options.timeout),
+                # its version check is a request of its own, in a thread, outside the target's timeout and
+                # retries (and it raced the first call): every request goes through the policy instead
+                check_compatibility=False,
             )
         elif options.embedded == "edge":
             from vx_eval.plugins.engines.qdrant_edge import EdgeClient
