@@ -59,7 +59,7 @@ def dotted(loc: Loc) -> str:
     return out or "(top level)"
 
 
-def _members(annotation: Any) -> Loc:
+def _members(annotation: Any) -> tuple[Any, ...]:
     """The types a union annotation admits, None left out (``X | None`` is no union to pydantic's errors)."""
     if typing.get_origin(annotation) in (Union, types.UnionType):
         return tuple(a for a in typing.get_args(annotation) if a is not type(None))
