@@ -4,6 +4,8 @@ measures as a serial run; per-engine bounds and rate limits hold."""
 from __future__ import annotations
 
 import contextlib
+import os
+import sqlite3
 import sys
 import threading
 import time
@@ -16,6 +18,10 @@ from vx_eval.core.config.experiment import load_config
 from vx_eval.core.run.executors import RateLimit, ThreadExecutor
 from vx_eval.core.run.pipeline import RunOptions, run_experiment
 from vx_eval.testing.processes import free_port, start_server
+from vx_eval.testing.served import DENSE_MODEL, ServedStandIn
+
+KEY = "sk-cluster-test-0123456789abcdef"
+ENV = "VX_TEST_CLUSTER_KEY"
 
 
 def measures(report: dict) -> dict:
@@ -71,8 +77,11 @@ def dask_cluster(tmp_path_factory) -> Iterator[str]:
     scheduler = [dask, "scheduler", "--host", "127.0.0.1", "--port", str(port), "--no-dashboard"]
     worker = [dask, "worker", f"tcp://127.0.0.1:{port}", "--nworkers", "1", "--nthreads", "1", "--host", "127.0.0.1"]
     servers = [start_server(scheduler, port=port, what="dask scheduler", cwd=folder)]
+    env = {**os.environ, ENV: KEY}  # the served stand-in's key, read by the workers from their environment
     try:
-        servers += [start_server([*worker, "--no-dashboard"], port=None, what="dask worker", cwd=folder) for _ in "ab"]
+        servers += [
+            start_server([*worker, "--no-dashboard"], port=None, what="dask worker", cwd=folder, env=env) for _ in "ab"
+        ]
         from distributed import Client
 
         with Client(f"tcp://127.0.0.1:{port}", timeout=30) as client:
@@ -95,6 +104,73 @@ def test_a_dask_cluster_gives_the_serial_measures_with_each_workers_times(projec
     assert all(name.startswith("tcp://127.0.0.1:") for name in setup["workers"])
     assert 1 <= len(setup["workers"]) <= 2  # the workers' own addresses: the searches ran on the cluster
     assert sum(w["searches"] for w in setup["workers"].values()) == 5
+
+
+def _cache_rows(path: Path) -> list[tuple]:
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        return sorted(db.execute("SELECT * FROM kept").fetchall())
+
+
+def test_a_dask_cluster_embeds_the_corpus_and_grades_the_pool_on_its_workers(
+    project, plugins, dask_cluster, monkeypatch
+):
+    """The corpus is embedded through a served model and the judge's pool graded by the workers: the vectors
+    kept are byte for byte a serial run's, the measures (judged grades included) the same, and every request
+    the workers sent is in the report's count of what was sent."""
+    monkeypatch.setenv(ENV, KEY)
+    with ServedStandIn(key=KEY) as server:
+        served = {"provider": "openai", "model": DENSE_MODEL, "base_url": server.url + "/v1"}
+        served |= {"api_key": {"env": ENV}, "batch": 2, "concurrency": 3}
+
+        def config(name: str) -> Path:
+            return project.write_config(
+                f"{name}.yaml",
+                targets=[
+                    {
+                        "name": "Local",
+                        "engine": "sqlite",
+                        "options": {"path": f".vx/{name}.db", "mode": "dense", "dense_models": ["served"]},
+                    }
+                ],
+                evaluation={"metrics": ["found@10", "ndcg@10"], "depth": 10, "judge": "cross-encoder"},
+                models={
+                    "endpoints": {"served": served},
+                    "embeddings": f".vx/{name}/embeddings.db",
+                    "scores": f".vx/{name}/scores.db",
+                },
+            )
+
+        serial = run_experiment(load_config(config("serial"), plugins), plugins, RunOptions(save=False)).report
+        server.requests = 0
+        distributed = run_experiment(
+            load_config(config("cluster"), plugins),
+            plugins,
+            RunOptions(save=False, executor="dask", address=dask_cluster),
+        ).report
+        sent = server.requests
+    assert _cache_rows(project / ".vx/cluster/embeddings.db") == _cache_rows(project / ".vx/serial/embeddings.db")
+    assert measures(distributed.model_dump(mode="json")) == measures(serial.model_dump(mode="json"))
+    assert distributed.judge is not None and distributed.judge.asked == serial.judge.asked > 0
+    (usage,) = distributed.provenance.served
+    assert usage.requests == sent  # the workers' requests, the searches' and the embedding's, all counted
+    from distributed import Client
+
+    def on_workers() -> dict[str, object]:  # sent to the workers by value (a function of this test)
+        """On a worker: what its model work for runs did (the served models' counts, the judges it made)."""
+        from vx_eval.core.run import work
+
+        return {
+            "texts": sum(u.texts for models in work._WORKER_MODELS.values() for u in models.usage()),
+            "judges": sorted(name for _, name in work._JUDGES),
+        }
+
+    with Client(dask_cluster, timeout=30) as client:
+        done = client.run(on_workers).values()
+    chunks = sum(1 for row in _cache_rows(project / ".vx/cluster/embeddings.db") if row[0].endswith(":document"))
+    assert (
+        chunks == 8 and sum(d["texts"] for d in done) == chunks
+    )  # every chunk was embedded by a worker, none by the driver
+    assert any(d["judges"] == ["cross-encoder"] for d in done)
 
 
 def test_a_throughput_pass_measures_queries_a_second_at_each_level(project, plugins, capsys):

@@ -149,7 +149,14 @@ def _embed_missing(cache: EmbeddingCache, bodies: Sequence[str], context: OpenCo
         advance = context.progress.start(f"Embedding {context.target_name} · {label}", len(todo))
         size = how.slice_size
         batches = [todo[start : start + size] for start in range(0, len(todo), size)]
-        for batch, vectors in _encoded(batches, lambda b: how.encode([text_of[k] for k in b]), how.concurrency):
+        work = context.loaded.work
+        if work is None:
+            done = _encoded(batches, lambda b: how.encode([text_of[k] for k in b]), how.concurrency)
+        else:  # on the run's cluster: the workers encode, this process keeps what they send back
+            slices = [[text_of[k] for k in b] for b in batches]
+            sent = work.embed(context.loaded, how.name, table, slices, how.concurrency)
+            done = ((batches[i], vectors) for i, vectors in sent)
+        for batch, vectors in done:
             cache.keep(table, space, {k: how.serialise(v) for k, v in zip(batch, vectors, strict=True)})
             advance(len(batch))
     return keys

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from vx_eval.core.plugins import Plugins
     from vx_eval.core.run.engine import Document, Progress, Target
     from vx_eval.core.run.search import SetupRun
+    from vx_eval.core.run.work import GradeOn
 
 
 GRADES = (0, 1, 2, 3)
@@ -102,8 +103,10 @@ def grade_pairs(
     cache: GradeCache | None,
     advance: Callable[[int], None] = lambda n: None,
     batch: int = 32,
+    on: GradeOn | None = None,
 ) -> Graded:
-    """Grade every distinct (question, passage) pair once: from the cache, else by the judge in batches."""
+    """Grade every distinct (question, passage) pair once: from the cache, else by the judge in batches (in
+    this process, or `on` the run's cluster: `core.run.work`), each batch's grades kept as it comes back."""
     distinct = list(dict.fromkeys(pairs))
     fingerprint = judge.fingerprint()
     keys = {p: GradeCache.key(*p) for p in distinct}
@@ -111,9 +114,10 @@ def grade_pairs(
     verdicts = {p: known[keys[p]] for p in distinct if keys[p] in known}
     advance(len(verdicts))
     todo = [p for p in distinct if p not in verdicts]
-    for start in range(0, len(todo), batch):
-        chunk = todo[start : start + batch]
-        got = judge.grade(chunk)
+    chunks = [todo[start : start + batch] for start in range(0, len(todo), batch)]
+    graded = on(chunks) if on is not None else ((i, judge.grade(chunk)) for i, chunk in enumerate(chunks))
+    for i, got in graded:
+        chunk = chunks[i]
         if len(got) != len(chunk):
             raise ConfigError(f"judge '{judge.name}' gave {len(got)} grades for {len(chunk)} pairs")
         verdicts.update(zip(chunk, got, strict=True))
@@ -217,10 +221,12 @@ def judge_run(
     cache: GradeCache | None,
     progress: Progress,
     everything: bool = False,
+    on: GradeOn | None = None,
 ) -> tuple[list[Question], JudgeInfo]:
     """Grade every unlabelled (question, result) pair in the first `depth` places of every setup; returns the
     questions with those grades added (human labels win) and what the report says about the grading.
-    `everything`: grade the human-labelled pairs too and list every verdict (to check the judge)."""
+    `everything`: grade the human-labelled pairs too and list every verdict (to check the judge); `on`: where
+    the batches are graded, when not in this process (the run's cluster)."""
     pairs: dict[tuple[str, int], list[str]] = {}
     human_kept = 0
     for (target, i), units in top_units(runs, questions, depth).items():
@@ -230,7 +236,7 @@ def judge_run(
     texts = _passages(pairs, targets)
     placed = [(i, u, texts[(t, u)]) for (t, i), units in pairs.items() for u in units if (t, u) in texts]
     asked = [(questions[i].question, text) for i, _, text in placed]
-    graded = grade_pairs(judge, asked, cache, progress.start(f"Judging ({judge.name})", len(set(asked))))
+    graded = grade_pairs(judge, asked, cache, progress.start(f"Judging ({judge.name})", len(set(asked))), on=on)
     judged: dict[int, dict[str, int]] = {}
     raw: dict[tuple[int, str], str] = {}
     for i, u, text in placed:

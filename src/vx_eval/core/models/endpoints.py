@@ -16,11 +16,12 @@ run's (`core.models.served`); providers only speak their wire format.
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import ClassVar, Literal, Protocol
+from typing import ClassVar, Literal, Protocol, TypeVar
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
@@ -87,6 +88,53 @@ class ServedUsage(BaseModel):
     cost_usd: float | None = None
     """Estimated from the price table (or the endpoint's `price`); None where no price is known."""
     price_source: str | None = None
+
+    def plus(self, other: ServedUsage) -> ServedUsage:
+        """What this and `other` (the same model, sent from another process) sent together."""
+
+        return self.model_copy(
+            update={
+                "requests": self.requests + other.requests,
+                "retried": self.retried + other.retried,
+                "texts": self.texts + other.texts,
+                "cached": self.cached + other.cached,
+                "tokens": _both(self.tokens, other.tokens),
+                "searches": _both(self.searches, other.searches),
+                "cost_usd": None if (cost := _both(self.cost_usd, other.cost_usd)) is None else round(cost, 6),
+                "price_source": self.price_source or other.price_source,
+            }
+        )
+
+
+class WorkerCounts:
+    """What other processes (a cluster's workers) have sent to served models, by (source, model name): a
+    source is one worker's searches, or its model work, each counted by models of its own. Each of their
+    answers carries all that source has sent so far, in any order: the largest count is the latest."""
+
+    def __init__(self) -> None:
+        self.latest: dict[tuple[str, str], ServedUsage] = {}
+        self.lock = threading.Lock()
+
+    def keep(self, worker: str, usage: Sequence[ServedUsage]) -> None:
+        with self.lock:
+            for sent in usage:
+                kept = self.latest.get((worker, sent.name))
+                if kept is None or sent.requests + sent.cached >= kept.requests + kept.cached:
+                    self.latest[(worker, sent.name)] = sent
+
+    def items(self) -> list[tuple[str, ServedUsage]]:
+        with self.lock:
+            return [(worker, sent) for (worker, _), sent in sorted(self.latest.items())]
+
+
+Number = TypeVar("Number", int, float)
+
+
+def _both(a: Number | None, b: Number | None) -> Number | None:
+    """Two counts added, where either may be unknown (None only when both are)."""
+    if a is None:
+        return b
+    return a if b is None else a + b
 
 
 @dataclass(frozen=True)

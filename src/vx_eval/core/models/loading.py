@@ -13,7 +13,7 @@ from pydantic import AfterValidator, ValidationInfo
 
 from vx_eval.core.errors import EngineError, did_you_mean, quoted
 from vx_eval.core.models.cache import KeyedCache, pair_key
-from vx_eval.core.models.endpoints import ModelEndpoint, ServedUsage
+from vx_eval.core.models.endpoints import ModelEndpoint, ServedUsage, WorkerCounts
 
 DENSE, RERANKER, LATE = "dense", "reranker", "late"
 
@@ -143,6 +143,15 @@ class LateEncoder(Protocol):
     def encode_query(self, text: str) -> np.ndarray: ...
 
 
+class ModelWork(Protocol):
+    """Where a run's model work is done besides this process (`core.run.work.ClusterWork`): `embed` gives
+    each slice's place in `slices` with its vectors, as they come back, the served counts kept on `models`."""
+
+    def embed(
+        self, models: Models, name: str, kind: str, slices: Sequence[list[str]], concurrency: int
+    ) -> Iterator[tuple[int, Any]]: ...
+
+
 class ModelPlugin(Protocol):
     """A registered model: a short ``name``, its ``kind``, a ``label`` people read, and ``load``."""
 
@@ -196,8 +205,12 @@ class Models:
     """Served models the config declares (`models.endpoints`), by the names it gives them."""
     providers: Any = None
     """The provider plugins' registry (`Plugins.providers`), which speak the endpoints' wire formats."""
+    work: ModelWork | None = None
+    """Where the run's model work goes besides this process: its Dask cluster (`core.run.work.ClusterWork`)."""
     _served: dict[str, Any] = field(default_factory=dict, init=False, repr=False)
     """Served models loaded for this run (never shared across runs: each counts what it sends)."""
+    _remote: WorkerCounts = field(default_factory=WorkerCounts, init=False, repr=False)
+    """What each cluster worker has sent to each served model in this run."""
 
     def plugin(self, name: str, kind: str) -> Any:
         if name in self.endpoints:
@@ -231,9 +244,16 @@ class Models:
         return name
 
     def usage(self) -> list[ServedUsage]:
-        """What this run sent to each served model it loaded."""
+        """What this run sent to each served model, from this process and from its cluster's workers."""
         with _LOCK:
-            return [model.calls.usage() for _, model in sorted(self._served.items())]
+            counted = {name: model.calls.usage() for name, model in self._served.items()}
+        for _, sent in self._remote.items():
+            counted[sent.name] = counted[sent.name].plus(sent) if sent.name in counted else sent
+        return [counted[name] for name in sorted(counted)]
+
+    def absorb(self, source: str, usage: Sequence[ServedUsage]) -> None:
+        """What a source on the cluster (one worker's searches, or its model work) has sent so far."""
+        self._remote.keep(source, usage)
 
     def dense(self, name: str) -> DenseEncoder:
         """The dense encoder `name` (``minilm``, ``bge-small``, or a hub id where it can be downloaded)."""

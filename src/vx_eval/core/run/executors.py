@@ -23,14 +23,19 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel
 
 from vx_eval.core.errors import redact
+from vx_eval.core.models.endpoints import ServedUsage, WorkerCounts
 from vx_eval.core.report.schema import Result, ThroughputLevel
 from vx_eval.core.run.engine import Setup, reuse_allowed, server_time
 from vx_eval.core.run.units import finest_unit, units_for
+
+if TYPE_CHECKING:
+    from vx_eval.core.models.loading import Models
+    from vx_eval.core.run.work import ClusterWork
 
 
 class ShardPart(BaseModel):
@@ -133,12 +138,26 @@ class Executor(Protocol):
 
     def run(self, work: Work, unit_of: UnitOf, advance: Callable[[int], None]) -> Iterator[tuple[str, int, Part]]: ...
 
+    def model_work(self) -> ClusterWork | None:
+        """Where the run's model work (embedding, judging) goes besides this process (None: it stays here)."""
+        ...
+
+    def served(self) -> list[tuple[str, ServedUsage]]:
+        """What other processes' searches sent to served models, by worker (none when all ran here)."""
+        ...
+
     def close(self) -> None: ...
 
 
 class ShardByShard:
     """Executors that finish one shard (every setup) before the next: each setup's part of it is given back
     as soon as the shard is done."""
+
+    def model_work(self) -> ClusterWork | None:
+        return None
+
+    def served(self) -> list[tuple[str, ServedUsage]]:
+        return []
 
     def run(self, work: Work, unit_of: UnitOf, advance: Callable[[int], None]) -> Iterator[tuple[str, int, Part]]:
         for shard, setups in work:
@@ -229,6 +248,12 @@ class ThreadExecutor:
     def concurrent(self) -> int:
         return self.concurrency
 
+    def model_work(self) -> ClusterWork | None:
+        return None  # served models already embed `concurrency` requests at once in this process
+
+    def served(self) -> list[tuple[str, ServedUsage]]:
+        return []
+
     def _gate(self, engine: str) -> tuple[threading.Semaphore, RateLimit]:
         with self.lock:
             if engine not in self.slots:
@@ -293,6 +318,7 @@ class WorkerSetups:
 
     setups: dict[str, Setup]
     unit_of: UnitOf
+    models: Models | None
     warm: set[str] = field(default_factory=set)
 
 
@@ -325,13 +351,16 @@ def _worker_setups(config_path: str, config_sha: str, only: tuple[str, ...], ski
             targets = open_targets(experiment, plugins, stores, SilentProgress(), build=False)
             setups = enumerate_setups(targets, plugins, only, skip)
             units = units_for(experiment.config.evaluation.relevance_field, targets)
-            _OPENED[key] = WorkerSetups({s.key: s for s in setups}, units)
+            _OPENED[key] = WorkerSetups({s.key: s for s in setups}, units, targets[0].models if targets else None)
         return _OPENED[key]
 
 
-def _open_here(config_path: str, config_sha: str, only: tuple[str, ...], skip: tuple[str, ...]) -> None:
-    """On a worker: its targets opened now (nothing sent back)."""
-    _worker_setups(config_path, config_sha, only, skip)
+def _open_here(
+    config_path: str, config_sha: str, only: tuple[str, ...], skip: tuple[str, ...]
+) -> tuple[str, list[ServedUsage]]:
+    """On a worker: its targets opened now; its name, and what opening them sent to served models."""
+    opened = _worker_setups(config_path, config_sha, only, skip)
+    return worker_name(), opened.models.usage() if opened.models else []
 
 
 def dask_search_part(
@@ -342,9 +371,10 @@ def dask_search_part(
     setup_key: str,
     shard: Shard,
     concurrency: int = 1,
-) -> Part:
+) -> tuple[Part, str, list[ServedUsage]]:
     """A Dask task: one setup over one shard, on the worker's own targets (a first, untimed search warms the
-    setup up in this process), `concurrency` searches at once."""
+    setup up in this process), `concurrency` searches at once; with the worker's name and what it has sent
+    to served models so far (the report counts it)."""
     opened = _worker_setups(config_path, config_sha, only, skip)
     setup = opened.setups[setup_key]
     if setup_key not in opened.warm:
@@ -362,11 +392,11 @@ def dask_search_part(
     if concurrency <= 1:
         for offset, index in enumerate(shard.span):
             one(offset, index)
-        return part
-    with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="vx-dask-search") as pool:
-        for future in [pool.submit(contextvars.copy_context().run, one, o, i) for o, i in enumerate(shard.span)]:
-            future.result()
-    return part
+    else:
+        with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="vx-dask-search") as pool:
+            for future in [pool.submit(contextvars.copy_context().run, one, o, i) for o, i in enumerate(shard.span)]:
+                future.result()
+    return part, me, opened.models.usage() if opened.models else []
 
 
 @dataclass
@@ -404,12 +434,25 @@ class DaskExecutor:
             self.client = Client(self.cluster)
         else:
             self.client = Client(self.address)
-        # every worker opens its targets now, as a serial run opens them before its first search
-        self.client.run(_open_here, self.config_path, self.config_sha, self.only, self.skip)
+        self.opened = False
+        self.sent = WorkerCounts()
+
+    def model_work(self) -> ClusterWork:
+        """The run's model work (embedding, judging) on this cluster's workers (`core.run.work`)."""
+        from vx_eval.core.run.work import ClusterWork
+
+        workers = len(self.client.scheduler_info().get("workers", {})) or self.workers
+        return ClusterWork(self.client, workers)
 
     def run(self, work: Work, unit_of: UnitOf, advance: Callable[[int], None]) -> Iterator[tuple[str, int, Part]]:
         """Every (setup, shard) task submitted at once; parts given back as they finish, in any order."""
         from distributed import as_completed
+
+        if not self.opened:  # every worker opens its targets first, as a serial run does before its first search
+            said = self.client.run(_open_here, self.config_path, self.config_sha, self.only, self.skip)
+            for worker, served in said.values():
+                self.sent.keep(worker, served)
+            self.opened = True
 
         futures = {
             self.client.submit(
@@ -428,9 +471,13 @@ class DaskExecutor:
         }
         for future in as_completed(futures):
             key, shard = futures[future]
-            part = future.result()
+            part, worker, served = future.result()
+            self.sent.keep(worker, served)
             advance(len(shard.span))
             yield key, shard.number, part
+
+    def served(self) -> list[tuple[str, ServedUsage]]:
+        return self.sent.items()
 
     def close(self) -> None:
         self.client.close()

@@ -130,6 +130,7 @@ def _search(
     golden: GoldenSet,
     targets: list[Target],
     started: dt.datetime,
+    executor: Executor,
 ) -> Searching:
     """Every setup searched (resuming from checkpoints where asked), and the throughput pass if configured."""
     ev = experiment.config.evaluation
@@ -145,7 +146,6 @@ def _search(
         checkpoints, done, started = start_checkpoints(stores, save_to, manifest, options.resume, options.progress)
     elif options.resume:
         raise VxEvalError("resuming continues a saved run's checkpoints: a resumed run is saved too")
-    executor = make_executor(experiment, options)
     plan = SearchPlan(
         depth=ev.depth,
         seed=ev.seed,
@@ -155,10 +155,10 @@ def _search(
         done=done,
         save_shard=checkpoints.save if checkpoints else None,
     )
-    try:
-        runs = search_all(setups, golden.questions, plan, options.progress, executor)
-    finally:
-        executor.close()
+    runs = search_all(setups, golden.questions, plan, options.progress, executor)
+    for worker, sent in executor.served():  # what searches on a cluster's workers sent to served models
+        if targets:
+            targets[0].models.absorb(f"{worker} searches", [sent])
     if ev.throughput:
         sample = sorted(timed) if timed is not None else range(len(golden.questions))
         texts = [golden.questions[i].question for i in list(sample)[:THROUGHPUT_QUESTIONS]]
@@ -177,12 +177,15 @@ def _judge(
     golden: GoldenSet,
     targets: list[Target],
     runs: list[SetupRun],
+    executor: Executor,
 ) -> tuple[list[Any], JudgeInfo | None]:
     """The questions with the judge's grades added where the config names a judge (human labels win)."""
     ev = experiment.config.evaluation
     if not ev.judge:
         return list(golden.questions), None
-    make = judge_maker(plugins, ev.judge, experiment.judges.get(ev.judge))
+    settings = experiment.judges.get(ev.judge)
+    make = judge_maker(plugins, ev.judge, settings)
+    cluster = executor.model_work()
     with GradeCache(experiment.config.models.scores.with_name("grades.db")) as cache:
         return judge_run(
             runs,
@@ -193,6 +196,7 @@ def _judge(
             cache,
             options.progress,
             everything=options.judge_everything,
+            on=cluster.judging(targets[0].models, ev.judge, settings) if cluster else None,
         )
 
 
@@ -250,14 +254,21 @@ def run_experiment(experiment: Experiment, plugins: Plugins, options: RunOptions
         judge_maker(plugins, ev.judge, experiment.judges.get(ev.judge))  # its options, checked before any work
     measures = measures_for(experiment)
     corpus = run_corpus(experiment, stores, golden)
-    targets = open_targets(experiment, plugins, stores, options.progress, golden, corpus=corpus)
+    executor = make_executor(experiment, options)  # a cluster embeds the corpus too: it starts first
+    try:
+        targets = open_targets(
+            experiment, plugins, stores, options.progress, golden, corpus=corpus, work=executor.model_work()
+        )
+    except BaseException:
+        executor.close()
+        raise
     try:
         missing = {} if ev.relevance_field else check_missing(golden, targets)
         for note in missing_notes(missing):
             options.progress.note(note)
-        searching = _search(experiment, plugins, stores, options, golden, targets, started)
+        searching = _search(experiment, plugins, stores, options, golden, targets, started, executor)
         runs, timed, checkpoints, started = searching.runs, searching.timed, searching.checkpoints, searching.started
-        questions, judged = _judge(experiment, plugins, options, golden, targets, runs)
+        questions, judged = _judge(experiment, plugins, options, golden, targets, runs, executor)
         if judged is not None:
             agreement = measured(stores, options.save_to or config.save_to, judged)
             judged = judged.model_copy(update={"agreement": agreement})
@@ -277,6 +288,7 @@ def run_experiment(experiment: Experiment, plugins: Plugins, options: RunOptions
         tuned, tuning_info = _tune(experiment, plugins, targets, runs, results, questions, measures, settings, timed)
     finally:
         close_targets(targets)
+        executor.close()
 
     results += tuned
     outcome = assembly.Outcome(

@@ -10,7 +10,7 @@ from vx_eval.core.config.experiment import Experiment
 from vx_eval.core.errors import redact
 from vx_eval.core.golden.files import GoldenSet
 from vx_eval.core.golden.sources import FileCorpus, read_corpus, read_golden
-from vx_eval.core.models.loading import Models, ModelSettings, PairScores
+from vx_eval.core.models.loading import Models, ModelSettings, ModelWork, PairScores
 from vx_eval.core.report.schema import Missing, TargetInfo
 from vx_eval.core.run.engine import OpenContext, Progress, Target, TargetDescription
 from vx_eval.core.run.units import document_of
@@ -42,12 +42,13 @@ def open_targets(
     *,
     build: bool = True,
     corpus: FileCorpus | None = None,
+    work: ModelWork | None = None,
 ) -> list[Target]:
     """Every target opened (indexed where the corpus asks: `corpus`, when the caller has read it already,
     else `run_corpus`); `golden`, when the caller has read it already, saves reading it again for a cut.
     With `build` False (a Dask worker: the run built every index first) the corpus is not read and the
-    targets only open what is there. A target that fails to open
-    closes those opened before it."""
+    targets only open what is there. `work`: where the models' work goes besides this process (the run's
+    cluster). A target that fails to open closes those opened before it."""
     config = experiment.config
     if corpus is None and build:
         corpus = run_corpus(experiment, stores, golden)
@@ -59,6 +60,7 @@ def open_targets(
         settings.embeddings,
         settings.endpoints,
         plugins.providers,
+        work,
     )
     targets: list[Target] = []
     try:
