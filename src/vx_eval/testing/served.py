@@ -3,7 +3,8 @@ hosted service can be reached.
 
 It speaks the documented wire formats of OpenAI's ``POST /v1/embeddings`` (float or base64 vectors, with
 ``usage``), Voyage's ``/v1/embeddings`` and ``/v1/rerank``, Cohere's ``/v2/embed`` and ``/v2/rerank``, and the
-Cohere-shaped ``/v1/rerank`` (``/rerank``) that Infinity, Jina and TEI's proxies answer, and computes with the
+Cohere-shaped ``/v1/rerank`` (``/rerank``) that Infinity, Jina and TEI's proxies answer, and OpenAI's
+``/v1/chat/completions`` as a grader (`GRADER_MODEL`: a judge's answer, one digit), and computes with the
 packaged models vx-eval runs in process (``all-MiniLM-L6-v2`` and ``ms-marco-MiniLM-L-6-v2``), so a setup
 through it must score exactly as the in-process one::
 
@@ -31,6 +32,19 @@ import numpy as np
 
 DENSE_MODEL = "all-MiniLM-L6-v2"
 RERANK_MODEL = "ms-marco-MiniLM-L-6-v2"
+GRADER_MODEL = "stand-in-grader"
+"""The chat model that answers ``/v1/chat/completions``: a grade 0–3 for the ``<question>`` and ``<passage>``
+of the last message, the reranker's logit cut at the cross-encoder judge's default points."""
+GRADER_CUTS = (-1.0, 5.7, 7.2)
+
+
+class _Listening(ThreadingHTTPServer):
+    """A backlog of connections as a service's: with the default of 5, more requests than that opening at
+    once (each request opens its own connection here) wait out a second of TCP retry, which is not latency
+    any real service adds."""
+
+    request_queue_size = 128
+    daemon_threads = True
 
 
 class ServedStandIn:
@@ -59,11 +73,12 @@ class ServedStandIn:
         self.refused = 0
         """Requests answered 429 by the storm."""
         self.texts: Counter[str] = Counter()
-        """Texts received per kind: ``embed`` (documents and questions) and ``rerank`` (passages)."""
+        """Texts received per kind: ``embed`` (documents and questions), ``rerank`` (passages), ``chat``
+        (completions asked)."""
         self.embedded: list[str] = []
         """Every text sent to be embedded, in order."""
         self.seen_headers: list[dict[str, str]] = []
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._server = _Listening(("127.0.0.1", 0), self._handler())
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
     @property
@@ -147,7 +162,35 @@ class ServedStandIn:
                 "meta": {"billed_units": {"search_units": 1}},
                 "usage": {"total_tokens": tokens},
             }
+        if path == "/v1/chat/completions":
+            return self._grade(body)
         return 404, {"message": f"no route {path}"}
+
+    def _grade(self, body: dict[str, Any]) -> tuple[int, Any]:
+        """A chat completion in OpenAI's format whose answer is a grade (see `GRADER_MODEL`)."""
+        import re
+
+        model = body.get("model")
+        if model != GRADER_MODEL:
+            return 404, {"error": {"message": f"model {model} not found", "type": "invalid_request_error"}}
+        said = str((body.get("messages") or [{}])[-1].get("content", ""))
+        question, passage = (re.search(rf"<{tag}>\n(.*?)\n</{tag}>", said, re.S) for tag in ("question", "passage"))
+        if question is None or passage is None:
+            answer = "I cannot grade this."
+        else:
+            logit = self._rerank(question[1], [passage[1]])[0]
+            answer = str(int(np.searchsorted(np.asarray(GRADER_CUTS), logit, side="right")))
+        with self._count_lock:
+            self.texts["chat"] += 1
+        usage = {"prompt_tokens": len(said.split()), "completion_tokens": 1, "total_tokens": len(said.split()) + 1}
+        return 200, {
+            "id": "stand-in",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": model,
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": answer}, "finish_reason": "stop"}],
+            "usage": usage,
+        }
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         server = self

@@ -355,6 +355,13 @@ def _worker_setups(config_path: str, config_sha: str, only: tuple[str, ...], ski
         return _OPENED[key]
 
 
+def _ready() -> None:
+    """On a worker: the plugins loaded (their imports take a second), as every task of a run needs them."""
+    from vx_eval.core.plugins import load_plugins
+
+    load_plugins()
+
+
 def _open_here(
     config_path: str, config_sha: str, only: tuple[str, ...], skip: tuple[str, ...]
 ) -> tuple[str, list[ServedUsage]]:
@@ -434,6 +441,7 @@ class DaskExecutor:
             self.client = Client(self.cluster)
         else:
             self.client = Client(self.address)
+        self.client.run(_ready)  # each worker loads the plugins now, once, not in the run's first task
         self.opened = False
         self.sent = WorkerCounts()
 

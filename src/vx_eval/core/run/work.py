@@ -78,6 +78,7 @@ _IN_PROCESS = threading.Semaphore(1)
 """One in-process model batch at a time in a worker process, whatever tasks it runs at once: its threads
 setting is what the machine was sized for."""
 _JUDGES: dict[tuple[str, str], Judge] = {}
+_SLOTS: dict[tuple[str, str], threading.Semaphore] = {}
 
 
 @dataclass(frozen=True)
@@ -101,15 +102,24 @@ def embed_task(recipe: ModelsRecipe, name: str, kind: str, slices: list[list[str
     `concurrency` slices at once for a served model, one at a time for an in-process one."""
     models = recipe.models()
     encoder = models.get(name, kind)
-    if name in recipe.endpoints and concurrency > 1 and len(slices) > 1:
+    if name in recipe.endpoints:
+        slots = _served_slots(recipe.run, name, concurrency)
+
+        def one(texts: list[str]) -> Any:
+            with slots:  # the endpoint's `concurrency` in flight in this worker, whatever tasks overlap
+                return encoder.encode_documents(texts)
+
         with ThreadPoolExecutor(max_workers=min(concurrency, len(slices)), thread_name_prefix="vx-embed") as pool:
-            values = list(pool.map(encoder.encode_documents, slices))
-    elif name in recipe.endpoints:
-        values = [encoder.encode_documents(s) for s in slices]
+            values = list(pool.map(one, slices))
     else:
         with _IN_PROCESS:
             values = [encoder.encode_documents(s) for s in slices]
     return Done(values, _worker(), models.usage())
+
+
+def _served_slots(run: str, name: str, concurrency: int) -> threading.Semaphore:
+    with _WORKER_LOCK:
+        return _SLOTS.setdefault((run, name), threading.Semaphore(max(1, concurrency)))
 
 
 def grade_task(recipe: ModelsRecipe, judge: str, settings: BaseModel | None, pairs: list[tuple[str, str]]) -> Done:
@@ -129,7 +139,8 @@ def grade_task(recipe: ModelsRecipe, judge: str, settings: BaseModel | None, pai
 @dataclass
 class ClusterWork:
     """The driver's side: model work sent to a Dask client's workers as tasks, at most `ahead` tasks a worker
-    submitted at once, answers given back as they finish; each answer's served counts kept on `models`."""
+    submitted at once (one waiting while one runs: no worker idles between tasks), answers given back as they
+    finish; each answer's served counts kept on `models`."""
 
     client: Any
     workers: int
@@ -153,9 +164,7 @@ class ClusterWork:
         def task(start: int) -> tuple[Any, ...]:
             return (embed_task, recipe, name, kind, list(slices[start : start + per_task]), concurrency)
 
-        # a served task's requests are in flight at once: one task a worker keeps each within `concurrency`
-        ahead = self.workers if served else self.workers * self.ahead
-        for start, done in self._stream(starts, task, ahead):
+        for start, done in self._stream(starts, task, self.workers * self.ahead):
             models.absorb(f"{done.worker} model work", done.usage)
             yield from enumerate(done.values, start)
 
