@@ -84,3 +84,34 @@ def test_progress_is_plain_lines_with_the_time_left_where_the_output_is_not_a_te
     assert lines[1].startswith("Writing (local): 1/4 (25%)") and "left" in lines[1]
     assert lines[-1].startswith("Writing (local): 4/4 (100%)") and lines[-1].endswith("done")
     assert "━" not in out.getvalue()  # no bar drawn into a log
+
+
+def test_every_stage_of_a_run_says_how_far_it_is_in_plain_lines(project, plugins):
+    """Indexing, embedding per model, the graph, searching and judging each start, count and end in the log."""
+    import io
+
+    from rich.console import Console
+
+    from vx_eval.core.config.experiment import load_config
+    from vx_eval.core.run.pipeline import RunOptions, run_experiment
+    from vx_eval.display import RichProgress
+
+    path = project.write_config(
+        targets=[
+            {
+                "name": "Local",
+                "engine": "sqlite",
+                "options": {"path": ".vx/graph.db", "mode": "graph", "dense_models": ["minilm"]},
+            }
+        ],
+        evaluation={"metrics": ["found@10"], "depth": 10, "judge": "cross-encoder"},
+        models={"embeddings": ".vx/embeddings.db", "scores": ".vx/scores.db"},
+    )
+    out = io.StringIO()
+    with RichProgress(Console(file=out, width=100), every=0) as progress:
+        run_experiment(load_config(path, plugins), plugins, RunOptions(save=False, progress=progress))
+    lines = out.getvalue().splitlines()
+    for stage in ("Indexing Local", "Embedding Local · MiniLM", "Graph Local · entities", "Searching", "Judging"):
+        said = [line for line in lines if line.startswith(stage)]
+        assert said, (stage, lines)
+        assert "started" in said[0] and said[-1].endswith("done"), said

@@ -62,7 +62,8 @@ def build_index(
             if settings["late_model"]:
                 _late(db, cache, settings["late_model"], bodies, context)
             if settings["graph"]:
-                df, edges = graph.build((row + 1, body) for row, body in enumerate(bodies))
+                advance = context.progress.start(f"Graph {context.target_name} · entities", len(bodies))
+                df, edges = graph.build(((row + 1, body) for row, body in enumerate(bodies)), advance)
                 db.executemany("INSERT INTO entities VALUES (?, ?)", df.items())
                 db.executemany("INSERT INTO chunk_entities VALUES (?, ?)", edges)
             meta = {

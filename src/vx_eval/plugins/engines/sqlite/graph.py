@@ -18,7 +18,7 @@ import itertools
 import math
 import re
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from vx_eval.plugin import STOPWORDS, WORD
 
@@ -52,9 +52,17 @@ def entities_of(text: str) -> set[str]:
     return found
 
 
-def build(chunks: Iterable[tuple[int, str]]) -> tuple[dict[str, int], list[tuple[int, str]]]:
-    """Document frequency of each kept entity, and the (chunk, entity) edges."""
-    per_chunk = [(row, entities_of(text)) for row, text in chunks]
+def build(
+    chunks: Iterable[tuple[int, str]], advance: Callable[[int], None] = lambda n: None
+) -> tuple[dict[str, int], list[tuple[int, str]]]:
+    """Document frequency of each kept entity, and the (chunk, entity) edges; `advance` told per 500 chunks."""
+    per_chunk = []
+    for row, text in chunks:
+        per_chunk.append((row, entities_of(text)))
+        if len(per_chunk) % 500 == 0:
+            advance(500)
+    if len(per_chunk) % 500:
+        advance(len(per_chunk) % 500)
     df = Counter(e for _, found in per_chunk for e in found)
     limit = max(MIN_CHUNKS, int(MAX_SHARE * len(per_chunk)))
     kept = {e: n for e, n in df.items() if MIN_CHUNKS <= n <= limit}
