@@ -32,6 +32,7 @@ SDK = [
     "DENSE",
     "DENSE_PREFIX",
     "FUSION",
+    "GPU_BATCH",
     "GRAPH",
     "HYBRID",
     "KEYWORD",
@@ -122,6 +123,7 @@ SDK = [
     "is_uri",
     "local_folder",
     "maxsim",
+    "onnx_providers",
     "owned_by_this_process",
     "prepare",
     "query_terms",
@@ -134,6 +136,7 @@ SDK = [
     "sweep",
     "sweep_building",
     "token_matrices",
+    "torch_device",
 ]
 
 

@@ -179,7 +179,9 @@ def draft_rows(
         answers=config_models.scores.with_name("answers.db"),
         models=Models(
             plugins.models,
-            ModelSettings(threads=config_models.threads, max_tokens=config_models.passage_tokens),
+            ModelSettings(
+                threads=config_models.threads, max_tokens=config_models.passage_tokens, device=config_models.device
+            ),
             embeddings=config_models.embeddings,
             endpoints=config_models.endpoints,
             providers=plugins.providers,

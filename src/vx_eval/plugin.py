@@ -70,6 +70,7 @@ from vx_eval.core.models.cache import KeyedCache
 from vx_eval.core.models.endpoints import Billed, Embedded, Failure, InputType, ModelEndpoint, Provider, Reranked
 from vx_eval.core.models.loading import (
     DENSE,
+    GPU_BATCH,
     LATE,
     RERANKER,
     CrossEncoder,
@@ -83,6 +84,8 @@ from vx_eval.core.models.loading import (
     PairScores,
     RerankerModel,
     maxsim,
+    onnx_providers,
+    torch_device,
 )
 from vx_eval.core.plugins import Registry
 from vx_eval.core.run.engine import (
@@ -126,6 +129,7 @@ __all__ = [
     "DENSE",
     "DENSE_PREFIX",
     "FUSION",
+    "GPU_BATCH",
     "GRAPH",
     "HYBRID",
     "KEYWORD",
@@ -216,6 +220,7 @@ __all__ = [
     "is_uri",
     "local_folder",
     "maxsim",
+    "onnx_providers",
     "owned_by_this_process",
     "prepare",
     "query_terms",
@@ -228,4 +233,5 @@ __all__ = [
     "sweep",
     "sweep_building",
     "token_matrices",
+    "torch_device",
 ]

@@ -99,3 +99,58 @@ def test_a_hub_model_id_on_a_machine_without_the_hub_fails_at_once_with_what_to_
     assert f"127.0.0.1:{port}" in message and "empty-cache" in message and "minilm, bge-small" in message
     assert minilm.hub_reachable() == minilm.hub_reachable()  # asked once, remembered
     minilm.hub_reachable.cache_clear()
+
+
+def test_models_run_where_models_device_says(plugins, monkeypatch):
+    """auto is the CPU on a machine without a GPU (and CUDA where torch or onnxruntime sees one); a CUDA device
+    that is not there is refused in one line saying what to do. Where torch sees a GPU, auto takes it."""
+    import onnxruntime
+    import torch
+
+    from vx_eval.core.models.loading import check_device, onnx_providers, torch_device
+
+    here = "cuda" if torch.cuda.is_available() else "cpu"
+    assert Models(plugins.models, ModelSettings(device="auto")).get("minilm", DENSE).device == here
+    assert torch_device(ModelSettings(device="cpu")) == "cpu"
+    has_cuda = "CUDAExecutionProvider" in onnxruntime.get_available_providers()
+    assert onnx_providers(ModelSettings(device="cpu")) == ["CPUExecutionProvider"]
+    assert onnx_providers(ModelSettings(device="auto"))[-1] == "CPUExecutionProvider"
+    assert len(onnx_providers(ModelSettings(device="auto"))) == (2 if has_cuda else 1)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 0)
+    monkeypatch.setattr(onnxruntime, "get_available_providers", lambda: ["CPUExecutionProvider"])
+    assert torch_device(ModelSettings(device="auto")) == "cpu"
+    with pytest.raises(
+        ModelError, match=r"models.device is cuda:1, but torch sees 0 CUDA devices .*device: auto or cpu"
+    ):
+        torch_device(ModelSettings(device="cuda:1"))
+    with pytest.raises(
+        ModelError, match=r"models.device is cuda, but onnxruntime .* has no CUDA provider.*onnxruntime-gpu"
+    ):
+        onnx_providers(ModelSettings(device="cuda"))
+
+
+def test_a_gpu_batch_that_does_not_fit_is_halved_until_it_does(plugins):
+    """On a GPU the encoder starts at GPU_BATCH texts at once and halves it after each out-of-memory error;
+    any other error is raised as it is."""
+    encoder = Models(plugins.models, ModelSettings(device="cpu")).get("minilm", DENSE)
+    tried: list[int] = []
+    real, before = encoder.model.encode, encoder.batch
+
+    def tight(texts, batch_size, **kwargs):
+        tried.append(batch_size)
+        if batch_size > 64:
+            raise RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB")
+        return real(texts, batch_size=batch_size, **kwargs)
+
+    encoder.batch = 256
+    encoder.model.encode = tight
+    try:
+        assert encoder.encode_documents(DOCS).shape == (3, 384)
+        assert tried == [256, 128, 64] and encoder.batch == 64
+        encoder.model.encode = lambda *a, **k: (_ for _ in ()).throw(RuntimeError("shape mismatch"))
+        with pytest.raises(RuntimeError, match="shape mismatch"):
+            encoder.encode_documents(DOCS)
+    finally:
+        encoder.model.encode = real
+        encoder.batch = before

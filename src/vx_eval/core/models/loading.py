@@ -169,6 +169,69 @@ class ModelSettings:
     max_tokens: int = 512
     """The cross-encoder's (question, passage) length in tokens (`models.passage_tokens`); document encoders
     keep their own (bge-small 512), so this never shortens what the dense index holds."""
+    device: str = "auto"
+    """Where in-process models run (`models.device`): ``auto`` (a CUDA GPU where torch or onnxruntime sees
+    one, else the CPU), ``cpu``, ``cuda`` or ``cuda:N``."""
+
+
+GPU_BATCH = 256
+"""Texts a GPU encodes at once to start with (halved after each out-of-memory error until they fit)."""
+
+
+def torch_device(settings: ModelSettings) -> str:
+    """The torch device for `settings.device`: ``auto`` is CUDA where torch sees a GPU, else the CPU; a
+    named CUDA device torch cannot see is refused in one line."""
+    import torch
+
+    wanted = settings.device
+    if wanted == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if wanted.startswith("cuda"):
+        index = int(wanted.partition(":")[2] or 0)
+        if not torch.cuda.is_available() or index >= torch.cuda.device_count():
+            raise ModelError(
+                f"models.device is {wanted}, but torch sees {torch.cuda.device_count()} CUDA devices "
+                f"(torch {torch.__version__}); use device: auto or cpu, or install a CUDA build of torch"
+            )
+    return wanted
+
+
+def check_device(settings: ModelSettings) -> None:
+    """Refuse, before any work, a CUDA device that neither torch nor onnxruntime can use (each model still
+    checks its own runtime when it loads)."""
+    if not settings.device.startswith("cuda"):
+        return
+    problems = []
+    for check in (torch_device, onnx_providers):
+        try:
+            check(settings)
+            return
+        except ModelError as exc:
+            problems.append(str(exc).split(";")[0].removeprefix(f"models.device is {settings.device}, but "))
+        except ImportError:
+            continue
+    raise ModelError(
+        f"models.device is {settings.device}, but {' and '.join(problems) or 'no model runtime is installed'}; "
+        "use device: auto or cpu, or install a CUDA build of torch or onnxruntime-gpu"
+    )
+
+
+def onnx_providers(settings: ModelSettings) -> list[str | tuple[str, dict[str, str]]]:
+    """onnxruntime's execution providers for `settings.device`: its CUDA provider first where asked (or, with
+    ``auto``, where the installed onnxruntime has one), the CPU always last."""
+    import onnxruntime as ort
+
+    wanted = settings.device
+    has_cuda = "CUDAExecutionProvider" in ort.get_available_providers()
+    if wanted.startswith("cuda") and not has_cuda:
+        raise ModelError(
+            f"models.device is {wanted}, but onnxruntime {ort.__version__} has no CUDA provider; use device: "
+            "auto or cpu, or install onnxruntime-gpu"
+        )
+    if wanted == "cpu" or not has_cuda:
+        return ["CPUExecutionProvider"]
+    device_id = wanted.partition(":")[2] or "0"
+    return [("CUDAExecutionProvider", {"device_id": device_id}), "CPUExecutionProvider"]
 
 
 def maxsim(query: np.ndarray, documents: Sequence[np.ndarray]) -> np.ndarray:

@@ -10,7 +10,7 @@ from vx_eval.core.config.experiment import Experiment
 from vx_eval.core.errors import redact
 from vx_eval.core.golden.files import GoldenSet
 from vx_eval.core.golden.sources import FileCorpus, read_corpus, read_golden
-from vx_eval.core.models.loading import Models, ModelSettings, ModelWork, PairScores
+from vx_eval.core.models.loading import Models, ModelSettings, ModelWork, PairScores, check_device
 from vx_eval.core.report.schema import Missing, TargetInfo
 from vx_eval.core.run.engine import OpenContext, Progress, Target, TargetDescription
 from vx_eval.core.run.units import document_of
@@ -53,9 +53,10 @@ def open_targets(
     if corpus is None and build:
         corpus = run_corpus(experiment, stores, golden)
     settings = config.models
+    check_device(ModelSettings(device=settings.device))  # a GPU that is not there: refused before any work
     models = Models(
         plugins.models,
-        ModelSettings(settings.threads, settings.batch_size, settings.passage_tokens),
+        ModelSettings(settings.threads, settings.batch_size, settings.passage_tokens, settings.device),
         PairScores(settings.scores),
         settings.embeddings,
         settings.endpoints,

