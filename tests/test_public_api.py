@@ -123,6 +123,7 @@ SDK = [
     "is_uri",
     "local_folder",
     "maxsim",
+    "one_blas_thread",
     "onnx_providers",
     "owned_by_this_process",
     "prepare",

@@ -84,6 +84,7 @@ from vx_eval.core.models.loading import (
     PairScores,
     RerankerModel,
     maxsim,
+    one_blas_thread,
     onnx_providers,
     torch_device,
 )
@@ -220,6 +221,7 @@ __all__ = [
     "is_uri",
     "local_folder",
     "maxsim",
+    "one_blas_thread",
     "onnx_providers",
     "owned_by_this_process",
     "prepare",

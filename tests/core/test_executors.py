@@ -115,8 +115,8 @@ def test_a_dask_cluster_embeds_the_corpus_and_grades_the_pool_on_its_workers(
     project, plugins, dask_cluster, monkeypatch
 ):
     """The corpus is embedded through a served model and the judge's pool graded by the workers: the vectors
-    kept are byte for byte a serial run's, the measures (judged grades included) the same, and every request
-    the workers sent is in the report's count of what was sent."""
+    kept are byte for byte a serial run's, the measures (judged grades included) the same, every request the
+    workers sent is in the report's count of what was sent, and a second run embeds and grades nothing again."""
     monkeypatch.setenv(ENV, KEY)
     with ServedStandIn(key=KEY) as server:
         served = {"provider": "openai", "model": DENSE_MODEL, "base_url": server.url + "/v1"}
@@ -148,6 +148,16 @@ def test_a_dask_cluster_embeds_the_corpus_and_grades_the_pool_on_its_workers(
             RunOptions(save=False, executor="dask", address=dask_cluster),
         ).report
         sent = server.requests
+        server.embedded.clear()
+        again = run_experiment(
+            load_config(config("cluster"), plugins),
+            plugins,
+            RunOptions(save=False, executor="dask", address=dask_cluster),
+        ).report
+        resent = list(server.embedded)
+    # a second run on the cluster embeds no chunk again (each is "title\ntext"; it sends its questions only)
+    assert resent and all("\n" not in text for text in resent)
+    assert again.judge is not None and again.judge.asked == 0  # and every grade comes from the cache
     assert _cache_rows(project / ".vx/cluster/embeddings.db") == _cache_rows(project / ".vx/serial/embeddings.db")
     assert measures(distributed.model_dump(mode="json")) == measures(serial.model_dump(mode="json"))
     assert distributed.judge is not None and distributed.judge.asked == serial.judge.asked > 0

@@ -128,6 +128,12 @@ def test_models_run_where_models_device_says(plugins, monkeypatch):
         ModelError, match=r"models.device is cuda, but onnxruntime .* has no CUDA provider.*onnxruntime-gpu"
     ):
         onnx_providers(ModelSettings(device="cuda"))
+    with pytest.raises(
+        ModelError,
+        match=r"^models.device is cuda:0, but torch sees 0 CUDA devices .* and onnxruntime .* has no CUDA provider; use device: auto or cpu",
+    ):
+        check_device(ModelSettings(device="cuda:0"))  # what a run says before it opens its targets
+    check_device(ModelSettings(device="auto"))
 
 
 def test_a_gpu_batch_that_does_not_fit_is_halved_until_it_does(plugins):
@@ -154,3 +160,22 @@ def test_a_gpu_batch_that_does_not_fit_is_halved_until_it_does(plugins):
     finally:
         encoder.model.encode = real
         encoder.batch = before
+
+
+def test_a_search_scores_on_one_blas_thread_and_leaves_the_setting_as_it_found_it():
+    """numpy's BLAS threads would fight a model's still-spinning threads right after it encoded a question
+    (measured: 103 ms against 17 + 0.4 ms apart): the engines' scoring runs on one, and the process's own
+    setting is back after it."""
+    from threadpoolctl import threadpool_info
+
+    from vx_eval.core.models.loading import one_blas_thread
+
+    def blas() -> list[int]:
+        return [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
+
+    before = blas()
+    assert before  # numpy's own BLAS at least
+    with one_blas_thread():
+        assert set(blas()) == {1}
+        scores = maxsim(np.ones((2, 4), np.float32), [np.ones((3, 4), np.float32)])
+    assert blas() == before and scores.tolist() == [8.0]

@@ -444,13 +444,17 @@ class DaskExecutor:
         self.client.run(_ready)  # each worker loads the plugins now, once, not in the run's first task
         self.opened = False
         self.sent = WorkerCounts()
+        self.work: ClusterWork | None = None
 
     def model_work(self) -> ClusterWork:
-        """The run's model work (embedding, judging) on this cluster's workers (`core.run.work`)."""
+        """The run's model work (embedding, judging) on this cluster's workers (`core.run.work`): one for the
+        run, so its workers make the run's models once."""
         from vx_eval.core.run.work import ClusterWork
 
-        workers = len(self.client.scheduler_info().get("workers", {})) or self.workers
-        return ClusterWork(self.client, workers)
+        if self.work is None:
+            workers = len(self.client.scheduler_info().get("workers", {})) or self.workers
+            self.work = ClusterWork(self.client, workers)
+        return self.work
 
     def run(self, work: Work, unit_of: UnitOf, advance: Callable[[int], None]) -> Iterator[tuple[str, int, Part]]:
         """Every (setup, shard) task submitted at once; parts given back as they finish, in any order."""

@@ -66,8 +66,12 @@ class ModelsRecipe:
                     plugins.models, self.settings, endpoints=dict(self.endpoints), providers=plugins.providers
                 )
                 _WORKER_MODELS[self.run] = made
-                while len(_WORKER_MODELS) > _KEPT_RUNS:  # the oldest run's served counters let go
-                    _WORKER_MODELS.pop(next(iter(_WORKER_MODELS)))
+                while len(_WORKER_MODELS) > _KEPT_RUNS:  # the oldest run's counters, judges and bounds let go
+                    oldest = next(iter(_WORKER_MODELS))
+                    del _WORKER_MODELS[oldest]
+                    for kept in (_JUDGES, _SLOTS):
+                        for key in [k for k in kept if k[0] == oldest]:
+                            del kept[key]
             return made
 
 

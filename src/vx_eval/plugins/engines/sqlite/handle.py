@@ -26,6 +26,7 @@ from vx_eval.plugin import (
     Query,
     dequantize,
     maxsim,
+    one_blas_thread,
 )
 from vx_eval.plugins.engines.sqlite.graph import EntityGraph
 from vx_eval.plugins.engines.words import fts_search
@@ -119,7 +120,8 @@ class SqliteHandle:
 
     def _dense(self, model: str, text: str, k: int) -> list[Hit]:
         vector = self.models.get(model, DENSE).encode_queries([text])[0]
-        scores = self.dense[model] @ vector
+        with one_blas_thread():  # the model's threads may still spin: two BLAS threads would fight them
+            scores = self.dense[model] @ vector
         k = min(k, len(scores))
         top = np.argpartition(-scores, k - 1)[:k] if k < len(scores) else np.arange(len(scores))
         top = top[np.lexsort((top, -scores[top]))]
