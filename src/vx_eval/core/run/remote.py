@@ -13,6 +13,7 @@ timeout may have happened. `create` treats "already exists" after such a retry a
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -59,6 +60,8 @@ class RemotePolicy:
     """Calls made (tries included): a bound tests can read."""
     retried: int = 0
     """Tries after a transient failure."""
+    _counting: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False, compare=False)
+    """Calls run in many threads at once (concurrent embedding, the thread executor): counts are locked."""
 
     def __call__(self, what: str, call: Callable[[], T], *, expected: tuple[type[BaseException], ...] = ()) -> T:
         """`call()`, under the policy; `what` says in words what it does ("creating index x"). Errors of the
@@ -72,7 +75,8 @@ class RemotePolicy:
     def _run(self, what: str, call: Callable[[], T], *, create: bool, expected: tuple[type[BaseException], ...]) -> T:
         wait, retried = self.backoff, False
         for attempt in range(self.retries + 1):
-            self.calls += 1
+            with self._counting:
+                self.calls += 1
             try:
                 return call()
             except expected:
@@ -89,7 +93,8 @@ class RemotePolicy:
                 if not (self.transient(exc) or self.unreachable(exc)) or last:
                     raise self._error(what, exc, attempt + 1) from None
                 retried = True
-                self.retried += 1
+                with self._counting:
+                    self.retried += 1
                 asked = self.retry_after(exc)
                 self.sleep(min(max(wait, asked), self.max_retry_after) if asked is not None else wait)
                 wait = min(wait * 2, self.max_wait)
