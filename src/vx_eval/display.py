@@ -376,6 +376,8 @@ def show_run(console: Console, report: Report, location: str | None, *, wide: bo
         console.print(line, highlight=False)
     if report.picking and report.picking.sure:
         console.print(f"[yellow]how sure:[/] {escape(report.picking.sure)}", highlight=False)
+    if report.picking and report.picking.judge_sure:
+        console.print(f"[yellow]under the judge:[/] {escape(report.picking.judge_sure)}", highlight=False)
     for line in neighbour_lines(report):
         console.print(line, highlight=False)
     detectable = report.detectable_difference

@@ -157,3 +157,75 @@ def test_judge_options_are_checked_before_anything_runs(project, plugins):
     )
     with pytest.raises(VxEvalError, match="three rising logits"):
         run_experiment(load_config(config, plugins), plugins, RunOptions(save=False))
+
+
+def _noise_case(confusion):
+    """Two setups over four questions that differ only where the judge graded: setup a finds the passage the
+    judge graded 2, setup b the two it graded 1 (neither finds the one people graded), so a leads on the
+    judge's grades, and under a judge whose grades tell nothing of people's, b may as well."""
+    from vx_eval.core.judging.noise import judge_noise
+    from vx_eval.core.report.views import MeasuredAgreement
+    from vx_eval.core.run.engine import Setup
+    from vx_eval.core.run.search import SetupRun
+
+    human = [Question(id=f"q{i}", question=f"question {i}", expected=(), grades={"h": 3}) for i in range(4)]
+    merged = [with_judged_grades(q, {"x": 2, "y": 1, "z": 1}) for q in human]
+
+    def run(key, ranked):
+        setup = Setup(key=key, target="t", engine="e", method=key, label=key, run=lambda text, k: [])
+        return SetupRun(setup, results=[[(u, 1.0 - n / 10) for n, u in enumerate(ranked)] for _ in human])
+
+    runs = [run("a", ["x"]), run("b", ["y", "z"])]
+    agreement = MeasuredAgreement(confusion=confusion, pairs=sum(map(sum, confusion)), kappa_quadratic=0.5)
+    return judge_noise(runs, merged, human, ["a", "b"], "ndcg@10", agreement, depth=10, draws=100)
+
+
+def test_how_sure_a_pick_is_under_the_judge_follows_its_measured_agreement_with_people():
+    """A judge people agree with keeps the pick (it leads in every redraw); a judge whose grades say nothing of
+    people's (every column alike) leaves the two setups apart only by chance: not sure, and said so."""
+    from vx_eval.core.judging.noise import noise_words, people_given_judge
+
+    faithful = [[1000, 0, 0, 0], [0, 1000, 0, 0], [0, 0, 1000, 0], [0, 0, 0, 1000]]
+    column = people_given_judge(faithful)
+    assert column.shape == (4, 4) and column[2, 2] > 0.99 and abs(column[:, 1].sum() - 1) < 1e-9
+    sure = _noise_case(faithful)
+    assert sure is not None and sure.sure and sure.leads["a"] >= 0.95
+    assert noise_words(sure, "a").startswith("the pick holds under the judge")
+    blind = _noise_case([[10, 10, 10, 10]] * 4)
+    assert blind is not None and not blind.sure and 0 < blind.leads["a"] < 0.95 and blind.leads["b"] > 0
+    said = noise_words(blind, "a")
+    assert said.startswith("not sure under the judge") and "cannot be told apart" in said and "b in" in said
+    assert _noise_case([]) is None  # no confusion matrix measured: nothing to redraw from
+
+
+def test_after_a_judge_check_a_judged_run_says_how_sure_its_pick_is_under_the_judge(project, capsys):
+    """The check keeps its confusion matrix; a later run graded by the same judge redraws the judge's grades
+    from it and says, on the terminal, in the report and on the page, how often the leaders lead."""
+    from ..test_cli import call
+
+    write_jsonl(
+        project / "golden.jsonl",
+        [*GOLDEN, {"id": "u1", "question": "How much is a wire abroad?", "reference": "35 dollars"}],
+    )
+    config = project.write_config(
+        targets=[{"name": "Local", "engine": "sqlite", "options": {"path": ".vx/two.db", "dense_models": ["minilm"]}}],
+        evaluation={"metrics": ["found@10", "ndcg@10"], "depth": 20, "judge": "cross-encoder"},
+        models={"threads": 1, "scores": str(project / "scores.db"), "embeddings": str(project / "embeddings.db")},
+    )
+    code, out, err = call(capsys, "judge", "check", str(config), "--judge", "cross-encoder", "--json")
+    assert code == 0, err
+    confusion = json.loads(out)["agreement"]["confusion"]
+    page = project / "page.html"
+    code, out, err = call(capsys, "run", str(config), "--json", "--html", str(page))
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["judge"]["agreement"]["confusion"] == confusion
+    noise = report["picking"]["judge_noise"]
+    assert noise["draws"] == 200 and abs(sum(noise["leads"].values()) - 1) < 0.01
+    assert next(iter(noise["leads"])) == report["picks"]["finds_the_most"]  # the pick first
+    assert noise["sure"] == (noise["leads"][report["picks"]["finds_the_most"]] >= 0.95)
+    assert report["picking"]["judge_sure"] in page.read_text().replace("&#39;", "'")
+    code, out, err = call(capsys, "run", str(config))
+    assert "under the judge:" in out and (
+        "holds under the judge" in out or "cannot be told apart" in " ".join(out.split())
+    )

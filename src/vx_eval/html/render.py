@@ -275,6 +275,7 @@ def render_page(
             measures=[meaning(m) for m in measures_shown(report)[1:]],
             picking_note=report.picking.note if report.picking else None,
             picking_sure=report.picking.sure if report.picking else None,
+            judge_sure=report.picking.judge_sure if report.picking else None,
             circular_note=circular_note(report),
             scatter=_scatter(report, views, deciding),
             deciding_meaning=meaning(deciding),

@@ -182,6 +182,7 @@ def keep_check(stores: Stores, save_to: str, check: JudgeCheck) -> str:
         golden=check.golden.source.replace("\\", "/").rsplit("/", 1)[-1],
         golden_sha256=check.golden.sha256,
         checked_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        confusion=check.agreement.confusion,
     )
     where = join(save_to, CHECKS, f"{judge_identity(check.judge)}.json")
     stores.write(where, measured.model_dump_json(indent=1).encode())

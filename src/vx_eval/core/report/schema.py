@@ -23,6 +23,7 @@ from vx_eval.core.report.views import (
     Headroom,
     Interval,
     JudgeInfo,
+    JudgeNoise,
     TieView,
     Tuning,
 )
@@ -278,6 +279,11 @@ class Picking(Frozen):
     sure: str | None = None
     """Said when a paired test cannot tell the leader from the setup ranked next: the pick is one of those
     level within the noise, not a winner, and about how many questions would tell them apart."""
+    judge_noise: JudgeNoise | None = None
+    """Where a judge gave grades and its agreement with people was measured: how often each leader leads
+    with the judge's grades redrawn as people would likely have given them."""
+    judge_sure: str | None = None
+    """That, in words: the pick holds under the judge, or the judge cannot tell the leaders apart."""
 
 
 PICK_NAMES = ("finds_the_most", "best_for_balance", "best_for_time")

@@ -194,6 +194,23 @@ class MeasuredAgreement(Frozen):
     """The golden file it was measured on (its name) and that file's sha256."""
     golden_sha256: str = ""
     checked_at: str = ""
+    confusion: list[list[int]] = Field(default_factory=list)
+    """The pairs by people's grade (rows 0-3) and the judge's (columns): how sure a pick is under the judge
+    (`core.judging.noise`) is read from it."""
+
+
+class JudgeNoise(Frozen):
+    """How often each leader leads when the judge's grades are redrawn as people would likely have given
+    them (from the judge's measured confusion with people): see `core.judging.noise`."""
+
+    measure: str
+    draws: int
+    leads: dict[str, float]
+    """Setup key: the share of draws it led in (the pick first)."""
+    sure: bool
+    """The pick led in 95% of the draws or more."""
+    kappa: float | None = None
+    pairs: int = 0
 
 
 class JudgeInfo(Frozen):

@@ -16,6 +16,7 @@ from vx_eval.core.golden.files import GoldenSet, Question
 from vx_eval.core.golden.sources import read_golden
 from vx_eval.core.judging.check import measured
 from vx_eval.core.judging.grading import GradeCache, judge_maker, judge_run
+from vx_eval.core.judging.noise import judge_noise, noise_words
 from vx_eval.core.measures import metrics
 from vx_eval.core.report import assembly
 from vx_eval.core.report.saving import check_run_id, new_run_id, provenance, save_report
@@ -240,6 +241,40 @@ def _tune(
     return extra, Tuning(folds=tune.folds, hybrids=infos)
 
 
+def _judged_ranking(
+    ranked: ranking.Ranking,
+    runs: list[SetupRun],
+    questions: list[Question],
+    golden: GoldenSet,
+    judged: JudgeInfo | None,
+    settings: Settings,
+) -> ranking.Ranking:
+    """The ranking with how sure its pick is under the judge, where a judge graded and its agreement with
+    people was measured (`core.judging.noise`): the leader and the setups level with it (or, where none is,
+    the one ranked next) scored again with the judge's grades redrawn."""
+    best = ranked.picks.finds_the_most
+    if judged is None or judged.agreement is None or best is None:
+        return ranked
+    level = [s.key for s in ranked.setups if s.tied_with_best and s.key != best and s.key not in judged.circular]
+    following = [s.key for s in ranked.setups if s.key != best and s.pickable and s.key not in judged.circular]
+    contenders = [best, *(level or following[:1])]
+    noise = judge_noise(
+        runs,
+        questions,
+        golden.questions,
+        contenders,
+        ranked.picking.measure,
+        judged.agreement,
+        settings.depth,
+        settings.relevance_threshold,
+        seed=settings.seed,
+    )
+    if noise is None:
+        return ranked
+    picking = ranked.picking.model_copy(update={"judge_noise": noise, "judge_sure": noise_words(noise, best)})
+    return dataclasses.replace(ranked, picking=picking)
+
+
 def run_experiment(experiment: Experiment, plugins: Plugins, options: RunOptions | None = None) -> RunResult:
     """Everything `vx-eval run` does, without printing: returns the report and where it was saved."""
     options = options or RunOptions()
@@ -291,6 +326,7 @@ def run_experiment(experiment: Experiment, plugins: Plugins, options: RunOptions
         executor.close()
 
     results += tuned
+    ranked = ranking.rank(results, settings, judged.circular if judged else ())
     outcome = assembly.Outcome(
         run_id=checkpoints.run_id if checkpoints else new_run_id(started),
         started=started,
@@ -300,7 +336,7 @@ def run_experiment(experiment: Experiment, plugins: Plugins, options: RunOptions
         targets=described,
         missing=missing,
         settings=settings,
-        ranking=ranking.rank(results, settings, judged.circular if judged else ()),
+        ranking=_judged_ranking(ranked, runs, questions, golden, judged, settings),
         judge=judged,
         provenance=provenance(plugins, {name: t.models for name, t in described.items()}, served),
         tuning=tuning_info,

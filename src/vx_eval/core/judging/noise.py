@@ -1,0 +1,123 @@
+"""How sure a pick is under a judge: the leaders' order, redrawn with the judge's measured disagreement.
+
+A paired test (`core.run.ranking.how_sure`) says whether the questions tell the leader from the rest, taking
+the grades as true. Where a judge gave grades, they are not: `vx-eval judge check` measured how its grades
+stand against people's (the confusion matrix: people's grade by the judge's). From it, each grade the judge
+gave is a draw of the grade a person would likely have given (people's grades in that column of the matrix,
+with half a pair added to every cell so that no grade is ruled out by a small check); the leaders are scored
+again on the measure that decided the picks, `DRAWS` times, and the report says in what share of the draws
+each leads. Where the leader leads in fewer than `SURE` of them, the judge cannot tell the leaders apart.
+Human grades are never redrawn.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from vx_eval.core.golden.files import Question
+from vx_eval.core.judging.grading import GRADES
+from vx_eval.core.report.views import JudgeNoise, MeasuredAgreement
+
+if TYPE_CHECKING:
+    from vx_eval.core.run.search import SetupRun
+
+DRAWS = 200
+SURE = 0.95
+"""The share of draws the leader must lead in for the pick to hold under the judge."""
+PRIOR = 0.5
+"""Added to every cell of the confusion matrix: a small check rules no grade out."""
+
+
+def people_given_judge(confusion: Sequence[Sequence[int]]) -> np.ndarray:
+    """P(people's grade | the judge's grade), one column per judge grade, from the check's confusion matrix
+    (rows people's grades 0-3, columns the judge's)."""
+    counts = np.asarray(confusion, dtype=float) + PRIOR
+    result: np.ndarray = counts / counts.sum(axis=0, keepdims=True)
+    return result
+
+
+def judge_noise(
+    runs: Sequence[SetupRun],
+    questions: Sequence[Question],
+    human: Sequence[Question],
+    contenders: Sequence[str],
+    measure: str,
+    agreement: MeasuredAgreement,
+    depth: int,
+    threshold: int = 1,
+    draws: int = DRAWS,
+    seed: int = 0,
+) -> JudgeNoise | None:
+    """How often each of `contenders` (the leader first) leads on `measure` when the judge's grades in
+    `questions` (those `human`, the same questions as people graded them, lacks) are redrawn as people would
+    likely have given them. None where the check measured no confusion matrix or nothing was judged."""
+    from vx_eval.core.measures import metrics
+    from vx_eval.core.run.units import judge
+
+    if len(agreement.confusion) != len(GRADES) or len(contenders) < 2:
+        return None
+    by_key = {r.setup.key: r for r in runs}
+    if contenders[0] not in by_key:  # the leader is not a searched setup (a tuned fusion): nothing to redraw
+        return None
+    contenders = [k for k in contenders if k in by_key and by_key[k].results]
+    judged = [
+        [(unit, grade) for unit, grade in q.grades.items() if unit not in people.relevance()]
+        for q, people in zip(questions, human, strict=True)
+    ]
+    if len(contenders) < 2 or not any(judged):
+        return None
+    posterior = people_given_judge(agreement.confusion)
+    cumulative = np.cumsum(posterior, axis=0)
+    rng = np.random.default_rng(seed)
+    scorer = metrics.parse(measure)
+    leads = dict.fromkeys(contenders, 0)
+    for _ in range(draws):
+        redrawn = []
+        for q, people, units in zip(questions, human, judged, strict=True):
+            if not units:
+                redrawn.append(q)
+                continue
+            grades = dict(people.grades)
+            for unit, grade in units:
+                column = cumulative[:, min(max(grade, 0), len(GRADES) - 1)]
+                grades[unit] = int(np.searchsorted(column, rng.random() * column[-1], side="right"))
+            redrawn.append(replace(q, grades=grades))
+        means = []
+        for key in contenders:
+            run = by_key[key]
+            rows = [judge(results, q, threshold) for q, results in zip(redrawn, run.results, strict=True)]
+            values = np.asarray(scorer.compute(metrics.Batch.of(rows, depth)), dtype=float)
+            means.append(float(np.nanmean(values)) if values.size else 0.0)
+        leads[contenders[int(np.argmax(means))]] += 1  # a tie goes to the one ranked first
+    shares = {k: round(n / draws, 3) for k, n in leads.items()}
+    return JudgeNoise(
+        measure=measure,
+        draws=draws,
+        leads=shares,
+        sure=shares[contenders[0]] >= SURE,
+        kappa=agreement.kappa_quadratic,
+        pairs=agreement.pairs,
+    )
+
+
+def noise_words(noise: JudgeNoise, leader: str) -> str:
+    """What the run says of it, in one sentence."""
+    kappa = f"quadratic κ {noise.kappa:.2f} on {noise.pairs:,} pairs" if noise.kappa is not None else "as checked"
+    others = sorted(((share, k) for k, share in noise.leads.items() if k != leader and share > 0), reverse=True)
+    rest = "; ".join(f"{k} in {share:.0%}" for share, k in others[:3])
+    if noise.sure:
+        return (
+            f"the pick holds under the judge: with its grades redrawn {noise.draws} times as people would "
+            f"likely have given them ({kappa}), {leader} leads on {noise.measure} in {noise.leads[leader]:.0%}"
+            + (f" ({rest})" if rest else "")
+        )
+    return (
+        f"not sure under the judge: with its grades redrawn {noise.draws} times as people would likely have "
+        f"given them ({kappa}), {leader} leads on {noise.measure} in only {noise.leads[leader]:.0%}"
+        + (f", {rest}" if rest else "")
+        + ": within the judge's measured noise these setups cannot be told apart."
+    )
