@@ -20,7 +20,7 @@ import numpy as np
 from sklearn.metrics import cohen_kappa_score
 
 from vx_eval.core.config.experiment import load_config
-from vx_eval.core.judging.check import check_judge
+from vx_eval.core.judging.check import check_judge, midpoints
 from vx_eval.core.plugins import load_plugins
 from vx_eval.plugins.judges.cross_encoder import DEFAULT_CUT_POINTS
 
@@ -43,13 +43,6 @@ def fit(human: np.ndarray, logits: np.ndarray) -> tuple[tuple[float, ...], float
     return best, score
 
 
-def midpoints(human: np.ndarray, logits: np.ndarray) -> tuple[float, ...]:
-    """Cut points halfway between the median logits of neighbouring human grades (a fit with three numbers
-    that cannot chase noise the way a grid search can)."""
-    medians = [float(np.median(logits[human == g])) for g in range(4)]
-    return tuple(round((a + b) / 2, 2) for a, b in itertools.pairwise(medians))
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--depth", type=int, default=10)
@@ -65,7 +58,7 @@ def main() -> None:
     logits = np.array([float(p.raw or "nan") for p in pairs])
     on_fit = np.array([p.id in fit_ids for p in pairs])
     cuts, fitted_kappa = fit(human[on_fit], logits[on_fit])
-    middle = midpoints(human[on_fit], logits[on_fit])
+    middle = tuple(midpoints(human[on_fit].tolist(), logits[on_fit].tolist()) or DEFAULT_CUT_POINTS)
     agree, order = result.agreement, result.order
     print(f"judge check on {len(ids)} queries, {len(pairs)} pairs ({agree.assumed_zero} ungraded = 0), {took:.0f} s")
     print(

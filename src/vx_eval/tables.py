@@ -176,6 +176,21 @@ def show_judge_check(console: Console, result: JudgeCheck) -> None:
     for g, row in enumerate(agree.confusion):
         table.add_row(f"people {g}", *(f"{n:,}" for n in row))
     console.print(table)
+    fitted = result.calibration
+    if fitted is not None:
+        better = (fitted.kappa_fitted or 0) > (fitted.kappa_current or 0)
+        console.print(
+            f"Cut points fitted from this check (halfway between the median scores of neighbouring human grades, "
+            f"on {fitted.fitted_on} questions): {fitted.cut_points}; quadratic kappa on the {fitted.held_out:,} "
+            f"pairs of the other questions {fitted.kappa_fitted:.3f}, against {fitted.kappa_current:.3f} with the "
+            f"judge's own {judge.cut_points}."
+            + (
+                f" To grade with them: judges: {{{judge.judge}: {{cut_points: {fitted.cut_points}}}}} in the config."
+                if better
+                else " The judge's own cut points do as well: keep them."
+            ),
+            highlight=False,
+        )
     if order.tau is None:
         console.print("One setup only: no order to compare.", highlight=False)
         return

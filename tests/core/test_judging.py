@@ -229,3 +229,27 @@ def test_after_a_judge_check_a_judged_run_says_how_sure_its_pick_is_under_the_ju
     assert "under the judge:" in out and (
         "holds under the judge" in out or "cannot be told apart" in " ".join(out.split())
     )
+
+
+def test_a_check_fits_cut_points_on_half_its_questions_and_measures_them_on_the_other_half():
+    """For a judge that cuts a score: halfway between the medians of neighbouring human grades, fitted on every
+    other question and measured on the rest against the judge's own; nothing for a judge that answers words,
+    or where a grade has no pair."""
+    from vx_eval.core.judging.check import PairCheck, calibrate, midpoints
+
+    assert midpoints([0, 1, 2, 3, 0, 1, 2, 3], [0.0, 2.0, 4.0, 6.0, 0.0, 2.0, 4.0, 6.0]) == [1.0, 3.0, 5.0]
+    assert midpoints([0, 0, 1, 2], [0.0, 1.0, 2.0, 3.0]) is None  # no grade 3
+    pairs = [
+        PairCheck(id=f"q{q}", unit=f"d{g}", human=g, judge=0, raw=f"{2.0 * g + 0.1 * q:.4f}")
+        for q in range(6)
+        for g in range(4)
+    ]
+    fitted = calibrate(pairs, [-1.0, 5.7, 7.2])  # the judge's own points put every grade 1 and 2 at 0 or 1
+    assert fitted is not None and fitted.fitted_on == 3 and fitted.held_out == 12
+    assert fitted.cut_points == sorted(fitted.cut_points) and len(fitted.cut_points) == 3
+    assert fitted.kappa_fitted == 1.0 and fitted.kappa_current < 1.0
+    words = [p.model_copy(update={"raw": "2"}) for p in pairs[:4]] + [
+        p.model_copy(update={"raw": "fine"}) for p in pairs[4:]
+    ]
+    assert calibrate(words, [-1.0, 5.7, 7.2]) is None
+    assert calibrate(pairs, None) is None

@@ -10,6 +10,7 @@ measured agreement (`measured`)."""
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -57,12 +58,73 @@ class Order(BaseModel):
     p: float | None = None
 
 
+class Calibration(BaseModel):
+    """Cut points fitted from a check, for a judge that grades by cutting a score (the cross-encoder's logit):
+    halfway between the median scores of neighbouring human grades, on every other question (sorted by id),
+    and the quadratic kappa of the judge's own and of the fitted cut points on the questions the fit never saw."""
+
+    cut_points: list[float]
+    fitted_on: int
+    """Questions the fit read."""
+    held_out: int
+    """Pairs of the other questions, on which both kappas are measured."""
+    kappa_current: float | None = None
+    kappa_fitted: float | None = None
+
+
 class JudgeCheck(BaseModel):
     judge: JudgeInfo
     golden: GoldenInfo
     agreement: Agreement
     pairs: list[PairCheck]
     order: Order
+    calibration: Calibration | None = None
+    """Where the judge cuts a score into grades and every grade has pairs: cut points fitted from this check."""
+
+
+def midpoints(human: Sequence[int], scores: Sequence[float]) -> list[float] | None:
+    """Cut points halfway between the median scores of neighbouring human grades 0-3 (three numbers, which
+    cannot chase noise as a grid search can); None when a grade has no pair or the medians do not rise."""
+    import numpy as np
+
+    people, values = np.asarray(human), np.asarray(scores, dtype=float)
+    if any(not np.any(people == g) for g in GRADES):
+        return None
+    medians = [float(np.median(values[people == g])) for g in GRADES]
+    cuts = [round((a + b) / 2, 2) for a, b in itertools.pairwise(medians)]
+    return cuts if cuts == sorted(cuts) and len(set(cuts)) == len(cuts) else None
+
+
+def calibrate(pairs: Sequence[PairCheck], current: Sequence[float] | None) -> Calibration | None:
+    """Cut points fitted on every other question of the check, measured on the rest against `current` (the
+    judge's own); None for a judge whose answers are not scores it cuts (`current` None), or too few pairs."""
+    import numpy as np
+
+    if not current:
+        return None
+    try:
+        scores = [float(p.raw or "nan") for p in pairs]
+    except ValueError:
+        return None  # answers, not scores
+    ids = sorted({p.id for p in pairs})
+    fit = set(ids[::2])
+    on_fit = [i for i, p in enumerate(pairs) if p.id in fit and not np.isnan(scores[i])]
+    held = [i for i, p in enumerate(pairs) if p.id not in fit and not np.isnan(scores[i])]
+    cuts = midpoints([pairs[i].human for i in on_fit], [scores[i] for i in on_fit])
+    if cuts is None or len(held) < 2:
+        return None
+
+    def kappa(cut: Sequence[float]) -> float:
+        grades = np.searchsorted(np.asarray(cut), [scores[i] for i in held], side="right").tolist()
+        return agreement([pairs[i].human for i in held], grades).kappa_quadratic or 0.0
+
+    return Calibration(
+        cut_points=cuts,
+        fitted_on=len(fit),
+        held_out=len(held),
+        kappa_current=round(kappa(current), 4),
+        kappa_fitted=round(kappa(cuts), 4),
+    )
 
 
 def agreement(human: Sequence[int], judged: Sequence[int]) -> Agreement:
@@ -152,6 +214,7 @@ def check_judge(
         agreement=agreement(human, judged).model_copy(update={"assumed_zero": assumed}),
         pairs=listed,
         order=Order(setups=[SetupOrder(key=k, dcg_human=h, dcg_judge=j) for k, h, j in ordered], tau=tau, p=p),
+        calibration=calibrate(listed, graded.cut_points),
     )
 
 
