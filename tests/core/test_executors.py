@@ -154,10 +154,12 @@ def test_a_dask_cluster_embeds_the_corpus_and_grades_the_pool_on_its_workers(
             plugins,
             RunOptions(save=False, executor="dask", address=dask_cluster),
         ).report
-        resent = list(server.embedded)
+        resent, second = list(server.embedded), server.requests - sent
     # a second run on the cluster embeds no chunk again (each is "title\ntext"; it sends its questions only)
     assert resent and all("\n" not in text for text in resent)
     assert again.judge is not None and again.judge.asked == 0  # and every grade comes from the cache
+    (counted,) = again.provenance.served  # this run's requests only: the workers' earlier ones are not its
+    assert counted.requests == second > 0
     assert _cache_rows(project / ".vx/cluster/embeddings.db") == _cache_rows(project / ".vx/serial/embeddings.db")
     assert measures(distributed.model_dump(mode="json")) == measures(serial.model_dump(mode="json"))
     assert distributed.judge is not None and distributed.judge.asked == serial.judge.asked > 0

@@ -232,11 +232,18 @@ def judge_identity(info: JudgeInfo) -> str:
 
 def keep_check(stores: Stores, save_to: str, check: JudgeCheck) -> str:
     """Keep what `check` measured where runs saved to `save_to` find it; its location."""
-    import datetime as dt
-
     from vx_eval.core.stores import join
 
-    measured = MeasuredAgreement(
+    where = join(save_to, CHECKS, f"{judge_identity(check.judge)}.json")
+    stores.write(where, agreement_of(check).model_dump_json(indent=1).encode())
+    return where
+
+
+def agreement_of(check: JudgeCheck) -> MeasuredAgreement:
+    """What a run states of its judge from this check."""
+    import datetime as dt
+
+    return MeasuredAgreement(
         kappa_linear=check.agreement.kappa_linear,
         kappa_quadratic=check.agreement.kappa_quadratic,
         exact=check.agreement.exact,
@@ -247,13 +254,11 @@ def keep_check(stores: Stores, save_to: str, check: JudgeCheck) -> str:
         checked_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         confusion=check.agreement.confusion,
     )
-    where = join(save_to, CHECKS, f"{judge_identity(check.judge)}.json")
-    stores.write(where, measured.model_dump_json(indent=1).encode())
-    return where
 
 
 def measured(stores: Stores, save_to: str, info: JudgeInfo) -> MeasuredAgreement | None:
-    """The agreement `vx-eval judge check` last measured for this judge in this store, if it has."""
+    """The agreement `vx-eval judge check` last measured for this judge in this store; else what vx-eval's
+    own check measured for it on a public collection (`shipped`), if it did."""
     from pydantic import ValidationError
 
     from vx_eval.core.stores import StoreNotFound, join
@@ -261,4 +266,19 @@ def measured(stores: Stores, save_to: str, info: JudgeInfo) -> MeasuredAgreement
     try:
         return MeasuredAgreement.model_validate_json(stores.read(join(save_to, CHECKS, f"{judge_identity(info)}.json")))
     except (StoreNotFound, ValidationError):
-        return None
+        return shipped(info)
+
+
+SHIPPED = "shipped-checks.json"
+"""Checks vx-eval ran itself on public collections with human grades (`benchmarks/judge_check.py --keep`), by
+judge identity: what a run states for a judge its own store never checked, naming the collection."""
+
+
+def shipped(info: JudgeInfo) -> MeasuredAgreement | None:
+    """What vx-eval's own check measured for this judge (the same plugin, model, rubric and cut points)."""
+    import json
+    from importlib import resources
+
+    kept = json.loads(resources.files("vx_eval.core.judging").joinpath(SHIPPED).read_text(encoding="utf-8"))
+    found = kept.get(judge_identity(info))
+    return MeasuredAgreement.model_validate(found) if found else None

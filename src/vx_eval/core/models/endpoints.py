@@ -105,6 +105,20 @@ class ServedUsage(BaseModel):
             }
         )
 
+    def minus(self, before: ServedUsage) -> ServedUsage:
+        """What was sent since `before` (an earlier count of the same model in the same process)."""
+        return self.model_copy(
+            update={
+                "requests": self.requests - before.requests,
+                "retried": self.retried - before.retried,
+                "texts": self.texts - before.texts,
+                "cached": self.cached - before.cached,
+                "tokens": _less(self.tokens, before.tokens),
+                "searches": _less(self.searches, before.searches),
+                "cost_usd": None if (cost := _less(self.cost_usd, before.cost_usd)) is None else round(cost, 6),
+            }
+        )
+
 
 class WorkerCounts:
     """What other processes (a cluster's workers) have sent to served models, by (source, model name): a
@@ -126,6 +140,10 @@ class WorkerCounts:
         with self.lock:
             return [(worker, sent) for (worker, _), sent in sorted(self.latest.items())]
 
+    def get(self, source: str, name: str) -> ServedUsage | None:
+        with self.lock:
+            return self.latest.get((source, name))
+
 
 Number = TypeVar("Number", int, float)
 
@@ -135,6 +153,13 @@ def _both(a: Number | None, b: Number | None) -> Number | None:
     if a is None:
         return b
     return a if b is None else a + b
+
+
+def _less(a: Number | None, b: Number | None) -> Number | None:
+    """A count less an earlier one (unknown stays unknown; an earlier unknown counts as none)."""
+    if a is None:
+        return None
+    return a if b is None else a - b
 
 
 @dataclass(frozen=True)

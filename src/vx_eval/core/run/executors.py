@@ -364,10 +364,14 @@ def _ready() -> None:
 
 def _open_here(
     config_path: str, config_sha: str, only: tuple[str, ...], skip: tuple[str, ...]
-) -> tuple[str, list[ServedUsage]]:
-    """On a worker: its targets opened now; its name, and what opening them sent to served models."""
+) -> tuple[str, list[ServedUsage], list[ServedUsage]]:
+    """On a worker: its targets opened now (once a config: a later run of it finds them open); its name, what
+    they had sent to served models before this run (the run's counts start from it) and after opening."""
+    with _OPENED_LOCK:
+        had = _OPENED.get((config_path, config_sha))
+    before = had.models.usage() if had is not None and had.models is not None else []
     opened = _worker_setups(config_path, config_sha, only, skip)
-    return worker_name(), opened.models.usage() if opened.models else []
+    return worker_name(), before, opened.models.usage() if opened.models is not None else []
 
 
 def dask_search_part(
@@ -444,6 +448,8 @@ class DaskExecutor:
         self.client.run(_ready)  # each worker loads the plugins now, once, not in the run's first task
         self.opened = False
         self.sent = WorkerCounts()
+        self.before = WorkerCounts()
+        """What each worker's searches had sent to served models before this run (a cluster outlives runs)."""
         self.work: ClusterWork | None = None
 
     def model_work(self) -> ClusterWork:
@@ -462,8 +468,9 @@ class DaskExecutor:
 
         if not self.opened:  # every worker opens its targets first, as a serial run does before its first search
             said = self.client.run(_open_here, self.config_path, self.config_sha, self.only, self.skip)
-            for worker, served in said.values():
-                self.sent.keep(worker, served)
+            for worker, before, after in said.values():
+                self.before.keep(worker, before)
+                self.sent.keep(worker, after)  # a worker that opens and then searches nothing sent this
             self.opened = True
 
         futures = {
@@ -489,7 +496,12 @@ class DaskExecutor:
             yield key, shard.number, part
 
     def served(self) -> list[tuple[str, ServedUsage]]:
-        return self.sent.items()
+        """What this run's searches on the workers sent: their counts less what each had sent before it."""
+        counted = []
+        for worker, sent in self.sent.items():
+            before = self.before.get(worker, sent.name)
+            counted.append((worker, sent.minus(before) if before is not None else sent))
+        return counted
 
     def close(self) -> None:
         self.client.close()
