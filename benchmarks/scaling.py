@@ -51,7 +51,9 @@ def distinct_documents() -> list[dict]:
 
 
 def corpus_of(docs: list[dict], size: int) -> FileCorpus:
-    """`size` documents: the distinct ones, then repeats under new ids with their words shuffled."""
+    """`size` documents: the distinct ones in a seeded order (every size has the same mix of the three
+    collections, whose documents differ in length), then repeats under new ids with their words shuffled."""
+    docs = random.Random(0).sample(docs, len(docs))
     rows, copy = [], 0
     while len(rows) < size:
         for doc in docs:
@@ -94,6 +96,7 @@ def one_size(size: int, count: int, threads: int) -> dict[str, float]:
         start = time.perf_counter()
         handle = SqliteEngine().open(options, OpenContext(f"scaling-{size}", folder, corpus, models=models))
         result = {"size": size, "index_s": time.perf_counter() - start}
+        result["words"] = statistics.fmean(len(f"{d.title} {d.text}".split()) for d in corpus)
         for mode, capability in (("keyword", KEYWORD), ("dense", DENSE_PREFIX + "minilm")):
             handle.search(Query(asked[0], 10, capability))  # warm
             times = []
@@ -118,7 +121,10 @@ def main() -> None:
         print(json.dumps(one_size(args.one, args.questions, args.threads)))
         return
     print(f"{len(distinct_documents()):,} distinct documents from SciFact, MS MARCO (DL19 5k) and Vaswani")
-    print(f"{'documents':>10} {'index s':>8} {'docs/s':>7} {'peak MB':>8} {'keyword ms':>11} {'dense ms':>9}")
+    print(
+        f"{'documents':>10} {'words/doc':>9} {'index s':>8} {'docs/s':>7} {'peak MB':>8} {'keyword ms':>11} "
+        f"{'dense ms':>9}"
+    )
     rows = []
     for size in args.sizes:
         argv = [sys.executable, __file__, "--one", str(size), "--questions", str(args.questions)]
@@ -126,8 +132,8 @@ def main() -> None:
         row = json.loads(done.stdout.strip().splitlines()[-1])
         rows.append(row)
         print(
-            f"{size:>10,} {row['index_s']:>8.1f} {size / row['index_s']:>7.1f} {row['peak_mb']:>8,.0f} "
-            f"{row['keyword_search_ms']:>11.2f} {row['dense_search_ms']:>9.2f}",
+            f"{size:>10,} {row['words']:>9.1f} {row['index_s']:>8.1f} {size / row['index_s']:>7.1f} "
+            f"{row['peak_mb']:>8,.0f} {row['keyword_search_ms']:>11.2f} {row['dense_search_ms']:>9.2f}",
             flush=True,
         )
     sizes = [r["size"] for r in rows]
