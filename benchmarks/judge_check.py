@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
 import sys
 import time
 from pathlib import Path
@@ -21,7 +20,6 @@ import numpy as np
 from sklearn.metrics import cohen_kappa_score
 
 from vx_eval.core.config.experiment import load_config
-from vx_eval.core.judging import check as check_module
 from vx_eval.core.judging.check import check_judge, midpoints
 from vx_eval.core.plugins import load_plugins
 from vx_eval.plugins.judges.cross_encoder import DEFAULT_CUT_POINTS
@@ -48,23 +46,11 @@ def fit(human: np.ndarray, logits: np.ndarray) -> tuple[tuple[float, ...], float
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--depth", type=int, default=10)
-    parser.add_argument("--keep", action="store_true", help="write what was measured into the package's shipped checks")
     args = parser.parse_args()
     plugins = load_plugins()
     started = time.perf_counter()
     result = check_judge(load_config(CONFIG, plugins), plugins, "cross-encoder", args.depth)
     took = time.perf_counter() - started
-    if args.keep:  # what a run states for this judge where its own store never checked it
-        shipped = Path(check_module.__file__).with_name(check_module.SHIPPED)
-        kept = json.loads(shipped.read_text(encoding="utf-8"))
-        said = check_module.agreement_of(result).model_copy(
-            update={
-                "golden": f"TREC DL 2019 passages ({len({p.id for p in result.pairs})} queries; vx-eval's own check)"
-            }
-        )
-        kept[check_module.judge_identity(result.judge)] = said.model_dump(mode="json")
-        shipped.write_text(json.dumps(kept, indent=1) + "\n", encoding="utf-8")
-        print(f"kept in {shipped}")
     pairs = result.pairs
     ids = sorted({p.id for p in pairs})
     fit_ids = set(ids[::2])

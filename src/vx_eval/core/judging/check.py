@@ -257,8 +257,7 @@ def agreement_of(check: JudgeCheck) -> MeasuredAgreement:
 
 
 def measured(stores: Stores, save_to: str, info: JudgeInfo) -> MeasuredAgreement | None:
-    """The agreement `vx-eval judge check` last measured for this judge in this store; else what vx-eval's
-    own check measured for it on a public collection (`shipped`), if it did."""
+    """The agreement `vx-eval judge check` last measured for this judge in this store, if it has."""
     from pydantic import ValidationError
 
     from vx_eval.core.stores import StoreNotFound, join
@@ -266,19 +265,4 @@ def measured(stores: Stores, save_to: str, info: JudgeInfo) -> MeasuredAgreement
     try:
         return MeasuredAgreement.model_validate_json(stores.read(join(save_to, CHECKS, f"{judge_identity(info)}.json")))
     except (StoreNotFound, ValidationError):
-        return shipped(info)
-
-
-SHIPPED = "shipped-checks.json"
-"""Checks vx-eval ran itself on public collections with human grades (`benchmarks/judge_check.py --keep`), by
-judge identity: what a run states for a judge its own store never checked, naming the collection."""
-
-
-def shipped(info: JudgeInfo) -> MeasuredAgreement | None:
-    """What vx-eval's own check measured for this judge (the same plugin, model, rubric and cut points)."""
-    import json
-    from importlib import resources
-
-    kept = json.loads(resources.files("vx_eval.core.judging").joinpath(SHIPPED).read_text(encoding="utf-8"))
-    found = kept.get(judge_identity(info))
-    return MeasuredAgreement.model_validate(found) if found else None
+        return None
