@@ -37,6 +37,9 @@ if TYPE_CHECKING:
 
 
 THROUGHPUT_QUESTIONS = 50
+JUDGE_RIVALS = 4
+"""Setups level with the leader rescored under the judge's noise (the first four in rank order): each costs a
+scoring of every question per draw."""
 
 
 @dataclass(frozen=True)
@@ -257,7 +260,7 @@ def _judged_ranking(
         return ranked
     level = [s.key for s in ranked.setups if s.tied_with_best and s.key != best and s.key not in judged.circular]
     following = [s.key for s in ranked.setups if s.key != best and s.pickable and s.key not in judged.circular]
-    contenders = [best, *(level or following[:1])]
+    contenders = [best, *(level or following)[: JUDGE_RIVALS if level else 1]]
     noise = judge_noise(
         runs,
         questions,
