@@ -363,15 +363,17 @@ def _ready() -> None:
 
 
 def _open_here(
-    config_path: str, config_sha: str, only: tuple[str, ...], skip: tuple[str, ...]
+    config_path: str, config_sha: str, only: tuple[str, ...], skip: tuple[str, ...], dask_worker: Any = None
 ) -> tuple[str, list[ServedUsage], list[ServedUsage]]:
-    """On a worker: its targets opened now (once a config: a later run of it finds them open); its name, what
-    they had sent to served models before this run (the run's counts start from it) and after opening."""
+    """On a worker (`Client.run`, which passes `dask_worker`): its targets opened now (once a config: a later
+    run of it finds them open); its name as its tasks give it, what they had sent to served models before
+    this run (the run's counts start from it) and after opening."""
     with _OPENED_LOCK:
         had = _OPENED.get((config_path, config_sha))
     before = had.models.usage() if had is not None and had.models is not None else []
     opened = _worker_setups(config_path, config_sha, only, skip)
-    return worker_name(), before, opened.models.usage() if opened.models is not None else []
+    name = dask_worker.address if dask_worker is not None else worker_name()  # outside a task: no get_worker
+    return name, before, opened.models.usage() if opened.models is not None else []
 
 
 def dask_search_part(
