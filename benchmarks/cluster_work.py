@@ -92,7 +92,7 @@ def main() -> None:
             f"{args.batch} texts an embeddings request; cluster: {args.workers} Dask workers (LocalCluster), "
             f"{args.concurrency} requests in flight on each"
         )
-        from vx_eval.core.run.executors import DaskExecutor
+        from vx_eval.core.run.cluster import DaskExecutor
 
         started = time.perf_counter()
         cluster = DaskExecutor(str(root / "unused.yaml"), "", workers=args.workers)

@@ -46,8 +46,8 @@ def main() -> None:
     from vx_eval.core.golden.sources import FileCorpus
     from vx_eval.core.models.loading import DENSE, Models, ModelSettings
     from vx_eval.core.plugins import load_plugins
+    from vx_eval.core.run.cluster import DaskExecutor
     from vx_eval.core.run.engine import OpenContext
-    from vx_eval.core.run.executors import DaskExecutor
     from vx_eval.plugins.engines.sqlite import SqliteEngine, SqliteOptions
 
     assert RUN_SLICE == EMBED_SLICE

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,13 +15,13 @@ from pydantic import (
     ConfigDict,
     Field,
     ValidationError,
-    field_validator,
     model_validator,
 )
 
 from vx_eval.core.config.fields import (  # noqa: F401  (re-exported: plugins have always imported them from here)
     CREDENTIALS_IN_URL,
     ConfigPath,
+    Device,
     Location,
     SecretRef,
     ServiceUrl,
@@ -182,15 +181,8 @@ class ModelsConfig(Strict):
     threads: int = Field(1, ge=1, le=256)
     batch_size: int = Field(32, ge=1, le=4_096)
     passage_tokens: int = Field(256, ge=16, le=512)
-    device: str = "auto"
+    device: Device = "auto"
     """Where in-process models run: auto (a CUDA GPU where one is seen, else the CPU), cpu, cuda or cuda:N."""
-
-    @field_validator("device")
-    @classmethod
-    def _known_device(cls, value: str) -> str:
-        if not re.fullmatch(r"auto|cpu|cuda(:\d{1,2})?", value):
-            raise ValueError(f"{value!r} is no device vx-eval runs models on; use auto, cpu, cuda or cuda:N")
-        return value
 
     scores: ConfigPath = Field(Path(".vx/scores.db"), validate_default=True)
     """Cross-encoder scores kept across runs (read only by untimed searches)."""

@@ -57,6 +57,16 @@ Location = Annotated[str, Field(min_length=1), AfterValidator(_resolve_location)
 """A path (resolved against the config's folder) or a URI such as ``s3://bucket/key``."""
 
 ConfigPath = Annotated[Path, AfterValidator(_resolve_path)]
+
+
+def _known_device(value: str) -> str:
+    if not re.fullmatch(r"auto|cpu|cuda(:\d{1,2})?", value):
+        raise ValueError(f"{value!r} is no device vx-eval runs models on; use auto, cpu, cuda or cuda:N")
+    return value
+
+
+Device = Annotated[str, AfterValidator(_known_device)]
+"""Where in-process models run: auto (a CUDA GPU where one is seen, else the CPU), cpu, cuda or cuda:N."""
 """A local path in a plugin's options, resolved against the config's folder."""
 
 

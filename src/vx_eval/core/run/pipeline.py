@@ -24,8 +24,9 @@ from vx_eval.core.report.schema import Report, Settings, SetupResult
 from vx_eval.core.report.views import JudgeInfo, Tuning
 from vx_eval.core.run import ranking, scoring, tuning
 from vx_eval.core.run.checkpoints import Checkpoints, new_manifest, start_checkpoints
+from vx_eval.core.run.cluster import DaskExecutor
 from vx_eval.core.run.engine import FUSION, Progress, SilentProgress, Target
-from vx_eval.core.run.executors import DaskExecutor, Executor, SerialExecutor, ShardPart, ThreadExecutor, throughput
+from vx_eval.core.run.executors import Executor, SerialExecutor, ShardPart, ThreadExecutor, throughput
 from vx_eval.core.run.search import SearchPlan, SetupRun, search_all
 from vx_eval.core.run.selection import enumerate_setups, measures_for, timing_sample
 from vx_eval.core.run.targets import check_missing, close_targets, describe, missing_notes, open_targets, run_corpus
