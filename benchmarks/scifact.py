@@ -67,6 +67,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sample", type=int, default=300, help="documents for the raw model throughput")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--cold-only", action="store_true", help="skip the warm rerun")
     args = parser.parse_args()
     plugins = load_plugins()
     with tempfile.TemporaryDirectory() as tmp:
@@ -91,7 +92,7 @@ def main() -> None:
         rates = raw_throughput(Models(plugins.models, same), texts)
 
         runs = []
-        for attempt in ("cold", "warm"):
+        for attempt in ("cold",) if args.cold_only else ("cold", "warm"):
             watch = Stopwatch()
             start = time.perf_counter()
             report = run_experiment(experiment, plugins, RunOptions(progress=watch, save=False)).report
@@ -126,10 +127,12 @@ def main() -> None:
     search = cold_watch.stages.get("Searching")
     if search:
         print(f"  searching: {search[1] - search[0]:.0f} s")
-    print(
-        f"\nWhole cold run: {cold_time / 60:.1f} min; warm run (index and embeddings cached): "
-        f"{runs[1][1] / 60:.1f} min, ratio warm/cold {runs[1][1] / cold_time:.2f}"
-    )
+    print(f"\nWhole cold run: {cold_time / 60:.1f} min")
+    if len(runs) > 1:
+        print(
+            f"Warm run (index and embeddings cached): {runs[1][1] / 60:.1f} min, ratio warm/cold "
+            f"{runs[1][1] / cold_time:.2f}"
+        )
     alone = sum(
         count / rates[stage.split(" · ")[-1]]
         for stage, (_, _, count) in cold_watch.stages.items()
