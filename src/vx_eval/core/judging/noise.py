@@ -75,21 +75,25 @@ def judge_noise(
     rng = np.random.default_rng(seed)
     scorer = metrics.parse(measure)
     leads = dict.fromkeys(contenders, 0)
+    redrawable = [i for i, units in enumerate(judged) if units]
+    # a question without the judge's grades reads the same in every draw: its rows are made once
+    fixed = {
+        key: [judge(results, q, threshold) for q, results in zip(questions, by_key[key].results, strict=True)]
+        for key in contenders
+    }
     for _ in range(draws):
-        redrawn = []
-        for q, people, units in zip(questions, human, judged, strict=True):
-            if not units:
-                redrawn.append(q)
-                continue
-            grades = dict(people.grades)
-            for unit, grade in units:
+        redrawn = {}
+        for i in redrawable:
+            grades = dict(human[i].grades)
+            for unit, grade in judged[i]:
                 column = cumulative[:, min(max(grade, 0), len(GRADES) - 1)]
                 grades[unit] = int(np.searchsorted(column, rng.random() * column[-1], side="right"))
-            redrawn.append(replace(q, grades=grades))
+            redrawn[i] = replace(questions[i], grades=grades)
         means = []
         for key in contenders:
-            run = by_key[key]
-            rows = [judge(results, q, threshold) for q, results in zip(redrawn, run.results, strict=True)]
+            rows = list(fixed[key])
+            for i, q in redrawn.items():
+                rows[i] = judge(by_key[key].results[i], q, threshold)
             values = np.asarray(scorer.compute(metrics.Batch.of(rows, depth)), dtype=float)
             means.append(float(np.nanmean(values)) if values.size else 0.0)
         leads[contenders[int(np.argmax(means))]] += 1  # a tie goes to the one ranked first

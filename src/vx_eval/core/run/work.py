@@ -27,6 +27,7 @@ from pydantic import BaseModel
 
 from vx_eval.core.models.endpoints import ModelEndpoint, ServedUsage
 from vx_eval.core.models.loading import Models, ModelSettings
+from vx_eval.core.run.executors import worker_name
 
 if TYPE_CHECKING:
     from vx_eval.core.judging.grading import Judge, Verdict
@@ -39,12 +40,11 @@ GradeOn = Callable[[Sequence[list[tuple[str, str]]]], Iterator[tuple[int, list["
 @dataclass(frozen=True)
 class ModelsRecipe:
     """What a worker needs to make a run's models as the driver made them: the settings, and the served
-    endpoints with each `rate` shared among the `workers`. `run` tells one run's models from another's."""
+    endpoints with each `rate` already shared among the workers. `run` tells one run's models from another's."""
 
     run: str
     settings: ModelSettings
     endpoints: Mapping[str, ModelEndpoint]
-    workers: int
 
     @classmethod
     def of(cls, models: Models, run: str, workers: int) -> ModelsRecipe:
@@ -52,7 +52,7 @@ class ModelsRecipe:
             name: e.model_copy(update={"rate": e.rate / workers}) if e.rate else e
             for name, e in models.endpoints.items()
         }
-        return cls(run, models.settings, shared, workers)
+        return cls(run, models.settings, shared)
 
     def models(self) -> Models:
         """This worker's models for the run: made once per process, loaded models shared across runs."""
@@ -95,12 +95,6 @@ class Done:
     usage: list[ServedUsage]
 
 
-def _worker() -> str:
-    from vx_eval.core.run.executors import worker_name
-
-    return worker_name()
-
-
 def embed_task(recipe: ModelsRecipe, name: str, kind: str, slices: list[list[str]], concurrency: int) -> Done:
     """On a worker: each slice's vectors (a matrix for a dense model, a list of token matrices for a late one),
     `concurrency` slices at once for a served model, one at a time for an in-process one."""
@@ -118,7 +112,7 @@ def embed_task(recipe: ModelsRecipe, name: str, kind: str, slices: list[list[str
     else:
         with _IN_PROCESS:
             values = [encoder.encode_documents(s) for s in slices]
-    return Done(values, _worker(), models.usage())
+    return Done(values, worker_name(), models.usage())
 
 
 def _served_slots(run: str, name: str, concurrency: int) -> threading.Semaphore:
@@ -137,7 +131,7 @@ def grade_task(recipe: ModelsRecipe, judge: str, settings: BaseModel | None, pai
         if made is None:
             made = judge_maker(load_plugins(), judge, settings)(models)
             _JUDGES[(recipe.run, judge)] = made
-    return Done(list(made.grade(pairs)), _worker(), models.usage())
+    return Done(list(made.grade(pairs)), worker_name(), models.usage())
 
 
 @dataclass
@@ -168,31 +162,29 @@ class ClusterWork:
         def task(start: int) -> tuple[Any, ...]:
             return (embed_task, recipe, name, kind, list(slices[start : start + per_task]), concurrency)
 
-        for start, done in self._stream(starts, task, self.workers * self.ahead):
-            models.absorb(f"{done.worker} model work", done.usage)
-            yield from enumerate(done.values, start)
+        for start, values in self._stream(models, starts, task):
+            yield from enumerate(values, start)
 
     def judging(self, models: Models, judge: str, settings: BaseModel | None) -> GradeOn:
         """How the judge `judge` (with `settings`, as the config gives them) grades batches on the workers."""
 
         def grade(batches: Sequence[list[tuple[str, str]]]) -> Iterator[tuple[int, list[Verdict]]]:
             recipe = self.recipe(models)
-            ahead = self.workers * self.ahead
-            for i, done in self._stream(
-                list(range(len(batches))), lambda i: (grade_task, recipe, judge, settings, batches[i]), ahead
-            ):
-                models.absorb(f"{done.worker} model work", done.usage)
-                yield i, done.values
+            yield from self._stream(
+                models, list(range(len(batches))), lambda i: (grade_task, recipe, judge, settings, batches[i])
+            )
 
         return grade
 
     def _stream(
-        self, items: list[Item], task: Callable[[Item], tuple[Any, ...]], ahead: int
-    ) -> Iterator[tuple[Item, Done]]:
-        """Each item with its task's answer, as tasks finish; never more than `ahead` submitted and not done,
-        so a failure stops the work after those (the rest are cancelled) and it is raised here."""
+        self, models: Models, items: list[Item], task: Callable[[Item], tuple[Any, ...]]
+    ) -> Iterator[tuple[Item, list[Any]]]:
+        """Each item with its task's values, as tasks finish, the served counts each answer carries kept on
+        `models`; never more than `ahead` tasks a worker submitted and not done, so a failure stops the work
+        after those (the rest are cancelled) and it is raised here."""
         from distributed import as_completed
 
+        ahead = self.workers * self.ahead
         waiting = iter(items)
         pending: dict[str, tuple[Any, Item]] = {}
 
@@ -210,7 +202,8 @@ class ClusterWork:
                 following = next(waiting, None)
                 if following is not None:
                     running.add(submit(following))
-                yield item, done
+                models.absorb(f"{done.worker} model work", done.usage)
+                yield item, done.values
         finally:
             if pending:  # a failure, or the caller stopped reading: nothing more is computed for it
                 self.client.cancel([f for f, _ in pending.values()])
