@@ -5,7 +5,12 @@ the judge and by people), then fits the judge's three cut points on half of the 
 id, sorted) and reports the weighted kappa of the fitted and the default cut points on the other half, so
 the number quoted is measured on queries the fit never saw.
 
-    python benchmarks/judge_check.py [--cut-points A B C]
+    python benchmarks/judge_check.py [--depth N] [--ship]
+
+With --ship, what the check measured with the judge's default cut points is written into the package
+(`src/vx_eval/core/judging/measured/<judge identity>.json`): a run graded by this judge whose store has never
+had a check of its own states this agreement, marked as vx-eval's own check on TREC DL 2019, and how sure its
+pick is under the judge is read from this confusion matrix.
 """
 
 from __future__ import annotations
@@ -20,11 +25,14 @@ import numpy as np
 from sklearn.metrics import cohen_kappa_score
 
 from vx_eval.core.config.experiment import load_config
-from vx_eval.core.judging.check import check_judge, midpoints
+from vx_eval.core.judging.check import SHIPPED, agreement_of, check_judge, judge_identity, midpoints
 from vx_eval.core.plugins import load_plugins
 from vx_eval.plugins.judges.cross_encoder import DEFAULT_CUT_POINTS
 
 CONFIG = Path(__file__).resolve().parents[1] / "configs" / "msmarco-dl19.yaml"
+PACKAGE = Path(__file__).resolve().parents[1] / "src" / "vx_eval" / "core" / "judging" / SHIPPED
+CHECKED_ON = "TREC DL 2019 (43 queries, 5,000 MS MARCO passages)"
+"""Graded 0-3 by TREC's assessors; the subsample's qrels hold no grade-0 pairs: unjudged results count 0."""
 
 
 def kappa(human: np.ndarray, logits: np.ndarray, cuts: tuple[float, ...]) -> float:
@@ -46,6 +54,7 @@ def fit(human: np.ndarray, logits: np.ndarray) -> tuple[tuple[float, ...], float
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--depth", type=int, default=10)
+    parser.add_argument("--ship", action="store_true", help="write the check into the package (see above)")
     args = parser.parse_args()
     plugins = load_plugins()
     started = time.perf_counter()
@@ -78,6 +87,14 @@ def main() -> None:
         if len(row):
             quartiles = np.percentile(row, [25, 50, 75]).round(2).tolist()
             print(f"  people grade {g}: {len(row):4d} pairs, logit quartiles {quartiles}")
+    if args.ship:
+        kept = agreement_of(result).model_copy(
+            update={"golden": CHECKED_ON, "golden_sha256": result.golden.sha256, "shipped": True}
+        )
+        PACKAGE.mkdir(exist_ok=True)
+        where = PACKAGE / f"{judge_identity(result.judge)}.json"
+        where.write_text(kept.model_dump_json(indent=1) + "\n", encoding="utf-8")
+        print(f"  shipped: {where.relative_to(PACKAGE.parents[4])}")
     return 0
 
 

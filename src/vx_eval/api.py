@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -112,10 +112,11 @@ def write_golden_rows(
     mix: Mapping[str, float] | None = None,
     threshold: int = 3,
     progress: Any = None,
+    avoid: Collection[str] = (),
 ) -> tuple[list[GoldenRow], WriteSummary]:
     """Questions drafted by a model writer from the collections of `configs` (the writer's options from the
-    first), checked and judged by its critic; the rows (``draft: true``) and what happened on the way
-    (tries, failed checks, refusals)."""
+    first), checked and judged by its critic, never from the passages in `avoid`; the rows (``draft: true``)
+    and what happened on the way (tries, failed checks, refusals)."""
     from vx_eval.llm.drafting import DEFAULT_MIX, check_mix
 
     mix = check_mix(dict(mix or DEFAULT_MIX))  # before anything is indexed
@@ -136,6 +137,7 @@ def write_golden_rows(
             mix=mix,
             threshold=threshold,
             progress=progress,
+            avoid=avoid,
         )
 
 
@@ -152,6 +154,7 @@ def draft_rows(
     mix: Mapping[str, float] | None = None,
     threshold: int = 3,
     progress: Any = None,
+    avoid: Collection[str] = (),
 ) -> tuple[list[GoldenRow], WriteSummary]:
     """`write_golden_rows` on collections already at hand (documents or handles), the writer's options given
     (None: its defaults) and the models block (served models, the answers cache beside `scores`)."""
@@ -170,7 +173,7 @@ def draft_rows(
             raise ConfigError(f"writers.{writer_plugin}: {problems}") from None
     writer = cls(options)
     progress = progress or SilentProgress()
-    units = sample_units(collections, max(n * SAMPLED_PER_QUESTION, SAMPLED_AT_LEAST), seed, by)
+    units = sample_units(collections, max(n * SAMPLED_PER_QUESTION, SAMPLED_AT_LEAST), seed, by, avoid)
     request = WriteRequest(
         n=n,
         seed=seed,

@@ -113,7 +113,15 @@ def sources_note(report: Report) -> str | None:
     if judge is not None and judge.grades_from.judge:
         who = f"the {judge.judge} judge ({judge_line(judge)})"
         agreed = judge.agreement
-        if agreed is not None and agreed.kappa_quadratic is not None:
+        if agreed is not None and agreed.kappa_quadratic is not None and agreed.shipped:
+            said.append(
+                f"{judge.grades_from.judge:,} grades came from {who}, whose agreement with people has not been "
+                f"measured on this data; on {agreed.golden} vx-eval's own check measured weighted kappa "
+                f"{agreed.kappa_quadratic:.2f} (quadratic; the same grade on {agreed.exact or 0:.0%} of "
+                f"{agreed.pairs:,} pairs): `vx-eval judge check` on a config whose golden file your people graded "
+                "measures it here"
+            )
+        elif agreed is not None and agreed.kappa_quadratic is not None:
             said.append(
                 f"{judge.grades_from.judge:,} grades came from {who}, which agreed with people at weighted kappa "
                 f"{agreed.kappa_quadratic:.2f} (quadratic; the same grade on {agreed.exact or 0:.0%} of "

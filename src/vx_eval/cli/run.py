@@ -12,7 +12,8 @@ from rich.markup import escape
 from vx_eval.cli.common import config_argument, err_console, location, out_console, wide_option, write_page
 
 if TYPE_CHECKING:
-    from vx_eval.autoconfig import Source
+    from vx_eval.autoconfig import AutoConfig, Source, WriterChoice
+    from vx_eval.core.config.experiment import Experiment
 
 
 @click.command()
@@ -42,6 +43,12 @@ if TYPE_CHECKING:
 )
 @click.option(
     "--questions", default=24, show_default=True, type=click.IntRange(1, 1000), help="With --docs: questions drafted."
+)
+@click.option(
+    "--most-questions",
+    type=click.IntRange(1, 10000),
+    help="With --docs or --target: while the pick is not sure, draft more questions and run again, up to this "
+    "many in all. Default: 4 times --questions.",
 )
 @click.option(
     "--writer",
@@ -79,6 +86,7 @@ def run(
     field_models: tuple[str, ...],
     save_config: Path | None,
     questions: int,
+    most_questions: int | None,
     writer: str | None,
     save_to: str | None,
     only: tuple[str, ...],
@@ -119,14 +127,19 @@ def run(
         raise click.UsageError("name a CONFIG, or give --docs FILE or --target ENGINE:WHERE to run with none (one)")
     if config is not None and save_config is not None:
         raise click.UsageError("--save-config goes with --docs or --target (a CONFIG is already a file)")
+    if config is not None and most_questions is not None:
+        raise click.UsageError("--most-questions goes with --docs or --target (a config's golden file is as it is)")
     plugins = load_plugins()
+    made = chosen = None
     if config is None:
-        from vx_eval.autoconfig import from_docs, from_target
+        from vx_eval.autoconfig import choose_writer, from_docs, from_target
 
         if field_models and target_spec is None:
             raise click.UsageError("--model goes with --target (a config names its models itself)")
         source = from_docs(docs) if docs is not None else from_target(str(target_spec), plugins, tuple(field_models))
-        config = _without_config(source, questions, writer, save_to, save_config)
+        chosen = choose_writer(writer)
+        made = _without_config(source, questions, chosen, save_to, save_config)
+        config = made.path
     experiment = with_overrides(load_config(config, plugins), location(golden), metrics, k_values)
     with RichProgress(err_console()) as shown:
         progress = FileProgress(progress_file, also=shown) if progress_file else shown
@@ -143,7 +156,19 @@ def run(
             address=address,
             run_id=run_id,
         )
-        result = run_experiment(experiment, plugins, options)
+        if made is None or chosen is None or golden is not None:
+            result = run_experiment(experiment, plugins, options)
+        else:
+            from vx_eval.drafted import MOST, run_drafted
+
+            def load() -> Experiment:
+                return with_overrides(load_config(made.path, plugins), None, metrics, k_values)
+
+            def say(line: str) -> None:
+                err_console().print(f"[yellow]note:[/] {escape(line)}", highlight=False)
+
+            most = max(questions, most_questions or MOST * questions)
+            result = run_drafted(made, chosen, load, plugins, options, most=most, say=say)
     if as_json:
         click.echo(result.report.to_json())
     else:
@@ -170,17 +195,16 @@ def beside(report: str, name: str) -> str:
 
 
 def _without_config(
-    source: Source, questions: int, writer: str | None, save_to: str | None, save_config: Path | None
-) -> Path:
+    source: Source, questions: int, chosen: WriterChoice, save_to: str | None, save_config: Path | None
+) -> AutoConfig:
     """`run --docs` / `--target`: the config filled in for `source` (its questions drafted when none are
     kept yet), printed with where it is kept and what the target's engine found in its index."""
     from rich.syntax import Syntax
 
-    from vx_eval.autoconfig import choose_writer, prepare, refusals
+    from vx_eval.autoconfig import prepare, refusals
     from vx_eval.display import RichProgress
 
     err = err_console()
-    chosen = choose_writer(writer)
     with RichProgress(err) as progress:
         made = prepare(
             source,
@@ -206,7 +230,7 @@ def _without_config(
     err.print(Syntax(made.text, "yaml", background_color="default"))
     again = save_config or made.path
     err.print(f"run it again: vx-eval run {again}", highlight=False)
-    return made.path
+    return made
 
 
 @click.command()

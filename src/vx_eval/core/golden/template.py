@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import random
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
@@ -178,19 +178,26 @@ def shares(sizes: Sequence[int], n: int) -> list[int]:
 
 
 def sample_units(
-    collections: Sequence[tuple[str, Iterable[Document] | EngineHandle]], n: int, seed: int, by: str = "document"
+    collections: Sequence[tuple[str, Iterable[Document] | EngineHandle]],
+    n: int,
+    seed: int,
+    by: str = "document",
+    avoid: Collection[str] = (),
 ) -> list[Unit]:
     """`n` units from one or several collections: ``by="document"`` draws documents at random,
-    ``by="page"`` spreads page units evenly. Each collection is a name and its documents (or a handle)."""
+    ``by="page"`` spreads page units evenly. Each collection is a name and its documents (or a handle).
+    Units whose ids are in `avoid` (those earlier questions were drafted from) are never drawn."""
     if by not in ("document", "page"):
         raise ValueError(f"by is 'document' or 'page', not {by!r}")
+    avoid = set(avoid)
     if by == "document":
         pools: list[tuple[str, list[str], Callable[[list[str]], list[Document]]]] = []
         for name, source in collections:
             if isinstance(source, EngineHandle):
-                pools.append((name, source.document_ids(), source.documents))
+                ids = [i for i in source.document_ids() if i not in avoid]
+                pools.append((name, ids, source.documents))
             else:
-                held = {d.id: d for d in source}
+                held = {d.id: d for d in source if d.id not in avoid}
                 pools.append((name, sorted(held), functools.partial(_pick, held)))
         counts = shares([len(ids) for _, ids, _ in pools], n)
         out = []
@@ -206,7 +213,8 @@ def sample_units(
     for name, source in collections:
         documents = source.documents(source.document_ids()) if isinstance(source, EngineHandle) else list(source)
         tag = name if len(collections) > 1 else None
-        per_collection.append([u for d in sorted(documents, key=lambda d: d.id) for u in units_of(d, tag)])
+        units = [u for d in sorted(documents, key=lambda d: d.id) for u in units_of(d, tag)]
+        per_collection.append([u for u in units if u.id not in avoid])
     counts = shares([len(u) for u in per_collection], n)
     return [u for units, count in zip(per_collection, counts, strict=True) for u in spread(units, count, seed)]
 

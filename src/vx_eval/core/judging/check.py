@@ -5,7 +5,8 @@ setups ordered by DCG@10 on people's grades and on the judge's.
 
 What a check measured is kept in the store (``<save_to>/judge-checks/<judge>.json``, one file per judge,
 model, rubric and cut points, the newest check winning), so every run that store keeps states its judge's
-measured agreement (`measured`)."""
+measured agreement (`measured`). Where no check ran in a store, vx-eval's own check of the same judge on TREC
+DL 2019 stands in, where one ships with the package (`shipped`), and the run says whose check it is."""
 
 from __future__ import annotations
 
@@ -257,12 +258,35 @@ def agreement_of(check: JudgeCheck) -> MeasuredAgreement:
 
 
 def measured(stores: Stores, save_to: str, info: JudgeInfo) -> MeasuredAgreement | None:
-    """The agreement `vx-eval judge check` last measured for this judge in this store, if it has."""
+    """The agreement `vx-eval judge check` last measured for this judge in this store; where it never ran
+    there, vx-eval's own check of the same judge (plugin, model, rubric and cut points) shipped with the
+    package (`shipped`), if there is one; else None."""
     from pydantic import ValidationError
 
     from vx_eval.core.stores import StoreNotFound, join
 
+    name = f"{judge_identity(info)}.json"
     try:
-        return MeasuredAgreement.model_validate_json(stores.read(join(save_to, CHECKS, f"{judge_identity(info)}.json")))
+        return MeasuredAgreement.model_validate_json(stores.read(join(save_to, CHECKS, name)))
     except (StoreNotFound, ValidationError):
+        return shipped(name)
+
+
+SHIPPED = "measured"
+"""The package folder (`vx_eval/core/judging/measured/`) of vx-eval's own checks, one file per judge identity:
+`benchmarks/judge_check.py --ship` writes them."""
+
+
+def shipped(name: str) -> MeasuredAgreement | None:
+    """vx-eval's own check of a judge, by its identity's file name, marked `shipped`; None where none ships."""
+    from importlib.resources import files
+
+    from pydantic import ValidationError
+
+    kept = files("vx_eval.core.judging").joinpath(SHIPPED, name)
+    if not kept.is_file():
+        return None
+    try:
+        return MeasuredAgreement.model_validate_json(kept.read_bytes()).model_copy(update={"shipped": True})
+    except ValidationError:
         return None

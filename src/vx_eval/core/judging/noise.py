@@ -105,12 +105,16 @@ def judge_noise(
         sure=shares[contenders[0]] >= SURE,
         kappa=agreement.kappa_quadratic,
         pairs=agreement.pairs,
+        golden=agreement.golden,
+        shipped=agreement.shipped,
     )
 
 
 def noise_words(noise: JudgeNoise, leader: str) -> str:
     """What the run says of it, in one sentence."""
     kappa = f"quadratic κ {noise.kappa:.2f} on {noise.pairs:,} pairs" if noise.kappa is not None else "as checked"
+    if noise.shipped:
+        kappa += f"; vx-eval's own check on {noise.golden}, not on your data"
     others = sorted(((share, k) for k, share in noise.leads.items() if k != leader and share > 0), reverse=True)
     rest = "; ".join(f"{k} in {share:.0%}" for share, k in others[:3])
     if noise.sure:

@@ -279,6 +279,9 @@ class Picking(Frozen):
     sure: str | None = None
     """Said when a paired test cannot tell the leader from the setup ranked next: the pick is one of those
     level within the noise, not a winner, and about how many questions would tell them apart."""
+    questions_needed: int | None = None
+    """Where not sure and the two differ at all: about how many questions would tell the leader from the
+    setup ranked next at the difference seen."""
     judge_noise: JudgeNoise | None = None
     """Where a judge gave grades and its agreement with people was measured: how often each leader leads
     with the judge's grades redrawn as people would likely have given them."""

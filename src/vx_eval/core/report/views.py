@@ -197,6 +197,9 @@ class MeasuredAgreement(Frozen):
     confusion: list[list[int]] = Field(default_factory=list)
     """The pairs by people's grade (rows 0-3) and the judge's (columns): how sure a pick is under the judge
     (`core.judging.noise`) is read from it."""
+    shipped: bool = False
+    """True where no check was run in this store and this is vx-eval's own check of the same judge, shipped
+    with the package (measured on TREC DL 2019, not on the user's data)."""
 
 
 class JudgeNoise(Frozen):
@@ -211,6 +214,10 @@ class JudgeNoise(Frozen):
     """The pick led in 95% of the draws or more."""
     kappa: float | None = None
     pairs: int = 0
+    golden: str = ""
+    """Where the confusion was measured (the checked golden file's name)."""
+    shipped: bool = False
+    """Measured by vx-eval's own check shipped with the package, not by a check in this store."""
 
 
 class JudgeInfo(Frozen):

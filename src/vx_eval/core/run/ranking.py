@@ -83,22 +83,25 @@ def rank(setups: Sequence[SetupResult], settings: Settings, left_out: Collection
         key=lambda s: s.rank,
     )
     tested, detectable = compare_with_best(ranked, chosen.finds_the_most, settings)
-    picking = picking.model_copy(update={"sure": how_sure(tested, chosen.finds_the_most, set(left_out))})
+    sure, needed = how_sure(tested, chosen.finds_the_most, set(left_out))
+    picking = picking.model_copy(update={"sure": sure, "questions_needed": needed})
     return Ranking(tested, chosen, picks.frontier(scored, choice.measure, settings.primary), detectable, picking)
 
 
-def how_sure(setups: Sequence[SetupResult], best: str | None, left_out: Collection[str]) -> str | None:
+def how_sure(
+    setups: Sequence[SetupResult], best: str | None, left_out: Collection[str]
+) -> tuple[str | None, int | None]:
     """When the paired tests cannot tell the leader from the setup ranked next, in words: which setups are
     level with it within the noise and, where the two differ at all, about how many questions would tell the
     leader from the next at the difference seen (the detectable difference shrinks with the square root of
-    the questions). None when the leader is surely ahead."""
+    the questions); and that number. (None, None) when the leader is surely ahead."""
     level = [s for s in setups if s.tied_with_best and s.key != best and s.key not in left_out]
     if best is None or not level:
-        return None
+        return None, None
     runner, leader = level[0], next(s for s in setups if s.key == best)
     test = runner.vs_best
     if test is None:
-        return None
+        return None, None
     a = np.array(leader.per_question.metrics.get(test.metric, []), dtype=float)
     b = np.array(runner.per_question.metrics.get(test.metric, []), dtype=float)
     n = int(np.sum(~np.isnan(a - b))) if len(a) == len(b) else 0
@@ -109,12 +112,13 @@ def how_sure(setups: Sequence[SetupResult], best: str | None, left_out: Collecti
     )
     mde = stats.detectable_difference(a - b) if n else None
     gap = -test.delta
+    needed = None
     if mde and gap > 1e-12:
         needed = int(np.ceil(n * (mde / gap) ** 2))
         text += f"; about {needed} questions would tell it from {runner.key} at the difference seen ({gap:.3f})"
     elif n and np.allclose(a, b, equal_nan=True):
         text += f"; {runner.key} scores the same on every question"
-    return text + ". The pick leads on these questions, not surely."
+    return text + ". The pick leads on these questions, not surely.", needed
 
 
 def compare_with_best(

@@ -1,0 +1,149 @@
+"""A zero-configuration run that drafts more questions while its pick is not sure.
+
+A run on drafted questions (`vx_eval.autoconfig`) ranks its setups on a few dozen questions. Where the paired
+test cannot tell the leader from the setup ranked next (`Picking.sure`), or the judge's measured noise cannot
+(`Picking.judge_noise`), the run drafts more, from passages its questions do not draw on yet, and runs again
+(the index, the vectors, the drafts and the judge's grades are kept by content, so only the new questions cost
+anything), until the pick is sure, more questions would not tell the leaders apart, or ``--most-questions``
+is reached. Only the last round's report is saved; it says how sure it is, as any run does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from vx_eval.autoconfig import FEWEST, MIX, AutoConfig, WriterChoice, judged_only
+
+if TYPE_CHECKING:
+    from vx_eval.api import WriteSummary
+    from vx_eval.core.config.experiment import Experiment
+    from vx_eval.core.plugins import Plugins
+    from vx_eval.core.report.schema import Report
+    from vx_eval.core.run.pipeline import RunOptions, RunResult
+
+MOST = 4
+"""By default a run drafts up to this many times ``--questions`` while its pick is not sure."""
+
+
+@dataclass(frozen=True)
+class More:
+    """After a run on drafted questions whose pick is not sure: how many more to draft (0: none) and why."""
+
+    count: int
+    said: str
+
+
+def more_questions(report: Report, have: int, most: int) -> More | None:
+    """Whether a zero-configuration run should draft more questions and run again: None when its pick is
+    sure (the paired test tells the leader from the next, and under the judge where its noise was measured);
+    else how many more would bring the questions to about the number the paired test says would tell the
+    leaders apart (twice as many where it cannot say: the leaders differed on no question, or only the
+    judge's noise is in doubt; at least half as many again; at most `most` in all), or 0 and why not."""
+    picking = report.picking
+    if picking is None or report.picks.finds_the_most is None:
+        return None
+    noisy = picking.judge_noise is not None and not picking.judge_noise.sure
+    if picking.sure is None and not noisy:
+        return None
+    needed = picking.questions_needed
+    why = (
+        f"about {needed} questions would tell the leaders apart"
+        if needed is not None
+        else "the paired test tells the leaders apart, the judge's noise does not"
+        if picking.sure is None
+        else "the leaders differ too little on these questions to say how many would"
+    )
+    if have >= most:
+        return More(0, f"not sure with {have} questions ({why}); --most-questions {most} drafts no more")
+    if needed is not None and needed > 2 * most:
+        return More(0, f"not sure with {have} questions ({why}), far past --most-questions {most}: drafting no more")
+    wanted = max(needed or 2 * have, have + (have + 1) // 2)
+    count = min(most, wanted) - have
+    if count < max(2, have // 4):  # the detectable difference would shrink by a tenth or less
+        return More(
+            0, f"not sure with {have} questions ({why}); {count} more up to --most-questions {most} would not tell"
+        )
+    return More(count, f"not sure with {have} questions ({why}): drafting {count} more (at most {most} in all)")
+
+
+def draft_more(made: AutoConfig, count: int, writer: WriterChoice, progress: Any = None) -> WriteSummary:
+    """Draft `count` more questions for `made` from passages its golden file's questions were not drafted from
+    (a sample seeded by how many it holds, so a run again drafts the same ones), appended to it atomically;
+    a draft the same as one held (its id, its passages or its words) is dropped."""
+    from vx_eval.api import write_golden_rows
+    from vx_eval.core.golden.files import dump_rows, lint
+
+    golden = made.path.with_name("golden.jsonl")
+    held = [row for _, row in lint(golden.read_bytes())[1]]
+    used = {str(unit) for row in held for unit in row.metadata.get("source") or ()}
+    rows, summary = write_golden_rows(
+        [made.path], count, writer_plugin=writer.name, mix=MIX, seed=len(held), progress=progress, avoid=used
+    )
+    ids = {row.id for row in held}
+    sources = {tuple(row.metadata.get("source") or ()) for row in held}
+    asked = {" ".join(row.question.lower().split()) for row in held}
+    fresh = []
+    for row in map(judged_only, rows):
+        text = " ".join(row.question.lower().split())
+        if row.id in ids or tuple(row.metadata["source"]) in sources or text in asked:
+            continue
+        fresh.append(row)
+        ids.add(row.id)
+        sources.add(tuple(row.metadata["source"]))
+        asked.add(text)
+    partial = golden.with_name(".golden.jsonl.partial")
+    partial.write_bytes(dump_rows([*held, *fresh]))
+    partial.replace(golden)
+    return replace(summary, accepted=len(fresh))
+
+
+def run_drafted(
+    made: AutoConfig,
+    writer: WriterChoice,
+    load: Callable[[], Experiment],
+    plugins: Plugins,
+    options: RunOptions,
+    *,
+    most: int,
+    say: Callable[[str], None] = lambda _: None,
+) -> RunResult:
+    """Run `made`'s config (as `load` reads it), drafting more questions and running again while the pick
+    is not sure (`more_questions`, up to `most` questions in all, only where a ranking was asked for: at
+    least `FEWEST` questions); the last round's result, saved as `options` say."""
+    import dataclasses
+    import hashlib
+
+    from vx_eval.autoconfig import refusals
+    from vx_eval.core.report.saving import save_report
+    from vx_eval.core.run.pipeline import RunResult, run_experiment
+    from vx_eval.core.stores import Stores
+
+    have = made.questions
+    if have < FEWEST or most <= have:
+        return run_experiment(load(), plugins, options)
+    quiet = dataclasses.replace(options, save=False)
+    while True:
+        experiment = load()
+        result = run_experiment(experiment, plugins, quiet)
+        more = more_questions(result.report, have, most)
+        if more is not None:
+            say(more.said)
+        if more is None or not more.count:
+            break
+        drafted = draft_more(made, more.count, writer, options.progress)
+        say(
+            f"drafted {drafted.accepted} more from {drafted.tries} tries on {drafted.passages} passages; "
+            f"{refusals(drafted)}"
+        )
+        if not drafted.accepted:
+            break
+        have += drafted.accepted
+    if not options.save:
+        return result
+    raw = made.path.with_name("golden.jsonl").read_bytes()
+    kept = raw if hashlib.sha256(raw).hexdigest() == result.report.golden.sha256 else None
+    where = options.save_to or experiment.config.save_to
+    report, location = save_report(result.report, kept, Stores(plugins, options=experiment.stores), where)
+    return RunResult(report, location)
