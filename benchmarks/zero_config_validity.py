@@ -1,20 +1,27 @@
 """Do drafted questions and a judge rank setups as a collection's own questions and judgements do?
 
 For each collection with human judgements in ``../shared/datasets`` (SciFact, the TREC DL 2019 MS MARCO
-subset, Vaswani), on a slice of its corpus (every document the sampled human questions judge, plus
-``--others`` drawn with the seed):
+subset, Vaswani), on a slice of its corpus (every document the human questions judge, plus ``--others``
+drawn with the seed):
 
 1. the zero-configuration path exactly as ``vx-eval run --docs`` takes it (`autoconfig.prepare` +
-   `run_experiment`): questions drafted by the chosen writer, every setup's top 10 graded by the
-   cross-encoder judge, DCG@10 with grade 2 counted relevant, the circular setups (reranked by the judge's
-   own model) left out of the picks; its wall time;
-2. the same index and setups (the reranker off: the circular setups are not compared) on ``--human``
-   sampled human questions with their judgements: nDCG@10;
-3. `vx-eval judge check` on those human questions: the judge's weighted kappa against the human grades.
+   `drafted.run_drafted`): ``--questions`` drafted by the chosen writer, more drafted while the pick is not
+   sure (up to ``--most``), every setup's top 10 graded by the cross-encoder judge, DCG@10 with grade 2
+   counted relevant, the circular setups (reranked by the judge's own model) left out of the picks, how sure
+   the pick is (the paired test; under the judge, from vx-eval's own check); its wall time;
+2. the same index and setups (the reranker off: the circular setups are not compared) on the collection's
+   human questions with their judgements (``--human``: all by default, so that the reference is as steady as
+   the collection allows): nDCG@10;
+3. `vx-eval judge check` on ``--check`` of those human questions: the judge's weighted kappa against the
+   human grades, and its tau over the setups.
 
 It prints, per collection, Kendall's tau between the two orders of the setups the zero-configuration run
-may pick from, whether its `finds_the_most` is the human run's best (or tied with it under the human run's
-paired test), the judge's kappa, and the wall times.
+may pick from (by its DCG@10, and by its nDCG@10 on the judge's grades), how steady the human order itself
+is (tau between the orders two random halves of the human questions give, the mean of 50 splits: a ceiling
+for any tau against it), how many pairs of setups people's questions tell apart (paired t-test, p < 0.05)
+and how many of those the zero-configuration run orders the same way, whether its `finds_the_most` is the
+human run's best (or tied with it under the human run's paired test), whether the run said it is not sure,
+the judge's kappa, and the wall times.
 
     python benchmarks/zero_config_validity.py [--collections scifact,msmarco-dl19-5k,vaswani] [--writer local]
 """
@@ -22,6 +29,7 @@ paired test), the judge's kappa, and the wall times.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import random
@@ -32,8 +40,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import yaml
-from scipy.stats import kendalltau
+from scipy.stats import kendalltau, ttest_1samp
 
 from vx_eval.autoconfig import choose_writer, from_docs, prepare
 from vx_eval.core.config.experiment import load_config
@@ -41,6 +50,7 @@ from vx_eval.core.judging.check import check_judge
 from vx_eval.core.plugins import load_plugins
 from vx_eval.core.run.engine import SilentProgress
 from vx_eval.core.run.pipeline import RunOptions, run_experiment
+from vx_eval.drafted import run_drafted
 
 DATASETS = Path(__file__).resolve().parents[2] / "shared" / "datasets"
 
@@ -97,11 +107,11 @@ READERS = {"scifact": beir, "msmarco-dl19-5k": beir, "vaswani": vaswani}
 
 
 def slice_of(collection: Collection, humans: int, others: int, seed: int) -> tuple[list[str], list[str]]:
-    """The sampled human questions (those judging some document relevant) and the documents kept: every one
-    they judge, and `others` more drawn with the seed."""
+    """The human questions (those judging some document relevant; `humans` drawn with the seed, 0: all) and
+    the documents kept: every one they judge, and `others` more drawn with the seed."""
     rng = random.Random(seed)
     asked = sorted(q for q, judged in collection.qrels.items() if q in collection.queries and max(judged.values()) > 0)
-    asked = sorted(rng.sample(asked, min(humans, len(asked))))
+    asked = sorted(rng.sample(asked, min(humans or len(asked), len(asked))))
     judged = {d for q in asked for d in collection.qrels[q] if d in collection.docs}
     rest = sorted(set(collection.docs) - judged)
     kept = sorted(judged | set(rng.sample(rest, min(others, len(rest)))))
@@ -130,13 +140,27 @@ def one(name: str, args: argparse.Namespace, plugins) -> dict[str, object]:
             | {"grades": {d: max(g, 0) for d, g in grades.items()}}
         )
     write_jsonl(work / "human.jsonl", human_rows)
+    checked_rows = sorted(
+        random.Random(args.seed).sample(human_rows, min(args.check, len(human_rows))), key=lambda r: r["id"]
+    )
+    write_jsonl(work / "checked.jsonl", checked_rows)
     here = Path.cwd()
     os.chdir(work)
+    rounds: list[str] = []
     try:
         started = time.perf_counter()
-        made = prepare(from_docs(folder / "docs.jsonl"), questions=args.questions, writer=choose_writer(args.writer))
+        writer = choose_writer(args.writer)
+        made = prepare(from_docs(folder / "docs.jsonl"), questions=args.questions, writer=writer)
         drafted = time.perf_counter() - started
-        zero = run_experiment(load_config(made.path, plugins), plugins, RunOptions(save=False)).report
+        zero = run_drafted(
+            made,
+            writer,
+            lambda: load_config(made.path, plugins),
+            plugins,
+            RunOptions(save=False),
+            most=args.most or 2 * args.questions,
+            say=rounds.append,
+        ).report
         zero_wall = time.perf_counter() - started
 
         data = yaml.safe_load(made.path.read_text(encoding="utf-8"))
@@ -149,8 +173,11 @@ def one(name: str, args: argparse.Namespace, plugins) -> dict[str, object]:
         human = run_experiment(load_config(human_config, plugins), plugins, RunOptions(save=False)).report
         human_wall = time.perf_counter() - began
 
+        data["golden"] = os.path.relpath(work / "checked.jsonl", made.path.parent)
+        check_config = made.path.with_name("checked.yaml")
+        check_config.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
         began = time.perf_counter()
-        checked = check_judge(load_config(human_config, plugins), plugins, "cross-encoder", 10, SilentProgress())
+        checked = check_judge(load_config(check_config, plugins), plugins, "cross-encoder", 10, SilentProgress())
         check_wall = time.perf_counter() - began
     finally:
         os.chdir(here)
@@ -160,23 +187,34 @@ def one(name: str, args: argparse.Namespace, plugins) -> dict[str, object]:
     circular = set(zero.judge.circular) if zero.judge else set()
     keys = [s.key for s in zero.setups if s.key not in circular and s.key in human.by_key and s.scored]
     by_judge = [zero.setup(k).summary["dcg@10"] or 0.0 for k in keys]
+    by_judge_ndcg = [zero.setup(k).summary["ndcg@10"] or 0.0 for k in keys]
     by_people = [human.setup(k).summary["ndcg@10"] or 0.0 for k in keys]
     tau = float(kendalltau(by_judge, by_people).statistic)
+    per_question = {k: np.asarray(human.setup(k).per_question.metrics["ndcg@10"], dtype=float) for k in keys}
+    separated, agreeing = people_separate(keys, per_question, dict(zip(keys, by_judge, strict=True)))
     pick, best = zero.picks.finds_the_most, human.picks.finds_the_most
+    noise = zero.picking.judge_noise if zero.picking else None
     agreed = checked.agreement
     return {
         "collection": name,
         "documents": len(kept),
         "human_questions": len(asked),
         "drafted": zero.golden.drafts,
+        "rounds": rounds,
         "setups": len(keys),
         "circular_left_out": len(circular),
         "tau": tau,
+        "tau_ndcg": float(kendalltau(by_judge_ndcg, by_people).statistic),
+        "human_split_half_tau": split_half(keys, per_question, args.seed),
+        "pairs_people_separate": separated,
+        "of_those_ordered_the_same": agreeing,
         "pick": pick,
         "human_best": best,
         "same_pick": pick == best,
         "pick_tied_with_human_best": bool(pick and human.setup(pick).tied_with_best),
         "sure": zero.picking.sure if zero.picking else None,
+        "says_not_sure": bool(zero.picking and (zero.picking.sure or (noise is not None and not noise.sure))),
+        "under_the_judge": zero.picking.judge_sure if zero.picking else None,
         "judge_kappa_quadratic": agreed.kappa_quadratic,
         "judge_tau_on_human_questions": checked.order.tau if checked.order else None,
         "drafting_s": round(drafted, 1),
@@ -188,12 +226,42 @@ def one(name: str, args: argparse.Namespace, plugins) -> dict[str, object]:
     }
 
 
+def split_half(keys: list[str], per_question: dict[str, np.ndarray], seed: int, splits: int = 50) -> float:
+    """How steady the human order is: the mean tau between the setups' orders on two random halves of the
+    human questions."""
+    rng = np.random.default_rng(seed)
+    n = len(per_question[keys[0]])
+    taus = []
+    for _ in range(splits):
+        half = rng.permutation(n) < n // 2
+        a = [float(np.nanmean(per_question[k][half])) for k in keys]
+        b = [float(np.nanmean(per_question[k][~half])) for k in keys]
+        taus.append(float(kendalltau(a, b).statistic))
+    return float(np.nanmean(taus))
+
+
+def people_separate(keys: list[str], per_question: dict[str, np.ndarray], judged: dict[str, float]) -> tuple[int, int]:
+    """The pairs of setups people's questions tell apart (paired t-test, p < 0.05), and how many of those the
+    zero-configuration run orders the same way."""
+    separated = agreeing = 0
+    for a, b in itertools.combinations(keys, 2):
+        diff = per_question[a] - per_question[b]
+        diff = diff[~np.isnan(diff)]
+        if len(diff) < 2 or not diff.any() or ttest_1samp(diff, 0.0).pvalue >= 0.05:
+            continue
+        separated += 1
+        agreeing += int((diff.mean() > 0) == (judged[a] > judged[b]))
+    return separated, agreeing
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--collections", default="scifact,msmarco-dl19-5k,vaswani")
     parser.add_argument("--writer", default=None, help="as --writer of vx-eval run (default: local if installed)")
-    parser.add_argument("--questions", type=int, default=30, help="questions drafted")
-    parser.add_argument("--human", type=int, default=50, help="human questions sampled")
+    parser.add_argument("--questions", type=int, default=30, help="questions drafted first")
+    parser.add_argument("--most", type=int, default=0, help="questions drafted at most (default: twice --questions)")
+    parser.add_argument("--human", type=int, default=0, help="human questions sampled (0: all)")
+    parser.add_argument("--check", type=int, default=50, help="human questions the judge check grades")
     parser.add_argument("--others", type=int, default=800, help="documents no sampled question judges, kept too")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--keep", action="store_true", help="keep the working folders")
@@ -206,14 +274,19 @@ def main() -> None:
         result = one(name.strip(), args, plugins)
         results.append(result)
         print(json.dumps(result, indent=1), flush=True)
-    print("\ncollection         setups  tau    same pick  tied  judge kappa  judge tau  zero-config wall")
+    print(
+        "\ncollection       drafts setups  tau   tau(ndcg) human halves  separated  same pick  tied   "
+        "says not sure  judge kappa  judge tau  zero-config wall"
+    )
     for r in results:
         kappa = r["judge_kappa_quadratic"]
         jtau = r["judge_tau_on_human_questions"]
         print(
-            f"{r['collection']:<18} {r['setups']:>6}  {r['tau']:+.2f}  {r['same_pick']!s:<9}  "
-            f"{r['pick_tied_with_human_best']!s:<5} {kappa if kappa is None else f'{kappa:.2f}':>11}  "
-            f"{jtau if jtau is None else f'{jtau:+.2f}':>9}  {r['zero_config_wall_s'] / 60:.1f} min"
+            f"{r['collection']:<16} {r['drafted']:>6} {r['setups']:>6}  {r['tau']:+.2f}  {r['tau_ndcg']:+.2f}     "
+            f"{r['human_split_half_tau']:+.2f}        {r['of_those_ordered_the_same']}/{r['pairs_people_separate']:<7} "
+            f"{r['same_pick']!s:<9}  {r['pick_tied_with_human_best']!s:<5}  {r['says_not_sure']!s:<13} "
+            f"{kappa if kappa is None else f'{kappa:.2f}':>11}  {jtau if jtau is None else f'{jtau:+.2f}':>9}  "
+            f"{r['zero_config_wall_s'] / 60:.1f} min"
         )
     if args.json:
         args.json.write_text(json.dumps(results, indent=1), encoding="utf-8")
