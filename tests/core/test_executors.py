@@ -198,3 +198,23 @@ def test_a_throughput_pass_measures_queries_a_second_at_each_level(project, plug
     with contextlib.suppress(SystemExit):
         main(["run", str(path), "--no-save"])
     assert "4 at once: q/s · median ms" in capsys.readouterr().out
+
+
+def test_a_worker_keeps_a_few_configs_open_each_with_its_own_setup_selection(project, plugins, monkeypatch):
+    """What a Dask worker keeps open (`core.run.cluster._worker_setups`): one entry per config and setup
+    selection (a run with `--only` and a run without on the same cluster each search their own setups), the
+    least recently used let go beyond `KEEP_OPENED`."""
+    from vx_eval.core.run import cluster
+
+    monkeypatch.setattr(cluster, "_OPENED", type(cluster._OPENED)())
+    monkeypatch.setattr(cluster, "KEEP_OPENED", 2)
+    options = {"path": ".vx/t.db", "dense_models": ["minilm"], "mode": "hybrid"}
+    config = project.write_config(targets=[{"name": "Local", "engine": "sqlite", "options": options}])
+    run_experiment(load_config(config, plugins), plugins, RunOptions(save=False))  # the driver builds the index
+    every = cluster._worker_setups(str(config), "sha", (), ())
+    only = cluster._worker_setups(str(config), "sha", ("*keyword*",), ())
+    assert set(only.setups) == {"local.keyword"} and len(every.setups) > 1 and "local.keyword" in every.setups
+    assert cluster._worker_setups(str(config), "sha", (), ()) is every  # kept: opened once
+    cluster._worker_setups(str(config), "sha2", (), ())  # a third: the least recently used (--only) goes
+    assert list(cluster._OPENED) == [(str(config), "sha", (), ()), (str(config), "sha2", (), ())]
+    assert cluster._worker_setups(str(config), "sha", ("*keyword*",), ()) is not only  # opened again

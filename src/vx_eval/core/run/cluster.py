@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextvars
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -31,7 +32,10 @@ class WorkerSetups:
     warm: set[str] = field(default_factory=set)
 
 
-_OPENED: dict[tuple[str, str], WorkerSetups] = {}
+_OPENED: OrderedDict[tuple[str, str, tuple[str, ...], tuple[str, ...]], WorkerSetups] = OrderedDict()
+"""A worker's opened setups by config (its path and sha) and the run's setup selection, the most recently
+used last; at most `KEEP_OPENED` are kept, so a long-lived cluster running many configs does not grow."""
+KEEP_OPENED = 4
 _OPENED_LOCK = threading.Lock()
 _SLOTS: dict[int, threading.Semaphore] = {}
 
@@ -43,7 +47,9 @@ def _worker_slots(concurrency: int) -> threading.Semaphore:
 
 
 def _worker_setups(config_path: str, config_sha: str, only: tuple[str, ...], skip: tuple[str, ...]) -> WorkerSetups:
-    """This worker's targets and setups for a config, opened once per process and kept."""
+    """This worker's targets and setups for a config and a selection of its setups, opened once per process
+    and kept; the least recently used beyond `KEEP_OPENED` are let go (a task still searching them keeps its
+    own reference until it ends)."""
     from vx_eval.core.config.experiment import load_config
     from vx_eval.core.plugins import load_plugins
     from vx_eval.core.run.engine import SilentProgress
@@ -51,9 +57,11 @@ def _worker_setups(config_path: str, config_sha: str, only: tuple[str, ...], ski
     from vx_eval.core.run.targets import open_targets
     from vx_eval.core.stores import Stores
 
-    key = (config_path, config_sha)
+    key = (config_path, config_sha, only, skip)
     with _OPENED_LOCK:
-        if key not in _OPENED:
+        if key in _OPENED:
+            _OPENED.move_to_end(key)
+        else:
             plugins = load_plugins()
             experiment = load_config(config_path, plugins)
             stores = Stores(plugins, options=experiment.stores)
@@ -61,6 +69,8 @@ def _worker_setups(config_path: str, config_sha: str, only: tuple[str, ...], ski
             setups = enumerate_setups(targets, plugins, only, skip)
             units = units_for(experiment.config.evaluation.relevance_field, targets)
             _OPENED[key] = WorkerSetups({s.key: s for s in setups}, units, targets[0].models if targets else None)
+            while len(_OPENED) > KEEP_OPENED:
+                _OPENED.popitem(last=False)
         return _OPENED[key]
 
 
@@ -78,7 +88,7 @@ def _open_here(
     run of it finds them open); its name as its tasks give it, what they had sent to served models before
     this run (the run's counts start from it) and after opening."""
     with _OPENED_LOCK:
-        had = _OPENED.get((config_path, config_sha))
+        had = _OPENED.get((config_path, config_sha, only, skip))
     before = had.models.usage() if had is not None and had.models is not None else []
     opened = _worker_setups(config_path, config_sha, only, skip)
     name = dask_worker.address if dask_worker is not None else worker_name()  # outside a task: no get_worker
