@@ -266,3 +266,21 @@ def test_a_corpus_is_embedded_with_requests_in_flight_at_once_and_scores_as_one_
         (usage,) = report.provenance.served
         assert usage.texts >= 52 and usage.requests >= 13
     assert scores[1] == scores[4]
+
+
+def test_a_chat_judge_asked_by_two_callers_at_once_keeps_its_concurrency_in_all() -> None:
+    """The tasks a Dask worker runs at once share the judge it made for the run: `concurrency` bounds the
+    requests in flight in all, not per caller."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from vx_eval.llm.chat import ChatOptions
+    from vx_eval.plugins.judges.chat import ChatJudge
+    from vx_eval.testing.served import GRADER_MODEL
+
+    pairs = [(f"question {i} about wire fees", "A wire abroad costs 35 dollars.") for i in range(12)]
+    with ServedStandIn(latency=0.05) as running:
+        judge = ChatJudge(ChatOptions(url=f"{running.url}/v1", model=GRADER_MODEL, concurrency=3))
+        with ThreadPoolExecutor(max_workers=2) as callers:
+            verdicts = list(callers.map(judge.grade, [pairs[:6], pairs[6:]]))
+        assert [len(v) for v in verdicts] == [6, 6] and running.texts["chat"] == 12
+        assert running.most_in_flight == 3  # two callers of width 3 each, three in flight in all

@@ -10,6 +10,7 @@ import contextlib
 import hashlib
 import json
 import re
+import threading
 from collections.abc import Iterator, Sequence
 from typing import Any, Protocol, runtime_checkable
 
@@ -80,6 +81,9 @@ class EndpointChat:
         self._client = openai.OpenAI(
             base_url=options.url, api_key=key, timeout=options.timeout, max_retries=options.retries
         )
+        # `concurrency` requests in flight in all, however many callers ask at once (the tasks a Dask worker
+        # runs at once share the judge it made for the run)
+        self._in_flight = threading.BoundedSemaphore(options.concurrency)
 
     def fingerprint(self) -> str:
         o = self.options
@@ -89,13 +93,14 @@ class EndpointChat:
         o = self.options
         try:
             completions: Any = self._client.chat.completions  # the client's overloads do not cover **extra
-            response = completions.create(
-                model=o.model,
-                messages=list(messages),
-                max_tokens=max_tokens,
-                temperature=o.temperature,
-                **({"seed": o.seed} if o.seed is not None else {}),
-            )
+            with self._in_flight:
+                response = completions.create(
+                    model=o.model,
+                    messages=list(messages),
+                    max_tokens=max_tokens,
+                    temperature=o.temperature,
+                    **({"seed": o.seed} if o.seed is not None else {}),
+                )
         except self._openai.AuthenticationError:
             raise EngineError(f"{o.url} refused the key (401): check the api_key reference") from None
         except self._openai.APIConnectionError as exc:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -39,6 +40,7 @@ class ChatJudge:
     def __init__(self, options: ChatOptions, models: Any = None) -> None:
         self.options = options
         self._chat: EndpointChat | None = None
+        self._making = threading.Lock()  # callers at once share one endpoint, and so its `concurrency`
 
     def fingerprint(self) -> str:
         o = self.options
@@ -50,8 +52,9 @@ class ChatJudge:
 
     def grade(self, pairs: Sequence[tuple[str, str]]) -> list[Verdict]:
         """Every pair asked concurrently (the endpoint's `concurrency` at a time), verdicts in order."""
-        if self._chat is None:
-            self._chat = EndpointChat(self.options)
+        with self._making:
+            if self._chat is None:
+                self._chat = EndpointChat(self.options)
         asks = [
             [
                 {"role": "system", "content": RUBRIC},
