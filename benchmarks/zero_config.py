@@ -7,7 +7,8 @@ local writer's batches buy.
    with fresh caches (index, embeddings, drafts, grades; the models' own files stay installed), once per
    writer: ``local`` (SmolLM2 in this process), ``chat`` (the same model behind an OpenAI-compatible server
    on 127.0.0.1, `transformers serve`, asked concurrently) and ``keywords`` (no model): wall time, questions
-   kept and tries, from the run's own output.
+   kept and tries, the rounds drafted while the pick was not sure and the questions ranked on at the end,
+   from the run's own output.
 
     python benchmarks/zero_config.py [--writers local,chat,keywords] [--prompts 16]
 """
@@ -66,7 +67,14 @@ def one_run(writer: str, extra_env: dict[str, str]) -> None:
         wall = time.perf_counter() - started
         said = re.search(r"drafted by .*?: (\d+) of (\d+) questions from (\d+) tries", done.stderr)
         kept = f"{said.group(1)} of {said.group(2)} questions kept, {said.group(3)} tries" if said else "?"
-        print(f"{writer:<40} exit {done.returncode}; {wall / 60:.1f} min; {kept}", flush=True)
+        more = [int(n) for n in re.findall(r"drafted (\d+) more from", done.stderr)]
+        rounds = f"; then {len(more)} more round(s) while not sure: +{sum(more)}" if more else ""
+        asked = re.search(r": (\d+) questions, \d+ setups", done.stdout)
+        ran = f"; ranked on {asked.group(1)}" if asked else ""
+        print(f"{writer:<40} exit {done.returncode}; {wall / 60:.1f} min; {kept}{rounds}{ran}", flush=True)
+        for line in done.stderr.splitlines():
+            if line.startswith(("note: not sure with", "note: drafted")):
+                print(f"    {line.removeprefix('note: ')}")
         if done.returncode:
             print(done.stderr[-2000:])
 

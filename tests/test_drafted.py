@@ -26,23 +26,25 @@ def _report(sure: str | None = "not sure", needed: int | None = None, judge_sure
     return SimpleNamespace(picking=picking, picks=SimpleNamespace(finds_the_most="a"))
 
 
-def test_more_questions_are_drafted_only_while_the_pick_is_not_sure_and_never_past_the_most():
+def test_more_questions_are_drafted_only_where_they_would_settle_the_pick_and_never_past_the_most():
     assert more_questions(_report(sure=None), 24, 96) is None  # sure: nothing more
     assert more_questions(_report(sure=None, judge_sure=True), 24, 96) is None
-    # the paired test's estimate is followed, at least half as many again, at most the most
+    # the paired test's estimate is followed, at least half as many again
     assert more_questions(_report(needed=60), 24, 96).count == 36
     assert more_questions(_report(needed=26), 24, 96).count == 12
-    assert more_questions(_report(needed=150), 24, 96).count == 72
-    # far past the most: drafting would not settle it, and the run says so
-    far = more_questions(_report(needed=500), 24, 96)
-    assert far.count == 0 and "about 500 questions" in far.said and "--most-questions 96" in far.said
-    # no estimate (the leaders differed on no question), or only the judge's noise in doubt: twice as many
-    assert more_questions(_report(), 24, 96).count == 24
+    assert more_questions(_report(needed=96), 24, 96).count == 72
+    # past the most: drafting would not settle it, and the run says what would
+    far = more_questions(_report(needed=150), 24, 96)
+    assert far.count == 0 and "about 150 would tell" in far.said and "--most-questions 150" in far.said
+    hopeless = more_questions(_report(needed=734054), 24, 96)
+    assert hopeless.count == 0 and "differ too little" in hopeless.said and "--most-questions 7" not in hopeless.said
+    # no estimate (the leaders differ too little): none; only the judge's noise in doubt: twice as many
+    assert more_questions(_report(), 24, 96).count == 0
     only_judge = more_questions(_report(sure=None, judge_sure=False), 24, 96)
-    assert only_judge.count == 24 and "the judge's noise" in only_judge.said
+    assert only_judge.count == 24 and "the judge's measured noise" in only_judge.said
     # at the most, or a step too small to tell anything: no more, and why
-    assert more_questions(_report(needed=60), 96, 96).count == 0
-    small = more_questions(_report(needed=60), 94, 96)
+    assert more_questions(_report(needed=60), 60, 60).count == 0
+    small = more_questions(_report(needed=96), 94, 96)
     assert small.count == 0 and "would not tell" in small.said
 
 
@@ -56,6 +58,12 @@ def test_a_drafted_run_that_is_not_sure_drafts_more_and_keeps_one_report_that_a_
     docs.write_text("\n".join(QUICKSTART_DOCS.read_text(encoding="utf-8").splitlines()[:40]) + "\n")
     monkeypatch.chdir(tmp_path)
     ask = ["run", "--docs", str(docs), "--writer", "keywords", "--questions", "10", "--most-questions", "16"]
+    # whether these few questions settle the pick is the data's business (`more_questions` has its own test):
+    # here the first round is not sure, so the loop itself is what runs
+    import vx_eval.drafted
+
+    decided = iter([vx_eval.drafted.More(6, "not sure with 10 questions: drafting 6 more (at most 16 in all)")])
+    monkeypatch.setattr(vx_eval.drafted, "more_questions", lambda report, have, most: next(decided, None))
 
     code, out, err = call(capsys, *ask, "--json")
     assert code == 0, err

@@ -38,9 +38,10 @@ class More:
 def more_questions(report: Report, have: int, most: int) -> More | None:
     """Whether a zero-configuration run should draft more questions and run again: None when its pick is
     sure (the paired test tells the leader from the next, and under the judge where its noise was measured);
-    else how many more would bring the questions to about the number the paired test says would tell the
-    leaders apart (twice as many where it cannot say: the leaders differed on no question, or only the
-    judge's noise is in doubt; at least half as many again; at most `most` in all), or 0 and why not."""
+    else, where the paired test's estimate of the questions that would tell the leaders apart is within
+    `most`, how many more reach it (at least half as many again); where only the judge's noise is in doubt,
+    twice as many (at most `most`); otherwise 0 and why not: drafting is slow, and questions that would not
+    settle it are not worth the wait."""
     picking = report.picking
     if picking is None or report.picks.finds_the_most is None:
         return None
@@ -48,19 +49,31 @@ def more_questions(report: Report, have: int, most: int) -> More | None:
     if picking.sure is None and not noisy:
         return None
     needed = picking.questions_needed
-    why = (
-        f"about {needed} questions would tell the leaders apart"
-        if needed is not None
-        else "the paired test tells the leaders apart, the judge's noise does not"
-        if picking.sure is None
-        else "the leaders differ too little on these questions to say how many would"
-    )
+    if picking.sure is None:  # the paired test tells them apart; the judge's noise does not
+        why, wanted = "the paired test tells the leaders apart, the judge's measured noise does not", 2 * have
+    elif needed is None:
+        return More(
+            0,
+            f"not sure with {have} questions: the leaders differ too little on them to say how many "
+            "more would tell them apart, so none are drafted",
+        )
+    elif needed > 10 * most:
+        return More(
+            0,
+            f"not sure with {have} questions: about {needed:,} would tell the leaders apart; they differ too "
+            "little for more drafted questions to settle it",
+        )
+    elif needed > most:
+        return More(
+            0,
+            f"not sure with {have} questions: about {needed} would tell the leaders apart, more than "
+            f"--most-questions {most}; give --most-questions {needed} to draft them",
+        )
+    else:
+        why, wanted = f"about {needed} questions would tell the leaders apart", needed
     if have >= most:
         return More(0, f"not sure with {have} questions ({why}); --most-questions {most} drafts no more")
-    if needed is not None and needed > 2 * most:
-        return More(0, f"not sure with {have} questions ({why}), far past --most-questions {most}: drafting no more")
-    wanted = max(needed or 2 * have, have + (have + 1) // 2)
-    count = min(most, wanted) - have
+    count = min(most, max(wanted, have + (have + 1) // 2)) - have
     if count < max(2, have // 4):  # the detectable difference would shrink by a tenth or less
         return More(
             0, f"not sure with {have} questions ({why}); {count} more up to --most-questions {most} would not tell"
