@@ -65,7 +65,7 @@ def test_a_drafted_run_that_is_not_sure_drafts_more_and_keeps_one_report_that_a_
     decided = iter([vx_eval.drafted.More(6, "not sure with 10 questions: drafting 6 more (at most 16 in all)")])
     monkeypatch.setattr(vx_eval.drafted, "more_questions", lambda report, have, most: next(decided, None))
 
-    code, out, err = call(capsys, *ask, "--json")
+    code, out, err = call(capsys, *ask, "--json", "--run-id", "first-look")
     assert code == 0, err
     said = " ".join(err.split())
     assert "not sure with 10 questions" in said and "drafting 6 more (at most 16 in all)" in said, said
@@ -79,7 +79,7 @@ def test_a_drafted_run_that_is_not_sure_drafts_more_and_keeps_one_report_that_a_
     assert len(set(sources)) == len(sources)  # each from a passage of its own
     assert all(r["draft"] and not r.get("expected") for r in rows)  # drafts, graded by the judge alone
     saved = list(tmp_path.glob("runs/**/report.json"))
-    assert len(saved) == 1  # only the last round is kept
+    assert len(saved) == 1 and saved[0].parent.name == "first-look"  # only the last round, under the id asked
     kept = json.loads(saved[0].read_text())
     assert kept["golden"]["sha256"] == report["golden"]["sha256"]
     (copy,) = tmp_path.glob("runs/golden_dataset/*.jsonl")

@@ -129,12 +129,12 @@ def run_drafted(
     import hashlib
 
     from vx_eval.autoconfig import refusals
-    from vx_eval.core.report.saving import save_report
+    from vx_eval.core.report.saving import check_run_id, save_report
     from vx_eval.core.run.pipeline import RunResult, run_experiment
     from vx_eval.core.stores import Stores
 
     have = made.questions
-    if have < FEWEST or most <= have:
+    if have < FEWEST or most <= have or options.resume:  # a resumed run finishes what it was
         return run_experiment(load(), plugins, options)
     quiet = dataclasses.replace(options, save=False)
     while True:
@@ -158,5 +158,8 @@ def run_drafted(
     raw = made.path.with_name("golden.jsonl").read_bytes()
     kept = raw if hashlib.sha256(raw).hexdigest() == result.report.golden.sha256 else None
     where = options.save_to or experiment.config.save_to
-    report, location = save_report(result.report, kept, Stores(plugins, options=experiment.stores), where)
+    last = result.report
+    if options.run_id is not None:  # the rounds ran unsaved: the id asked for goes to the one kept
+        last = last.model_copy(update={"id": check_run_id(options.run_id)})
+    report, location = save_report(last, kept, Stores(plugins, options=experiment.stores), where)
     return RunResult(report, location)
