@@ -84,7 +84,7 @@ def more_questions(report: Report, have: int, most: int) -> More | None:
 def draft_more(made: AutoConfig, count: int, writer: WriterChoice, progress: Any = None) -> WriteSummary:
     """Draft `count` more questions for `made` from passages its golden file's questions were not drafted from
     (a sample seeded by how many it holds, so a run again drafts the same ones), appended to it atomically;
-    a draft the same as one held (its id, its passages or its words) is dropped."""
+    a draft worded as one held is dropped."""
     from vx_eval.api import write_golden_rows
     from vx_eval.core.golden.files import dump_rows, lint
 
@@ -94,18 +94,14 @@ def draft_more(made: AutoConfig, count: int, writer: WriterChoice, progress: Any
     rows, summary = write_golden_rows(
         [made.path], count, writer_plugin=writer.name, mix=MIX, seed=len(held), progress=progress, avoid=used
     )
-    ids = {row.id for row in held}
-    sources = {tuple(row.metadata.get("source") or ()) for row in held}
+    # `avoid` keeps every new draft's passages, and so its id, apart from those held: only its words may repeat
     asked = {" ".join(row.question.lower().split()) for row in held}
     fresh = []
     for row in map(judged_only, rows):
         text = " ".join(row.question.lower().split())
-        if row.id in ids or tuple(row.metadata["source"]) in sources or text in asked:
-            continue
-        fresh.append(row)
-        ids.add(row.id)
-        sources.add(tuple(row.metadata["source"]))
-        asked.add(text)
+        if text not in asked:
+            fresh.append(row)
+            asked.add(text)
     partial = golden.with_name(".golden.jsonl.partial")
     partial.write_bytes(dump_rows([*held, *fresh]))
     partial.replace(golden)
@@ -125,7 +121,6 @@ def run_drafted(
     """Run `made`'s config (as `load` reads it), drafting more questions and running again while the pick
     is not sure (`more_questions`, up to `most` questions in all, only where a ranking was asked for: at
     least `FEWEST` questions); the last round's result, saved as `options` say."""
-    import dataclasses
     import hashlib
 
     from vx_eval.autoconfig import refusals
@@ -136,7 +131,7 @@ def run_drafted(
     have = made.questions
     if have < FEWEST or most <= have or options.resume:  # a resumed run finishes what it was
         return run_experiment(load(), plugins, options)
-    quiet = dataclasses.replace(options, save=False)
+    quiet = replace(options, save=False)
     while True:
         experiment = load()
         result = run_experiment(experiment, plugins, quiet)

@@ -111,27 +111,25 @@ def sources_note(report: Report) -> str | None:
             f"{golden.drafts} of the questions are drafts a model wrote (draft: true; no person has reviewed them)"
         )
     if judge is not None and judge.grades_from.judge:
-        who = f"the {judge.judge} judge ({judge_line(judge)})"
+        who = f"{judge.grades_from.judge:,} grades came from the {judge.judge} judge ({judge_line(judge)})"
         agreed = judge.agreement
-        if agreed is not None and agreed.kappa_quadratic is not None and agreed.shipped:
+        if agreed is None or agreed.kappa_quadratic is None:
             said.append(
-                f"{judge.grades_from.judge:,} grades came from {who}, whose agreement with people has not been "
-                f"measured on this data; on {agreed.golden} vx-eval's own check measured weighted kappa "
-                f"{agreed.kappa_quadratic:.2f} (quadratic; the same grade on {agreed.exact or 0:.0%} of "
-                f"{agreed.pairs:,} pairs): `vx-eval judge check` on a config whose golden file your people graded "
-                "measures it here"
-            )
-        elif agreed is not None and agreed.kappa_quadratic is not None:
-            said.append(
-                f"{judge.grades_from.judge:,} grades came from {who}, which agreed with people at weighted kappa "
-                f"{agreed.kappa_quadratic:.2f} (quadratic; the same grade on {agreed.exact or 0:.0%} of "
-                f"{agreed.pairs:,} pairs) on {agreed.golden} when `vx-eval judge check` measured it "
-                f"({agreed.checked_at[:10]})"
+                f"{who}, whose agreement with people has not been measured here: `vx-eval judge check` on a config "
+                "whose golden file people graded measures it"
             )
         else:
+            kappa = (
+                f"weighted kappa {agreed.kappa_quadratic:.2f} (quadratic; the same grade on {agreed.exact or 0:.0%} "
+                f"of {agreed.pairs:,} pairs)"
+            )
             said.append(
-                f"{judge.grades_from.judge:,} grades came from {who}, whose agreement with people has not been "
-                "measured here: `vx-eval judge check` on a config whose golden file people graded measures it"
+                f"{who}, whose agreement with people has not been measured on this data; on {agreed.golden} "
+                f"vx-eval's own check measured {kappa}: `vx-eval judge check` on a config whose golden file your "
+                "people graded measures it here"
+                if agreed.shipped
+                else f"{who}, which agreed with people at {kappa} on {agreed.golden} when `vx-eval judge check` "
+                f"measured it ({agreed.checked_at[:10]})"
             )
     return "; ".join(said) + "." if said else None
 
