@@ -115,15 +115,16 @@ def test_the_run_menu_opens_an_older_run_and_leads_back(server, page, evaluation
     assert links.count() == 12
     assert links.first.inner_text().endswith("— quickstart")  # each run named by its collections
     assert links.nth(2).inner_text().endswith("— quickstart-keyword")
+    # each click below is a link to another page: wait for that page, never read the one being left
     page.click("#menu-older")
-    assert page.locator("#run-menu li a").count() == 2
+    expect(page.locator("#run-menu li a")).to_have_count(2)
     oldest = evaluations.quick[0].id
     page.click(f'#run-menu a[data-run="{oldest}"]')
-    assert page.locator("body").get_attribute("data-run") == oldest
-    assert page.locator("#older-run").is_visible()
+    expect(page.locator("body")).to_have_attribute("data-run", oldest)
+    expect(page.locator("#older-run")).to_be_visible()
     shot(page, tmp_path, "older-run")
     page.click("#older-run a")
-    assert page.locator("body").get_attribute("data-run") == evaluations.newest_json["id"]
+    expect(page.locator("body")).to_have_attribute("data-run", evaluations.newest_json["id"])
 
 
 def test_golden_download_works_for_an_admin_and_is_refused_otherwise(server, page, evaluations, tmp_path):
@@ -137,14 +138,14 @@ def test_golden_download_works_for_an_admin_and_is_refused_otherwise(server, pag
     page.fill("#username", "gus")
     page.fill("#password", "gus-password")
     page.click("#sign-in")
-    assert page.locator("#signed-in").inner_text() == "gus"
+    expect(page.locator("#signed-in")).to_have_text("gus")
     assert page.locator("#golden-download").count() == 0 and page.request.get(route).status == 403
     page.click("#sign-out")
     page.click("#sign-in-link")
     page.fill("#username", "ada")
     page.fill("#password", "ada-password")
     page.click("#sign-in")
-    assert page.locator("#signed-in").inner_text() == "ada"
+    expect(page.locator("#signed-in")).to_have_text("ada")
     with page.expect_download() as info:
         page.click("#golden-download")
     data = Path(info.value.path()).read_bytes()

@@ -178,7 +178,7 @@ def test_a_runner_starts_a_run_from_the_page_and_sees_it_progress_to_the_report(
     page.fill("#username", "rui")
     page.fill("#password", "rui-password")
     page.click("#sign-in")
-    assert page.locator("#signed-in").inner_text() == "rui"
+    expect(page.locator("#signed-in")).to_have_text("rui")
     assert page.locator("#start-experiment option").all_inner_texts() == ["quickstart"]
     page.select_option("#start-experiment", "quickstart")
     page.click("#start-button")
