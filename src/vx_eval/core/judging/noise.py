@@ -111,7 +111,7 @@ def judge_noise(
 
 
 def noise_words(noise: JudgeNoise, leader: str) -> str:
-    """What the run says of it, in one sentence."""
+    """What the run says of it, in one sentence, shown after "under the judge:" (so it does not say that again)."""
     kappa = f"quadratic κ {noise.kappa:.2f} on {noise.pairs:,} pairs" if noise.kappa is not None else "as checked"
     if noise.shipped:
         kappa += f"; vx-eval's own check on {noise.golden}, not on your data"
@@ -119,12 +119,12 @@ def noise_words(noise: JudgeNoise, leader: str) -> str:
     rest = "; ".join(f"{k} in {share:.0%}" for share, k in others[:3])
     if noise.sure:
         return (
-            f"the pick holds under the judge: with its grades redrawn {noise.draws} times as people would "
+            f"the pick holds: with its grades redrawn {noise.draws} times as people would "
             f"likely have given them ({kappa}), {leader} leads on {noise.measure} in {noise.leads[leader]:.0%}"
             + (f" ({rest})" if rest else "")
         )
     return (
-        f"not sure under the judge: with its grades redrawn {noise.draws} times as people would likely have "
+        f"not sure: with its grades redrawn {noise.draws} times as people would likely have "
         f"given them ({kappa}), {leader} leads on {noise.measure} in only {noise.leads[leader]:.0%}"
         + (f", {rest}" if rest else "")
         + ": within the judge's measured noise these setups cannot be told apart."
