@@ -109,3 +109,36 @@ def test_the_default_judge_states_vx_evals_own_check_where_the_store_has_none(tm
     other = info.model_copy(update={"cut_points": [0.0, 5.0, 8.0]})
     assert measured(stores, str(tmp_path), other) is None  # other cut points: not what was checked
     assert Path(__file__).parents[1].joinpath("pyproject.toml").read_text().count('"measured/*.json"') == 1
+
+
+def test_more_drafts_drop_a_question_the_golden_file_already_holds_by_its_own_rule(tmp_path, monkeypatch):
+    """A new draft worded as a held question, up to case and spacing as the golden file compares questions
+    (casefold: "STRASSE" is "straße"), is dropped; the file is rewritten whole, the held rows first."""
+    import vx_eval.api
+    from vx_eval.api import WriteSummary
+    from vx_eval.autoconfig import AutoConfig, WriterChoice
+    from vx_eval.core.golden.files import GoldenRow, dump_rows, lint
+    from vx_eval.drafted import draft_more
+
+    held = GoldenRow(id="q1", question="Where is the Straße?", draft=True, metadata={"source": ["d1"]})
+    (tmp_path / "golden.jsonl").write_bytes(dump_rows([held]))
+    made = AutoConfig(tmp_path / "config.yaml", "", None, 1)
+    drafts = [
+        GoldenRow(id="q2", question="where  is the STRASSE?", expected=["d2"], draft=True),
+        GoldenRow(id="q3", question="Who paved it?", expected=["d3"], draft=True),
+    ]
+    asked: dict = {}
+
+    def write(configs, n, **options):
+        asked.update(options, n=n)
+        return drafts, WriteSummary("local", "m", "c", 2, 2, 5, n, {}, 0, 0, {})
+
+    monkeypatch.setattr(vx_eval.api, "write_golden_rows", write)
+    summary = draft_more(made, 2, WriterChoice("local", None, ""), None)
+    assert summary.accepted == 1 and asked["avoid"] == {"d1"} and asked["seed"] == 1
+    defects, rows = lint((tmp_path / "golden.jsonl").read_bytes())
+    assert [r.id for _, r in rows] == ["q1", "q3"]
+    new = rows[1][1]
+    assert new.expected == [] and new.metadata["source"] == ["d3"]  # graded by the judge alone
+    assert not [d for d in defects if "same question" in d.message]
+    assert not list(tmp_path.glob(".*.partial"))

@@ -86,7 +86,7 @@ def draft_more(made: AutoConfig, count: int, writer: WriterChoice, progress: Any
     (a sample seeded by how many it holds, so a run again drafts the same ones), appended to it atomically;
     a draft worded as one held is dropped."""
     from vx_eval.api import write_golden_rows
-    from vx_eval.core.golden.files import dump_rows, lint
+    from vx_eval.core.golden.files import dump_rows, lint, question_key
 
     golden = made.path.with_name("golden.jsonl")
     held = [row for _, row in lint(golden.read_bytes())[1]]
@@ -94,14 +94,15 @@ def draft_more(made: AutoConfig, count: int, writer: WriterChoice, progress: Any
     rows, summary = write_golden_rows(
         [made.path], count, writer_plugin=writer.name, mix=MIX, seed=len(held), progress=progress, avoid=used
     )
-    # `avoid` keeps every new draft's passages, and so its id, apart from those held: only its words may repeat
-    asked = {" ".join(row.question.lower().split()) for row in held}
+    # `avoid` keeps every new draft's passages, and so its id, apart from those held: only its words may repeat,
+    # and the golden file refuses a question twice
+    asked = {question_key(row.question) for row in held}
     fresh = []
     for row in map(judged_only, rows):
-        text = " ".join(row.question.lower().split())
-        if text not in asked:
+        key = question_key(row.question)
+        if key not in asked:
             fresh.append(row)
-            asked.add(text)
+            asked.add(key)
     partial = golden.with_name(".golden.jsonl.partial")
     partial.write_bytes(dump_rows([*held, *fresh]))
     partial.replace(golden)

@@ -105,13 +105,14 @@ class GoldenSet:
         return max((g for q in self.questions for g in q.relevance().values()), default=0)
 
 
-def _normalise(question: str) -> str:
+def question_key(question: str) -> str:
+    """A question as the golden file compares it: two rows with the same key are the same question."""
     return re.sub(r"\s+", " ", question).strip().casefold()
 
 
 def default_id(question: str) -> str:
     """A stable id for a row written without one: the start of the question's SHA-1."""
-    return "q-" + hashlib.sha1(_normalise(question).encode()).hexdigest()[:10]
+    return "q-" + hashlib.sha1(question_key(question).encode()).hexdigest()[:10]
 
 
 def _row(number: int, line: str) -> tuple[GoldenRow | None, list[Defect]]:
@@ -156,7 +157,7 @@ class _Seen:
                         "(or give a reference answer to keep it unscored until it is labelled)",
                     )
                 )
-            key = _normalise(row.question)
+            key = question_key(row.question)
             if key in self.questions:
                 defects.append(Defect(number, None, f"the same question as line {self.questions[key]}"))
             else:
