@@ -19,7 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from vx_eval.core.errors import ConfigError, GoldenError
-from vx_eval.core.golden.files import GoldenRow
+from vx_eval.core.golden.files import GoldenRow, dump_rows
 from vx_eval.core.models.endpoints import ModelEndpoint
 from vx_eval.core.models.loading import DENSE, LATE, ModelCatalog, unknown_model
 from vx_eval.core.run.engine import Discovered, slug
@@ -106,6 +106,9 @@ def choose_writer(spec: str | None) -> WriterChoice:
     return WriterChoice(name, None, f"the {name} writer")
 
 
+GOLDEN = "golden.jsonl"
+"""The golden file's name, beside the config a run with none fills in."""
+
 GENERIC = {"docs", "documents", "corpus", "data", "passages", "collection"}
 
 
@@ -125,6 +128,11 @@ class AutoConfig:
     @property
     def drafted_now(self) -> bool:
         return self.drafted is not None
+
+    @property
+    def golden(self) -> Path:
+        """Its golden file, beside it."""
+        return self.path.with_name(GOLDEN)
 
 
 @dataclass(frozen=True)
@@ -287,7 +295,7 @@ def config_data(
                 options[key] = rel(getattr(chosen, key))
         target = {"name": source.discovered.name, "engine": source.engine, "options": options}
     data |= {
-        "golden": rel(work / "golden.jsonl"),
+        "golden": rel(work / GOLDEN),
         "save_to": rel(save_to),
         "targets": [target],
         "evaluation": {
@@ -320,14 +328,13 @@ def prepare(
     """The config for `source` (written to its workspace, and to `save_config` when given) with its golden
     questions drafted by `writer` (`choose_writer`'s default when None) if the workspace has none yet."""
     from vx_eval.api import write_golden_rows
-    from vx_eval.core.golden.files import dump_rows
 
     writer = writer or choose_writer(None)
     work = workspace(source, Path.cwd())
     runs = save_to or Path.cwd() / "runs"
     path = work / "config.yaml"
     _write(path, config_data(source, work, runs, work, writer=writer))
-    golden = work / "golden.jsonl"
+    golden = work / GOLDEN
     summary = None
     if not golden.exists():
         rows, summary = write_golden_rows([path], questions, writer_plugin=writer.name, mix=MIX, progress=progress)
@@ -339,9 +346,7 @@ def prepare(
                 f"needs at least {wanted} to tell setups apart: {writer.advice or 'try another writer'}, or give a "
                 "config with a golden file"
             )
-        partial = golden.with_name(".golden.jsonl.partial")
-        partial.write_bytes(dump_rows([judged_only(row) for row in rows]))
-        partial.replace(golden)
+        write_golden(golden, [judged_only(row) for row in rows])
     count = sum(1 for line in golden.read_text(encoding="utf-8").splitlines() if line.strip())
     if save_config is not None:
         _write(save_config, config_data(source, work, runs, save_config.parent, writer=writer))
@@ -368,13 +373,23 @@ def judged_only(row: GoldenRow) -> GoldenRow:
     return row.model_copy(update={"expected": [], "metadata": {**row.metadata, "source": row.expected}})
 
 
+def write_golden(path: Path, rows: Sequence[GoldenRow]) -> None:
+    """`rows` as the whole of the golden file at `path`, never half written."""
+    _replace(path, dump_rows(rows))
+
+
 def _write(path: Path, data: Mapping[str, Any]) -> None:
     text = (
         "# Filled in by `vx-eval run --docs` or `--target`: defaults from the documents or the index, questions\n"
         "# drafted by a model (marked draft: true), graded by a judge. Run it again: `vx-eval run <this file>`.\n"
         + yaml.safe_dump(dict(data), sort_keys=False, allow_unicode=True)
     )
+    _replace(path, text.encode("utf-8"))
+
+
+def _replace(path: Path, data: bytes) -> None:
+    """`data` written beside `path` and renamed over it: a failure leaves what was there whole."""
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(f".{path.name}.partial")
-    partial.write_text(text, encoding="utf-8")
+    partial.write_bytes(data)
     partial.replace(path)

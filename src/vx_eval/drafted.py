@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from vx_eval.autoconfig import FEWEST, MIX, AutoConfig, WriterChoice, judged_only
+from vx_eval.autoconfig import FEWEST, MIX, AutoConfig, WriterChoice, judged_only, write_golden
 
 if TYPE_CHECKING:
     from vx_eval.api import WriteSummary
@@ -86,10 +86,9 @@ def draft_more(made: AutoConfig, count: int, writer: WriterChoice, progress: Any
     (a sample seeded by how many it holds, so a run again drafts the same ones), appended to it atomically;
     a draft worded as one held is dropped."""
     from vx_eval.api import write_golden_rows
-    from vx_eval.core.golden.files import dump_rows, lint, question_key
+    from vx_eval.core.golden.files import lint, question_key
 
-    golden = made.path.with_name("golden.jsonl")
-    held = [row for _, row in lint(golden.read_bytes())[1]]
+    held = [row for _, row in lint(made.golden.read_bytes())[1]]
     used = {str(unit) for row in held for unit in row.metadata.get("source") or ()}
     rows, summary = write_golden_rows(
         [made.path], count, writer_plugin=writer.name, mix=MIX, seed=len(held), progress=progress, avoid=used
@@ -103,9 +102,7 @@ def draft_more(made: AutoConfig, count: int, writer: WriterChoice, progress: Any
         if key not in asked:
             fresh.append(row)
             asked.add(key)
-    partial = golden.with_name(".golden.jsonl.partial")
-    partial.write_bytes(dump_rows([*held, *fresh]))
-    partial.replace(golden)
+    write_golden(made.golden, [*held, *fresh])
     return replace(summary, accepted=len(fresh))
 
 
@@ -151,7 +148,7 @@ def run_drafted(
         have += drafted.accepted
     if not options.save:
         return result
-    raw = made.path.with_name("golden.jsonl").read_bytes()
+    raw = made.golden.read_bytes()
     kept = raw if hashlib.sha256(raw).hexdigest() == result.report.golden.sha256 else None
     where = options.save_to or experiment.config.save_to
     last = result.report
