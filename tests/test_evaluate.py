@@ -14,6 +14,8 @@ import pytest
 import vx_eval
 from vx_eval.core.errors import ConfigError
 
+from .test_cli import call
+
 REPO = Path(__file__).resolve().parents[1]
 QUICKSTART = REPO / "configs" / "quickstart"
 
@@ -173,6 +175,24 @@ def test_qrels_with_queries_and_bad_arguments(project):
         vx_eval.evaluate({"fixed": lambda text, k: []}, qrels, queries=queries, detph=5)
     with pytest.raises(ConfigError, match="metrics"):
         vx_eval.evaluate({"fixed": lambda text, k: []}, qrels, queries=queries, metrics=["ndcg@ten"])
+
+
+def test_a_qrels_mapping_keeps_every_grade_as_the_cli_and_trec_eval_read_it(project, tmp_path, capsys):
+    qrels = {"q1": {"d1": 0, "d2": 1}, "q2": {"d1": 0}, "q3": {"d1": 2, "d3": -1}}
+    queries = {"q1": "first", "q2": "second", "q3": "third"}
+    measures = ["bpref", "map_condensed", "judged@1", "map"]
+    report = vx_eval.evaluate({"fixed": lambda text, k: ["d1", "d2", "d3"]}, qrels, queries=queries, metrics=measures)
+    assert report.question_ids == ["q1", "q2", "q3"]  # q2, graded only 0, is judged: it scores 0, as trec_eval
+    q, r = tmp_path / "qrels", tmp_path / "run"
+    q.write_text("".join(f"{qid} 0 {d} {g}\n" for qid, docs in qrels.items() for d, g in docs.items()))
+    r.write_text("".join(f"{qid} Q0 {d} {i} {3 - i} r\n" for qid in qrels for i, d in enumerate(["d1", "d2", "d3"])))
+    code, out, _ = call(capsys, "eval", "--json", "-m", "bpref", "-m", "map_condensed", "-m", "judged@1", "-m", "map",
+                        str(q), str(r))  # fmt: skip
+    assert code == 0
+    summary = report.setup("fixed.retriever").summary
+    assert {m: summary[m] for m in measures} == pytest.approx(json.loads(out))
+    assert summary["bpref"] == pytest.approx(1 / 3)  # q1: d2 below the judged non-relevant d1: 0; q3: 1
+    assert summary["judged@1"] == 1.0
 
 
 def test_a_report_is_saved_and_loaded_back(project, tmp_path):

@@ -188,13 +188,15 @@ def golden_set(golden: Golden, queries: Mapping[str, str] | None) -> GoldenSet:
             raise ConfigError(f"queries has no text for question {quoted(str(missing[0]))} of the qrels")
         rows: list[Any] = []
         for qid, docs in golden.items():
+            judged = {d: g for d, g in docs.items() if g >= 0}  # below 0: in the pool, judged by nobody (TREC)
             row: dict[str, Any] = {
                 "id": qid,
                 "question": queries[qid],
-                "expected": [d for d, g in docs.items() if g > 0],
+                "expected": [d for d, g in judged.items() if g > 0],
+                # every other grade kept, 0 included (bpref and the condensed measures read them), as the
+                # importers keep them; a question graded only 0 is judged with nothing relevant: it scores 0
+                "grades": {d: g for d, g in judged.items() if g != 1},
             }
-            if any(g > 1 for g in docs.values()):
-                row["grades"] = {d: g for d, g in docs.items() if g > 1}
             rows.append(row)
     elif isinstance(golden, str | Path):
         raise ConfigError("a golden file is read by the run itself; golden_set takes questions held in memory")

@@ -50,13 +50,6 @@ def test_nan_scores_sort_last_with_a_warning_naming_the_line(tmp_path, capsys):
     assert code == 0 and "warning: " in err and "1 score is not a number (nan, lines 1)" in err
 
 
-def test_an_empty_run_scores_zero_with_a_warning(tmp_path, capsys):
-    q, r = files(tmp_path, "q1 0 d1 1\n", "# only a comment\n")
-    code, out, err = call(capsys, "eval", str(q), str(r), "-m", "map")
-    assert code == 0 and "holds no results: every question scores 0" in err
-    assert "map             \tall\t0.0000" in out
-
-
 def test_trec_evals_own_measure_syntax_is_accepted(tmp_path):
     q, r = files(tmp_path, "q1 0 d1 1\nq1 0 d2 1\n", "q1 Q0 d1 1 3 r\nq1 Q0 x 2 2 r\nq1 Q0 d2 3 1 r\n")
     evaluation = evaluate_run(read_judgements(q), read_run(r), ["ndcg_cut.10", "P.5,10", "success", "ndcg_cut"])

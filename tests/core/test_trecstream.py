@@ -77,7 +77,7 @@ def test_what_the_streamed_reader_cannot_take_goes_to_the_careful_one(tmp_path):
         r.write_text(text)
         judgements = read_judgements(q)
         judged = trecstream.judged_of(
-            judgements.columns, judgements.grades, judgements.rows_question, len(judgements.question_ids), 1
+            judgements.columns, judgements.grades, judgements.rows_question, judgements.question_ids, 1
         )
         with pytest.raises(trecstream.Unstreamable):
             trecstream.score_stream(r, judged, MEASURES, 1)

@@ -140,7 +140,7 @@ def eval_command(
             )
         for warning in warnings:
             click.echo(f"warning: {warning}", err=True)
-        sys.stdout.write(_summary_dropped(output) if no_summary else output)
+        _print(_summary_dropped(output) if no_summary else output)
         return
     evaluation = evaluate_run(
         read_judgements(qrels), run, measures or DEFAULT_MEASURES, threshold=threshold, shape=shape
@@ -160,14 +160,29 @@ def eval_command(
         else:
             click.echo(json.dumps(means, indent=1))
         return
-    out = sys.stdout
+    lines = []
     if per_query:
         for qid, values in zip(evaluation.question_ids, evaluation.values, strict=True):
-            for name, value in zip(evaluation.measures, values, strict=True):
-                out.write(f"{name:<16}\t{qid}\t{value:.4f}\n")
-    out.write(f"{'num_q':<16}\tall\t{len(evaluation.question_ids)}\n")
-    for name, value in means.items():
-        out.write(f"{name:<16}\tall\t{value:.4f}\n")
+            lines += [
+                f"{name:<16}\t{qid}\t{value:.4f}\n" for name, value in zip(evaluation.measures, values, strict=True)
+            ]
+    lines.append(f"{'num_q':<16}\tall\t{len(evaluation.question_ids)}\n")
+    lines += [f"{name:<16}\tall\t{value:.4f}\n" for name, value in means.items()]
+    _print("".join(lines))
+
+
+def _print(text: str) -> None:
+    """Lines holding ids as read: bytes that are not UTF-8 are written back as they were read (as trec_eval
+    writes them), whatever encoding the terminal or pipe declares."""
+    from vx_eval.core.trec.columns import as_bytes
+
+    sys.stdout.flush()
+    buffer = getattr(sys.stdout, "buffer", None)
+    if buffer is None:  # a text-only stream (some notebook front ends)
+        sys.stdout.write(as_bytes(text).decode("utf-8", "replace"))
+        return
+    buffer.write(as_bytes(text))
+    buffer.flush()
 
 
 def _summary_dropped(output: str) -> str:

@@ -148,7 +148,8 @@ class _Seen:
     def check(self, number: int, row: GoldenRow) -> list[Defect]:
         defects = []
         if row.question.strip():
-            if not [u for u in row.expected if u.strip()] and not (row.reference or "").strip():
+            judged = [u for u in row.expected if u.strip()] or row.grades  # grades alone: judged, none relevant
+            if not judged and not (row.reference or "").strip():
                 defects.append(
                     Defect(
                         number,
@@ -219,7 +220,7 @@ def parse_golden(raw: bytes, source: str) -> GoldenSet:
             kind=kind if isinstance(kind := row.metadata.get("kind"), str) and kind else None,
         )
         drafts += row.draft  # a draft waiting for labels (or a judge) is still a draft
-        if not row.expected:
+        if not row.expected and not row.grades:  # judged by nobody yet (grades alone: judged, none relevant)
             waiting.append(question)
             continue
         questions.append(question)

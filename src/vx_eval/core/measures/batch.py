@@ -134,5 +134,25 @@ class Batch:
         return np.cumsum(self.rel, axis=1)
 
     @cached_property
-    def discount(self) -> np.ndarray:
-        return 1.0 / np.log2(np.arange(2, max(self.grade.shape[1], self.ideal.shape[1]) + 2))
+    def log_rank(self) -> np.ndarray:
+        """log2(rank + 1) at each rank: what DCG divides a gain by (divided, as trec_eval does, not multiplied
+        by its inverse, which differs in the last bits)."""
+        return np.log2(np.arange(2, max(self.grade.shape[1], self.ideal.shape[1]) + 2))
+
+
+def in_order(values: np.ndarray) -> np.ndarray:
+    """Each row's values added left to right, one after another, as trec_eval's loops add them. numpy's `sum`
+    adds pairwise: within a few units of the last place, but that can move a printed fourth decimal (15/32
+    summed so prints 0.4688 where trec_eval prints 0.4687). Adding the 0 of a place that does not count
+    changes nothing, so a masked row sums as its loop would."""
+    if values.shape[-1] == 0:
+        return np.zeros(values.shape[:-1])
+    result: np.ndarray = np.cumsum(values, axis=-1)[..., -1]
+    return result
+
+
+def powers(p: float, n: int) -> np.ndarray:
+    """p^0, p^1, … p^(n-1), each the one before times p, as trec_eval's loops make them (``p ** k`` differs in
+    the last bits)."""
+    result: np.ndarray = np.cumprod(np.concatenate([[1.0], np.full(max(n - 1, 0), p)]))[:n]
+    return result

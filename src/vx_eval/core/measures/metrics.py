@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from vx_eval.core.errors import MetricError, did_you_mean, quoted
-from vx_eval.core.measures.batch import Batch, Judged
+from vx_eval.core.measures.batch import Batch, Judged, in_order
 
 __all__ = ["REGISTRY", "Batch", "Judged", "Measure", "MetricDef", "check_metrics", "parse", "register"]
 
@@ -220,16 +220,17 @@ the whole average zero."""
 
 def average(measure: Measure, values: np.ndarray) -> float:
     """The run's value of `measure` over its questions' `values` (NaN left out): their mean, or for a
-    geometric measure the mean of their logs (each at least `MIN_GEO_MEAN`), exponentiated."""
+    geometric measure the mean of their logs (each at least `MIN_GEO_MEAN`), exponentiated; summed in the
+    order given, as trec_eval sums them (`in_order`)."""
     kept = np.asarray(values, dtype=float)
     kept = kept[~np.isnan(kept)]
     if not len(kept):
         return float("nan")
     if measure.definition.average == "geometric":
-        return float(np.exp(np.mean(np.log(np.maximum(kept, MIN_GEO_MEAN)))))
+        return float(np.exp(in_order(np.log(np.maximum(kept, MIN_GEO_MEAN))) / len(kept)))
     if measure.definition.average == "sum":
         return float(kept.sum())
-    return float(kept.mean())
+    return float(in_order(kept) / len(kept))
 
 
 def check_metrics(names: object, primary: object, depth: int | None) -> list[tuple[tuple[Any, ...], str]]:
@@ -336,7 +337,7 @@ def average_precision(batch: Batch, k: Cutoff) -> np.ndarray:
     """Sum of precision at each relevant unit's rank within k, divided by the number of relevant units."""
     ranks = np.arange(1, batch.grade.shape[1] + 1)[None, :]
     precision_at = batch.rel_cum / ranks
-    return _safe_div((precision_at * (batch.rel & _mask(batch, k))).sum(axis=1), batch.n_rel)
+    return _safe_div(in_order(precision_at * (batch.rel & _mask(batch, k))), batch.n_rel)
 
 
 @register("rprec", cutoff="none", aliases=("r-precision", "r_prec"), trec=("rprec",))
@@ -345,21 +346,20 @@ def r_precision(batch: Batch, k: Cutoff) -> np.ndarray:
     return _safe_div(_count(batch, batch.n_rel.astype(int)), batch.n_rel)
 
 
-def _dcg(gains: np.ndarray, discount: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    result: np.ndarray = (np.where(mask & (gains > 0), gains, 0.0) * discount[: gains.shape[1]]).sum(axis=1)
-    return result
+def _dcg(gains: np.ndarray, log_rank: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    return in_order(np.where(mask & (gains > 0), gains, 0.0) / log_rank[: gains.shape[1]])
 
 
 @register("dcg", cutoff="optional")
 def dcg(batch: Batch, k: Cutoff) -> np.ndarray:
     """Sum over the top k of grade / log2(rank + 1): linear gain, as trec_eval and BEIR."""
-    return _dcg(batch.grade, batch.discount, _mask(batch, k))
+    return _dcg(batch.grade, batch.log_rank, _mask(batch, k))
 
 
 @register("ndcg", cutoff="optional", trec=("ndcg_cut",))
 def ndcg(batch: Batch, k: Cutoff) -> np.ndarray:
     """DCG@k over the ideal DCG@k of the question's judged grades (0 when nothing is graded above 0)."""
-    ideal = _dcg(batch.ideal, batch.discount, _mask(batch, k, batch.ideal.shape[1]))
+    ideal = _dcg(batch.ideal, batch.log_rank, _mask(batch, k, batch.ideal.shape[1]))
     return _safe_div(dcg(batch, k), ideal)
 
 
@@ -440,7 +440,7 @@ def bpref(batch: Batch, k: Cutoff) -> np.ndarray:
     bound = np.minimum(r, (n_judged - batch.n_rel)[:, None])
     penalty = _safe_div(np.minimum(above, r), np.broadcast_to(bound, above.shape))
     score = np.where(above > 0, 1.0 - penalty, 1.0)
-    return _safe_div((score * batch.rel).sum(axis=1), batch.n_rel)
+    return _safe_div(in_order(score * batch.rel), batch.n_rel)
 
 
 def condensed(batch: Batch) -> Batch:

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from vx_eval.core.errors import MetricError, quoted
-from vx_eval.core.measures.batch import Batch
+from vx_eval.core.measures.batch import Batch, in_order, powers
 from vx_eval.core.measures.metrics import Cutoff, _count, _filled, _safe_div, average_precision, bpref, register
 
 IPREC_LEVELS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
@@ -124,8 +124,8 @@ def eleven_point_average(batch: Batch, k: Cutoff, levels: tuple[float, ...] = IP
     """The mean of the interpolated precision at the eleven recall levels 0, 0.1, ..., 1 (trec_eval 11pt_avg),
     or at the levels given: ``iprec_avg(.2,.5,.8)`` is trec_eval's ``11pt_avg.0.2,0.5,0.8``, the old 3-point
     average."""
-    result: np.ndarray = np.mean([interpolated_precision(batch, None, level) for level in levels], axis=0)
-    return result
+    each = np.column_stack([interpolated_precision(batch, None, level) for level in reversed(levels)])
+    return in_order(each) / len(levels)  # added from the last level down, as trec_eval adds them
 
 
 RPREC_MULTIPLES = (0.2, 0.4, 0.6, 0.8, 1.0, 1.2, 1.4, 1.6, 1.8, 2.0)
@@ -185,7 +185,7 @@ def binary_g(batch: Batch, k: Cutoff) -> np.ndarray:
     found = batch.rel & _filled(batch, None)
     nonrel_above = np.arange(1, batch.grade.shape[1] + 1)[None, :] - batch.rel_cum
     terms = np.where(found, 1.0 / np.log2(2.0 + nonrel_above), 0.0)
-    return _safe_div(terms.sum(axis=1), batch.n_rel.astype(float))
+    return _safe_div(in_order(terms), batch.n_rel.astype(float))
 
 
 @register("rbp_trec", cutoff="none", param=("p", 0.9))
@@ -195,9 +195,8 @@ def rbp_trec(batch: Batch, k: Cutoff, p: float) -> np.ndarray:
     gains into [0, 1]); an unjudged result gains nothing. ``vx-eval eval --trec-format -m rbp`` gives this."""
     top = batch.ideal[:, 0] if batch.ideal.shape[1] else np.zeros(len(batch.n_rel))
     scale = np.where(top > 1, top, 1.0)
-    weights = (1 - p) * p ** np.arange(batch.grade.shape[1])[None, :]
-    result: np.ndarray = (weights * np.where(_filled(batch, None), batch.grade, 0.0) / scale[:, None]).sum(axis=1)
-    return result
+    gains = np.where(_filled(batch, None), batch.grade, 0.0) / scale[:, None]
+    return (1 - p) * in_order(gains * powers(p, batch.grade.shape[1])[None, :])
 
 
 @register("rbp_trec_resid", cutoff="none", param=("p", 0.9))
@@ -205,28 +204,28 @@ def rbp_trec_residual(batch: Batch, k: Cutoff, p: float) -> np.ndarray:
     """trec_eval's rbp_resid: where the list holds an unjudged result, p^n (n results) plus (1 - p) times the
     sum of p^(r-1) over the unjudged results' ranks r; 0 where every result is judged."""
     unjudged = _filled(batch, None) & ~batch.judged
-    weights = p ** np.arange(batch.grade.shape[1])[None, :]
-    value = p ** batch.length.astype(float) + (1 - p) * (weights * unjudged).sum(axis=1)
+    weights = powers(p, batch.grade.shape[1] + 1)
+    value = weights[batch.length] + (1 - p) * in_order(weights[None, :-1] * unjudged)
     return np.where(unjudged.any(axis=1), value, 0.0)
 
 
 def _walks(batch: Batch) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """What trec_eval's gain-level measures walk, one row a question: the gains as retrieved (0 where
     unjudged or past the list), the ideal gains (every positive grade, best first, then 0), both one place
-    longer than the longer of the two, and the discount 1 / log2(place + 2)."""
+    longer than the longer of the two, and what a gain is divided by at each place, log2(place + 2)."""
     width = max(batch.grade.shape[1], batch.ideal.shape[1]) + 1
     got = np.zeros((len(batch.n_rel), width))
     got[:, : batch.grade.shape[1]] = np.where(_filled(batch, None) & batch.judged, batch.grade, 0.0)
     ideal = np.zeros_like(got)
     ideal[:, : batch.ideal.shape[1]] = np.maximum(batch.ideal, 0.0)
-    return got, ideal, 1.0 / np.log2(np.arange(width) + 2.0), (ideal > 0).sum(axis=1)
+    return got, ideal, np.log2(np.arange(width) + 2.0), (ideal > 0).sum(axis=1)
 
 
 def _gain_sums(batch: Batch) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """`_walks`' gains as retrieved, the running DCG of the list and of the ideal list, and how many positive
     grades there are."""
-    got, ideal, discount, positive = _walks(batch)
-    return got, np.cumsum(got * discount, axis=1), np.cumsum(ideal * discount, axis=1), positive
+    got, ideal, log_place, positive = _walks(batch)
+    return got, np.cumsum(got / log_place, axis=1), np.cumsum(ideal / log_place, axis=1), positive
 
 
 @register("ndcg_rel", cutoff="none", trec=("ndcg_rel",))
@@ -241,7 +240,7 @@ def ndcg_rel(batch: Batch, k: Cutoff) -> np.ndarray:
     ideal_here = np.take_along_axis(ideal, at, axis=1)
     found = gains > 0
     with np.errstate(divide="ignore", invalid="ignore"):
-        along = np.where(found, dcg / ideal_here, 0.0).sum(axis=1)
+        along = in_order(np.where(found, dcg / ideal_here, 0.0))
         last = np.maximum(batch.length - 1, 0)
         full = ideal[rows, np.maximum(positive - 1, 0)]
         rest = (positive - found.sum(axis=1)) * np.where(batch.length > 0, dcg[rows, last], 0.0) / full
@@ -279,8 +278,7 @@ def _gained(batch: Batch, k: Cutoff, gains: dict[int, float] | None) -> tuple[np
     def dcg(values: np.ndarray) -> np.ndarray:
         places = np.arange(values.shape[1])[None, :]
         inside = places < (values.shape[1] if k is None else np.reshape(k, (-1, 1)))
-        result: np.ndarray = (np.where(inside, values, 0.0) / np.log2(places + 2.0)).sum(axis=1)
-        return result
+        return in_order(np.where(inside, values, 0.0) / np.log2(places + 2.0))
 
     return dcg(got), dcg(np.maximum(ideal, 0.0))
 
@@ -331,16 +329,16 @@ def r_ndcg(batch: Batch, k: Cutoff) -> np.ndarray:
     grade 3, 3 at 2 and 10 at 1: nDCG at 5, 8 and 18, the list's DCG taken at most to its end), and once
     more at the list's end where it runs on past the ideal list's end by more than one; 0 where nothing is
     relevant."""
-    got, ideal, discount, positive = _walks(batch)
+    got, ideal, log_place, positive = _walks(batch)
     rows, width = np.arange(len(positive)), got.shape[1]
-    dcg = np.concatenate([np.zeros((len(rows), 1)), np.cumsum(got * discount, axis=1)], axis=1)  # dcg[:, p]: p places
-    idcg = np.concatenate([np.zeros((len(rows), 1)), np.cumsum(ideal * discount, axis=1)], axis=1)
+    dcg = np.concatenate([np.zeros((len(rows), 1)), np.cumsum(got / log_place, axis=1)], axis=1)  # dcg[:, p]: p places
+    idcg = np.concatenate([np.zeros((len(rows), 1)), np.cumsum(ideal / log_place, axis=1)], axis=1)
     place = np.arange(1, width)[None, :]
     change = ideal[:, 1:] != ideal[:, :-1]  # at place p (1 ..): the ideal gain differs from the one before
     length = batch.length[:, None]
     seen = np.take_along_axis(dcg, np.minimum(place, length), axis=1)
     with np.errstate(divide="ignore", invalid="ignore"):
-        terms = np.where(change, seen / idcg[:, 1:width], 0.0).sum(axis=1)
+        terms = in_order(np.where(change, seen / idcg[:, 1:width], 0.0))
         beyond = positive + 1 < batch.length  # the list goes on past the ideal list: once more at its end
         last = np.where(beyond, dcg[rows, batch.length.clip(max=width)] / idcg[rows, -1], 0.0)
         value = (terms + last) / (change.sum(axis=1) + beyond)
@@ -355,7 +353,7 @@ def normalized_gain(batch: Batch, k: Cutoff) -> np.ndarray:
     cost = np.cumsum(np.maximum(ideal, 1.0), axis=1)
     gained = np.cumsum(got, axis=1)
     with np.errstate(divide="ignore", invalid="ignore"):
-        g = np.where(got != 0, got / np.log2(2.0 + cost - gained), 0.0).sum(axis=1)
+        g = in_order(np.where(got != 0, got / np.log2(2.0 + cost - gained), 0.0))
     total = ideal.sum(axis=1)
     result: np.ndarray = _safe_div(g, total) * (total > 0)
     return result
@@ -384,7 +382,7 @@ def inferred_ap(batch: Batch, k: Cutoff) -> np.ndarray:
     with np.errstate(divide="ignore", invalid="ignore"):
         seen = (r + n + u) / j
         estimate = 1.0 / (j + 1) + (j / (j + 1)) * seen * ((r + INFAP_EPSILON) / (r + n + 2 * INFAP_EPSILON))
-    total = np.where(rel, np.where(j == 0, 1.0, estimate), 0.0).sum(axis=1)
+    total = in_order(np.where(rel, np.where(j == 0, 1.0, estimate), 0.0))
     return np.where(batch.n_rel > 0, _safe_div(total, batch.n_rel.astype(float)), total)
 
 

@@ -1,15 +1,17 @@
 """Whitespace-separated column files (TREC runs and qrels) read with numpy, in time and memory linear in the
 file's size.
 
-The bytes are scanned once for tokens; a line whose first token starts with ``#`` is a comment and blank
-lines are skipped, as trec_eval does. Each file has a `Layout`: the forms its lines may take (a run line is
-``qid Q0 doc rank score tag``, fields past the sixth ignored, or ``qid doc score``), and the form most lines
-take is the file's; the first line that does not fit is named with how many fields it has and how many were
-expected. Only the columns a form keeps are held, as (start, end) offsets into the buffer. Identifiers are
-hashed eight bytes at a time (one vector pass per eight bytes of the longest short token), compared byte for
-byte where hashes agree, and decoded to text only where text is needed. Numbers take the exact fast path
-(an integer mantissa of at most 15 digits over a power of ten, correctly rounded: the same double `float()`
-gives); anything else goes through `float()` itself.
+The bytes are scanned once for tokens, split at C's blanks (space, tab, and the CR, VT and FF controls, as
+trec_eval splits them: any mix of them, any number in a row); a line whose first token starts with ``#`` is a
+comment and blank lines are skipped, as trec_eval does; a NUL byte is refused (trec_eval stops there). Each
+file has a `Layout`: the forms its lines may take (a run line is ``qid Q0 doc rank score tag``, fields past
+the sixth ignored, or ``qid doc score``), and the form most lines take is the file's; the first line that does
+not fit is named with how many fields it has and how many were expected. Only the columns a form keeps are
+held, as (start, end) offsets into the buffer. Identifiers are hashed eight bytes at a time (one vector pass
+per eight bytes of the longest short token), compared byte for byte where hashes agree, and decoded to text
+only where text is needed. Numbers take the exact fast path (an integer mantissa of at most 15 digits over a
+power of ten, correctly rounded: the same double `float()` gives); anything else goes through `float()`
+itself.
 """
 
 from __future__ import annotations
@@ -129,6 +131,12 @@ class Columns:
         return values
 
 
+def as_bytes(text: str) -> bytes:
+    """An id read as text (`Columns.text`) back as the bytes it was read from, whether or not they are UTF-8:
+    what trec_eval compares and sorts (strcmp)."""
+    return text.encode("utf-8", "surrogateescape")
+
+
 def _simple_numbers(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Values of tokens written as [sign] digits [. digits] (at most 15 digits), and which tokens are so."""
     width = int(lengths.max(initial=0))
@@ -245,7 +253,11 @@ def read_columns(path: Path, layout: Layout) -> Columns:
 def scan(raw: bytes, layout: Layout, source: str) -> Columns:
     """Tokens of `raw`, blank and comment lines skipped, every line in the form most lines take."""
     data = np.frombuffer(raw, dtype=np.uint8)
-    text = data > 32  # space, tab, CR, LF and other controls separate tokens
+    nul = raw.find(b"\0")
+    if nul >= 0:  # trec_eval stops reading at one, silently
+        line = raw.count(b"\n", 0, nul) + 1
+        raise VxEvalError(f"{source}:{line}: a NUL byte; a {layout.what} is text: remove it or write the file again")
+    text = (data != 32) & ((data < 9) | (data > 13))  # C's blanks separate tokens, as in trec_eval (isspace)
     edges = np.diff(text.view(np.int8), prepend=np.int8(0), append=np.int8(0))
     starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
     del edges, text

@@ -7,7 +7,8 @@ bytes only where scores tie, to order those results as trec_eval does (id descen
 What trec_eval refuses is refused here too, naming the lines: a document judged twice for one question,
 and a document listed twice in one question's run. What it reads in its own way is read the same way and
 said: a fractional grade is cut to a whole number (``1.5`` counts as 1), and a score that is no number
-(``nan``) sorts below every other with a warning, as does an empty run.
+(``nan``) sorts below every other with a warning. An empty run, and a run that answers none of the judged
+questions, are refused (every number would be 0).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import numpy as np
 from vx_eval.core.errors import GoldenError, VxEvalError, quoted
 from vx_eval.core.measures import metrics
 from vx_eval.core.measures.trec_only import relevance_strings
-from vx_eval.core.trec.columns import QRELS, RUN, Columns, read_columns, same_bytes, scan
+from vx_eval.core.trec.columns import QRELS, RUN, Columns, as_bytes, read_columns, same_bytes, scan
 from vx_eval.core.trec.names import expand_trec
 
 DEFAULT_MEASURES = ("ndcg@10", "map", "recall@100", "mrr", "p@10")
@@ -41,7 +42,7 @@ class Run:
     @classmethod
     def of(cls, qids: Sequence[str], docs: Sequence[str], scores: Sequence[float]) -> Run:
         lines = "".join(f"{q} Q0 {d} 0 {s!r} run\n" for q, d, s in zip(qids, docs, scores, strict=True))
-        return _run(scan(lines.encode(), RUN, "run"))
+        return _run(scan(as_bytes(lines), RUN, "run"))
 
 
 @dataclass(frozen=True)
@@ -60,7 +61,7 @@ class Judgements:
     @classmethod
     def of(cls, qids: Sequence[str], docs: Sequence[str], grades: Sequence[float]) -> Judgements:
         lines = "".join(f"{q} 0 {d} {int(g)}\n" for q, d, g in zip(qids, docs, grades, strict=True))
-        return _judgements(scan(lines.encode(), QRELS, "qrels"), "qrels")
+        return _judgements(scan(as_bytes(lines), QRELS, "qrels"), "qrels")
 
 
 def _lines(columns: Columns, rows: np.ndarray) -> str:
@@ -71,8 +72,6 @@ def _lines(columns: Columns, rows: np.ndarray) -> str:
 def _run(columns: Columns) -> Run:
     scores = columns.floats(VALUE, "score") if columns.rows else np.zeros(0)
     warnings = []
-    if not columns.rows:
-        warnings.append(f"{columns.source} holds no results: every question scores 0")
     nan = np.flatnonzero(np.isnan(scores))
     if len(nan):
         warnings.append(
@@ -84,8 +83,12 @@ def _run(columns: Columns) -> Run:
 
 
 def read_run(path: Path) -> Run:
-    """A TREC run (``qid Q0 doc rank score tag``, extra fields ignored; ``qid doc score`` is read too)."""
-    return _run(read_columns(path, RUN))
+    """A TREC run (``qid Q0 doc rank score tag``, extra fields ignored; ``qid doc score`` is read too). A file
+    with no result line is refused, as trec_eval refuses it."""
+    columns = read_columns(path, RUN)
+    if not columns.rows:
+        raise VxEvalError(f"run file {path} holds no results (no line but blanks and comments): nothing to score")
+    return _run(columns)
 
 
 def _groups(columns: Columns) -> tuple[np.ndarray, list[str]]:
@@ -292,6 +295,9 @@ class Scores:
     warnings: tuple[str, ...]
     texts: dict[int, list[str]] = field(default_factory=dict)
     """trec_eval's relstring of each question, by its length (those asked for)."""
+    answered: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
+    """Whether the run holds results for each question, before -M or -J took any away (trec_eval without -c
+    averages over these, one that -J leaves empty included)."""
 
 
 @dataclass(frozen=True)
@@ -335,18 +341,42 @@ def score(
             from vx_eval.core.trec import stream as trecstream
 
             judged = trecstream.judged_of(
-                judgements.columns, judgements.grades, judgements.rows_question, len(judgements.question_ids), threshold
+                judgements.columns, judgements.grades, judgements.rows_question, judgements.question_ids, threshold
             )
             streamed = trecstream.score_stream(run, judged, list(measures), threshold, strings)
-            return Scores(streamed.values, streamed.num_ret, streamed.num_rel_ret, judgements.warnings, streamed.texts)
+            answered = streamed.num_ret > 0
+            _refuse_apart(judgements, run, answered)
+            warnings = judgements.warnings
+            return Scores(streamed.values, streamed.num_ret, streamed.num_rel_ret, warnings, streamed.texts, answered)
         except (ImportError, trecstream.Unstreamable):
             pass  # read whole below
     if isinstance(run, Path):
         run = read_run(run)
-    batch = shape.applied(run_batch(judgements, run, threshold))
+    whole = run_batch(judgements, run, threshold)
+    _refuse_apart(judgements, run, whole.length > 0)
+    batch = shape.applied(whole)
     values = np.column_stack([m.compute(batch) for m in measures]) if measures else np.zeros((len(batch.n_rel), 0))
     texts = {n: relevance_strings(batch, n) for n in strings}
-    return Scores(values, batch.length, batch.hit.sum(axis=1), judgements.warnings + run.warnings, texts)
+    warnings = judgements.warnings + run.warnings
+    return Scores(values, batch.length, batch.hit.sum(axis=1), warnings, texts, whole.length > 0)
+
+
+def _refuse_apart(judgements: Judgements, run: Run | Path, answered: np.ndarray) -> None:
+    """A run that answers none of the judged questions is refused: every number would be 0, and it is
+    nearly always a run of another track, or qrels whose ids are written otherwise."""
+    if answered.any() or not len(answered):
+        return
+    run = run if isinstance(run, Run) else read_run(run)
+    asked = list(dict.fromkeys(_groups(run.columns)[1]))
+    raise VxEvalError(
+        f"{run.columns.source} answers none of the {len(judgements.question_ids)} judged questions: the run asks "
+        f"{_some(asked)}, the qrels judge {_some(judgements.question_ids)}; are they of the same track?"
+    )
+
+
+def _some(ids: Sequence[str]) -> str:
+    shown = ", ".join(quoted(i) for i in ids[:3])
+    return shown + (f" and {len(ids) - 3} more" if len(ids) > 3 else "")
 
 
 def evaluate_run(

@@ -14,6 +14,7 @@ import numpy as np
 from vx_eval.core.errors import VxEvalError, quoted
 from vx_eval.core.measures import metrics
 from vx_eval.core.measures.trec_only import RPREC_MULTIPLES
+from vx_eval.core.trec.columns import as_bytes
 from vx_eval.core.trec.files import Judgements, Run, Shape, read_run, run_batch
 from vx_eval.core.trec.names import TREC_CUTOFFS, cutoffs_given, levels_given
 
@@ -97,7 +98,7 @@ def jg_values(
     many results the run gave it."""
     if isinstance(run, Path):
         run = read_run(run)
-    qids = sorted(groups.per_question, key=str.encode)
+    qids = sorted(groups.per_question, key=as_bytes)
     at = {qid: i for i, qid in enumerate(qids)}
     total = np.zeros((len(qids), len(measures)))
     returned = np.zeros(len(qids), dtype=np.int64)

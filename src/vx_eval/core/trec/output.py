@@ -12,6 +12,7 @@ import numpy as np
 
 from vx_eval.core.errors import VxEvalError, quoted
 from vx_eval.core.measures import metrics
+from vx_eval.core.trec.columns import as_bytes
 from vx_eval.core.trec.files import DEFAULT_MEASURES, Judgements, Run, Shape, score
 from vx_eval.core.trec.names import (
     SUMMARY_ONLY,
@@ -121,8 +122,9 @@ def trec_eval_output(
         "num_rel_ret": np.asarray(scored.num_rel_ret, dtype=np.int64),
     }
     _as_trec_scores_no_results(measures, values, per, shape)
-    kept = np.arange(len(judgements.question_ids)) if complete else np.flatnonzero(per["num_ret"] > 0)
     qids = judgements.question_ids
+    kept = np.arange(len(qids)) if complete else np.flatnonzero(scored.answered)
+    kept = np.array(sorted(kept, key=lambda i: as_bytes(qids[i])), dtype=np.int64)
     trec = [trec_name(m) or m.name for m in measures]
     if zscores is not None:
         per_z = {c: zscores.all_of(qids, [c], per[c][:, None])[:, 0] for c in per}
@@ -137,7 +139,7 @@ def trec_eval_output(
     z = "Z" if zscores is not None else ""
     lines: list[str] = []
     if per_query:
-        for i, qid in sorted(((i, qids[i]) for i in kept), key=lambda pair: pair[1].encode()):
+        for i, qid in ((i, qids[i]) for i in kept):  # in trec_eval's order: ids as bytes (strcmp)
             if zscores is not None:
                 lines += [f"Z{c:<22}\t{qid}\t{per_z[c][i]:.4f}" for c in counts if c in per]
             else:
@@ -161,7 +163,23 @@ def trec_eval_output(
     lines += [f"{z if c != 'runid' else ''}{c:<22}\tall\t{totals[c.lower()]}" for c in counts]
     means = [metrics.average(m, values[kept, j]) if len(kept) else 0.0 for j, m in enumerate(measures)]
     lines += [f"{z}{trec[j]:<22}\tall\t{_shown(means[j], _counts(m), z)}" for j, m in enumerate(measures)]
-    return "\n".join(lines) + "\n", scored.warnings
+    return "\n".join(lines) + "\n", scored.warnings + _emptied(measures, qids, kept, per["num_ret"], shape)
+
+
+def _emptied(
+    measures: Sequence[metrics.Measure], qids: Sequence[str], kept: np.ndarray, num_ret: np.ndarray, shape: Shape
+) -> tuple[str, ...]:
+    """Where -J leaves a question no results, trec_eval's iprec_at_recall and 11pt_avg divide 0 by 0 and print
+    -nan (and a -nan average); vx-eval prints 0, as for any question without results, and says so."""
+    interpolated = [m for m in measures if m.definition.name in ("iprec", "iprec_avg")]
+    empty = [qids[i] for i in kept if num_ret[i] == 0]
+    if not (shape.judged_only and interpolated and empty):
+        return ()
+    shown = ", ".join(map(quoted, empty[:5])) + (f" and {len(empty) - 5} more" if len(empty) > 5 else "")
+    return (
+        f"-J leaves {len(empty)} question{'s' * (len(empty) != 1)} without results ({shown}): their "
+        "iprec_at_recall and 11pt_avg are 0 here, where trec_eval prints -nan for them and for the average",
+    )
 
 
 def _as_trec_scores_no_results(
@@ -226,7 +244,7 @@ def table_output(
     z = "Z" if zscores is not None else ""
     lines: list[str] = []
     if printing.per_query:
-        for i in sorted(kept, key=lambda i: qids[i].encode()):
+        for i in sorted(kept, key=lambda i: as_bytes(qids[i])):
             lines += [f"{z}{name:<22}\t{qids[i]}\t{_shown(values[i, j], c, z)}" for j, (name, c) in enumerate(printed)]
     asked = {n.lower() for n in wanted}
     if "runid" in asked:

@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from vx_eval.core.errors import VxEvalError, quoted
+from vx_eval.core.trec.columns import as_bytes
 from vx_eval.core.trec.files import DOC, QID, Run, read_run
 from vx_eval.core.trec.groups import judged_lines
 
@@ -89,7 +90,7 @@ def counted(lines: Sequence[Line], ranking: Sequence[str]) -> Counted:
     judged_docs = {doc for _, _, doc, _ in lines}
     retrieved = list(dict.fromkeys(d for d in ranking if d in judged_docs))
     rank = {doc: i for i, doc in enumerate(retrieved)}
-    for doc in sorted(judged_docs - rank.keys(), key=str.encode):  # the rest in docno order, after
+    for doc in sorted(judged_docs - rank.keys(), key=as_bytes):  # the rest in docno order, after
         rank[doc] = len(rank)
     n, njr = len(rank), len(retrieved)
     counts = np.zeros((n, n), dtype=np.int64)
@@ -97,12 +98,12 @@ def counted(lines: Sequence[Line], ranking: Sequence[str]) -> Counted:
     for jg, jsg, doc, level in lines:
         by_group.setdefault(jg, {}).setdefault(jsg, []).append((level, rank[doc]))
     groups = []
-    for jg in sorted(by_group, key=str.encode):
+    for jg in sorted(by_group, key=as_bytes):
         subgroups = by_group[jg]
         if len(subgroups) == 1:
             groups.append(_classes(next(iter(subgroups.values())), njr, counts))
         else:
-            groups.append(_matrix([subgroups[s] for s in sorted(subgroups, key=str.encode)], n, njr, counts, jg))
+            groups.append(_matrix([subgroups[s] for s in sorted(subgroups, key=as_bytes)], n, njr, counts, jg))
     return Counted(groups, n, njr, counts)
 
 
@@ -293,5 +294,5 @@ def rankings(run: Run | Path, max_per_query: int | None = None) -> dict[str, lis
     qids, docs = run.columns.text(QID, rows), run.columns.text(DOC, rows)
     lists: dict[str, list[tuple[float, bytes, str]]] = {}
     for qid, doc, score in zip(qids, docs, run.scores.tolist(), strict=True):
-        lists.setdefault(qid, []).append((-score, doc.encode("utf-8", "surrogateescape"), doc))
+        lists.setdefault(qid, []).append((-score, as_bytes(doc), doc))
     return {qid: [doc for *_, doc in sorted(found)][:max_per_query] for qid, found in lists.items()}

@@ -26,7 +26,7 @@ import numpy as np
 
 from vx_eval.core.measures import metrics
 from vx_eval.core.measures.trec_only import relevance_strings
-from vx_eval.core.trec.columns import Columns, same_bytes
+from vx_eval.core.trec.columns import Columns, as_bytes, same_bytes
 
 QID, DOC = 0, 1
 CHUNK_LINES = 1 << 18
@@ -63,8 +63,13 @@ class Judged:
     n_judged: np.ndarray
 
 
-def judged_of(columns: Columns, grades: np.ndarray, rows_question: np.ndarray, nq: int, threshold: int) -> Judged:
-    """What scoring needs of the judgements (`core.trec.files.Judgements`' columns, grades and question rows)."""
+def judged_of(
+    columns: Columns, grades: np.ndarray, rows_question: np.ndarray, question_ids: Sequence[str], threshold: int
+) -> Judged:
+    """What scoring needs of the judgements (`core.trec.files.Judgements`' columns, grades, question rows and
+    question ids). Every judged question is matched, one whose every grade is below 0 (and so has no row
+    here) included: its results are counted, as trec_eval counts them."""
+    nq = len(question_ids)
     with np.errstate(over="ignore"):
         pairs = rows_question * _MIX ^ columns.hashes(DOC)
     order = np.argsort(pairs, kind="stable")
@@ -75,8 +80,7 @@ def judged_of(columns: Columns, grades: np.ndarray, rows_question: np.ndarray, n
     rank = np.arange(len(p_q)) - np.concatenate([[0], np.cumsum(counts)[:-1]])[p_q]
     ideal = np.zeros((nq, max(int(counts.max(initial=0)), 1)))
     ideal[p_q, rank] = p_g
-    starts = np.flatnonzero(np.concatenate([[True], rows_question[1:] != rows_question[:-1]]))
-    question_of = {bytes(t): int(rows_question[s]) for t, s in zip(columns.tokens(QID, starts), starts, strict=True)}
+    question_of = {as_bytes(qid): i for i, qid in enumerate(question_ids)}
     return Judged(
         columns,
         grades.astype(float),
@@ -101,6 +105,27 @@ class Scored:
     """trec_eval's relstring of each question, by its length (those asked for)."""
 
 
+def _split_otherwise(path: Path) -> str:
+    """Why Arrow would split this file's lines otherwise than trec_eval, or "": a carriage return that does
+    not end a line (Arrow ends a row there; trec_eval reads it as a blank between fields) or a NUL byte
+    (trec_eval stops reading there). One pass over the bytes at memory speed, before Arrow reads them (a
+    Python file handed to Arrow instead would be read from Arrow's own thread, which aborts the process
+    where it still runs as the interpreter exits)."""
+    with path.open("rb") as handle:
+        while block := handle.read(BLOCK):
+            if b"\0" in block:
+                return "a NUL byte"
+            if b"\r" in block and block.count(b"\r") != block.count(b"\r\n"):
+                return "a carriage return inside a line (or across two blocks)"
+    return ""
+
+
+RUN_NAMES = ["qid", "q0", "doc", "rank", "score", "tag"]
+WHOLE_FIELDS = ("qid", "q0", "doc", "rank")
+"""The fields that must each be one token: a blank inside one means Arrow split the line otherwise than
+trec_eval, which splits at every run of blanks (spaces, tabs, and the other C blanks)."""
+
+
 def _reader(path: Path) -> Any:
     import pyarrow as pa
     import pyarrow.csv as csv
@@ -113,15 +138,17 @@ def _reader(path: Path) -> Any:
     fields = len(head.rstrip(b"\r\n").split(delimiter.encode()))
     if fields not in (3, 6):
         raise Unstreamable("neither 6 fields nor 3")
-    names = ["qid", "q0", "doc", "rank", "score", "tag"] if fields == 6 else ["qid", "doc", "score"]
+    names = RUN_NAMES if fields == 6 else ["qid", "doc", "score"]
+    refused = _split_otherwise(path)
+    if refused:
+        raise Unstreamable(refused)
     try:
         return csv.open_csv(
             path,
             read_options=csv.ReadOptions(column_names=names, block_size=BLOCK),
             parse_options=csv.ParseOptions(delimiter=delimiter, quote_char=False, double_quote=False),
             convert_options=csv.ConvertOptions(
-                include_columns=["qid", "doc", "score"],
-                column_types={"qid": pa.string(), "doc": pa.string(), "score": pa.float64()},
+                column_types={name: pa.float64() if name == "score" else pa.string() for name in names},
                 null_values=[],
                 strings_can_be_null=False,
             ),
@@ -129,6 +156,22 @@ def _reader(path: Path) -> Any:
         )
     except (pa.ArrowInvalid, ValueError) as exc:
         raise Unstreamable(str(exc)) from None
+
+
+def _check_fields(table: pa.Table) -> None:
+    """`Unstreamable` where a line's fields are not what trec_eval would read: a field that is empty or holds
+    a blank (the line used another separator, or blanks around a field), or a tag that is not there."""
+    for name in table.column_names:
+        if name == "score":
+            continue
+        data, starts, lengths = _strings(table.column(name))
+        if not len(starts):
+            continue
+        if name in WHOLE_FIELDS:
+            if (data <= 32).any() or (lengths == 0).any():
+                raise Unstreamable(f"a blank around or inside a {name} field")
+        elif (lengths == 0).any() or (data[starts[lengths > 0]] <= 32).any():  # the tag: its first token counts
+            raise Unstreamable("a missing tag")
 
 
 def _strings(column: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -186,6 +229,7 @@ def score_stream(
     limit = CHUNK_LINES if path.stat().st_size > WHOLE else float("inf")
     try:
         for batch in _reader(path):
+            _check_fields(pa.Table.from_batches([batch]))
             pending.append(batch)
             held += batch.num_rows
             if held >= limit:
