@@ -81,6 +81,7 @@ def test_page_units_are_judged_by_page_and_document_units_by_document():
         ("map_cut_10", "map@10"),
         ("map", "map"),
         ("mrr@10", "mrr@10"),
+        ("11pt_avg", "iprec_avg"),  # an alias may start with a digit (it said: did you mean '11pt_avg'?)
     ],
 )
 def test_names_and_aliases_parse_to_one_canonical_name(text, name):
