@@ -85,9 +85,10 @@ def runs_place(where: str | None, config: Path | None) -> tuple[str, Stores]:
 
 
 def write_page(stores: Stores, html_file: str, report: Any, save_to: str | None) -> None:
+    from vx_eval.core.errors import redact
     from vx_eval.html import page_for
 
-    page = page_for(report, stores, save_to).encode("utf-8")
+    page = redact(page_for(report, stores, save_to)).encode("utf-8")  # whatever a service said, masked again
     stores.write(location(html_file) or html_file, page)
     err_console().print(
         f"wrote the page of run {report.id} ({len(page) / 1e6:.2f} MB, self-contained) to {html_file}", highlight=False

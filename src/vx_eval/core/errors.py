@@ -75,22 +75,72 @@ def did_you_mean(word: str, choices: Iterable[str]) -> str:
     return f"; did you mean '{close[0]}'?" if close else ""
 
 
-# Secret values read in this process (`SecretRef.value()` adds them): `redact` masks them in anything
-# shown or saved, so a credential that a client library echoes in an error never reaches a report or log.
+# Secret values read in this process (`SecretRef.value()` adds them), each with the forms a client library or
+# a server may echo it in: `redact` masks them in anything shown or saved, so a credential that comes back in
+# an error never reaches a report, a page or a log.
 _SECRETS: set[str] = set()
+
+_SCHEME_VALUE = re.compile(r"\b(Basic|Bearer|Digest|basic|bearer|BASIC|BEARER)(\s+)([A-Za-z0-9+/=._~-]{8,})")
+"""An HTTP credential written out (``Basic dXNlcjpwYXNz``, ``Bearer eyJ…``), whoever's it is."""
+_HEADER = re.compile(
+    r"(?i)((?:proxy-)?authorization|x-api-key|api-key|apikey|x-auth-token|cookie|set-cookie)"
+    r"([\"']?\s*[:=]\s*[\"']?)([^\"'\r\n,;}]+)"
+)
+"""A header or field that holds a credential, with its value (``Authorization: …``, ``"api-key": "…"``)."""
+_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://[^/\s:@]*):([^@/\s]+)@")
+"""The password of an address that carries one (``https://user:password@host``)."""
+SERVICE_TEXT = 300
+"""The most of a service's own words (an error's body) kept in a report, a page or a line printed."""
+
+
+def _forms(value: str) -> set[str]:
+    """The ways `value` may be written where it is echoed: as it is, URL-encoded, escaped in JSON, and base64
+    (alone, or inside a longer encoded text such as ``Basic base64(user:password)``: at each of the three
+    alignments base64 may meet it, the part of its encoding that no neighbouring byte changes)."""
+    import base64
+    import json
+    from urllib.parse import quote, quote_plus
+
+    raw = value.encode()
+    forms = {value, quote(value, safe=""), quote_plus(value), json.dumps(value)[1:-1]}
+    for encode in (base64.b64encode, base64.urlsafe_b64encode):
+        forms.add(encode(raw).decode().rstrip("="))
+        for offset in range(3):  # the secret starts `offset` bytes into a three-byte group
+            rest = raw[(3 - offset) % 3 :]
+            core = encode(rest[: len(rest) // 3 * 3]).decode()
+            if len(core) >= 8:  # shorter runs of base64 letters would mask ordinary words
+                forms.add(core)
+    return {form for form in forms if len(form) >= 4}
 
 
 def remember_secret(value: str) -> str:
     if len(value) >= 4:  # masking shorter strings would garble ordinary words
-        _SECRETS.add(value)
+        _SECRETS.update(_forms(value))
     return value
 
 
+def _looks_secret(value: str) -> bool:
+    """Whether a word after ``Basic``/``Bearer`` is a credential (mixed case, a digit or base64's own signs)
+    rather than an ordinary word (``Basic retrieval``)."""
+    return any(c.isdigit() or c in "+/=_-." for c in value) or value[1:] != value[1:].lower()
+
+
 def redact(text: str) -> str:
-    """`text` with every secret read in this process replaced by ``***``."""
+    """`text` with every secret read in this process masked as ``***`` in every form it may be echoed in, and
+    any credential it carries whoever's it is: a ``Basic``/``Bearer`` value, an ``Authorization``,
+    ``api-key`` or cookie header's value, an address's password."""
     for secret in sorted(_SECRETS, key=len, reverse=True):
         text = text.replace(secret, "***")
-    return text
+    text = _HEADER.sub(lambda m: f"{m[1]}{m[2]}***", text)
+    text = _SCHEME_VALUE.sub(lambda m: f"{m[1]}{m[2]}***" if _looks_secret(m[3]) else m[0], text)
+    return _USERINFO.sub(lambda m: f"{m[1]}:***@", text)
+
+
+def service_text(exc: BaseException, limit: int = SERVICE_TEXT) -> str:
+    """What a failed call to a service says, fit to keep and show: its kind and message, every credential
+    masked (`redact`), cut to `limit` characters (a server's error body may echo the whole request)."""
+    text = redact(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def install_redacting_excepthook() -> None:

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from vx_eval.autoconfig import QUESTIONS
-from vx_eval.core.errors import StoreError, redact
+from vx_eval.core.errors import StoreError, service_text
 from vx_eval.core.report.saving import REPORT_NAME, is_run_id, new_run_id, runs_folder
 from vx_eval.core.stores import Stores, full_error, join
 from vx_eval.processes import child_setup
@@ -334,7 +334,7 @@ class Jobs:
                     self._retire()
                 self._probe()
             except Exception as exc:  # a bug or the file system: said by /healthz and on stderr, never fatal
-                self.problem = public_text(redact(f"the queue's loop failed: {exc}"))[:300]
+                self.problem = public_text(f"the queue's loop failed: {service_text(exc)}")
                 traceback.print_exc()
             self.last_loop = time.monotonic()
 

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel
 
-from vx_eval.core.errors import redact
+from vx_eval.core.errors import service_text
 from vx_eval.core.models.endpoints import ServedUsage
 from vx_eval.core.report.schema import Result, ThroughputLevel
 from vx_eval.core.run.engine import Setup, reuse_allowed, server_time
@@ -103,7 +103,7 @@ def search_one(setup: Setup, text: str, depth: int, timing: bool, unit_of: UnitO
         results = [(unit_of(setup.target, h), float(h.score)) for h in hits[:depth]]
         return Searched(results, elapsed, (sum(spent) if spent and timing else None), None)
     except Exception as exc:  # a failed search is a finding for that setup and question
-        return Searched([], None, None, redact(f"{type(exc).__name__}: {exc}"))
+        return Searched([], None, None, service_text(exc))
     finally:
         reuse_allowed.reset(token)
         server_time.reset(server)

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from vx_eval.core.errors import EngineError, redact
+from vx_eval.core.errors import EngineError, service_text
 
 T = TypeVar("T")
 
@@ -101,7 +101,7 @@ class RemotePolicy:
         raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
 
     def _error(self, what: str, exc: BaseException, tries: int) -> EngineError:
-        reason = redact(f"{type(exc).__name__}: {exc}").splitlines()[0][:300] if str(exc) else type(exc).__name__
+        reason = service_text(exc).splitlines()[0]
         tried = f" after {tries} tries" if tries > 1 else ""
         if self.unreachable(exc):
             return EngineError(

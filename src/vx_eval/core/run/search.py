@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from vx_eval.core.errors import redact
+from vx_eval.core.errors import service_text
 from vx_eval.core.golden.files import Question
 from vx_eval.core.report.schema import Result, ThroughputLevel
 from vx_eval.core.run.engine import Progress, Setup
@@ -70,7 +70,7 @@ def _warm_up(run: SetupRun, text: str, depth: int) -> None:
     try:
         run.setup.search(text, depth)
     except Exception as exc:  # an engine's failure is a finding about that setup, not a crash of the run
-        run.error = redact(f"warm-up search failed: {type(exc).__name__}: {exc}")
+        run.error = f"warm-up search failed: {service_text(exc)}"
 
 
 def search_all(

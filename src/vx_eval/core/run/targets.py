@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from vx_eval.core.config.experiment import Experiment
-from vx_eval.core.errors import redact
+from vx_eval.core.errors import service_text
 from vx_eval.core.golden.files import GoldenSet
 from vx_eval.core.golden.sources import FileCorpus, read_corpus, read_golden
 from vx_eval.core.models.loading import Models, ModelSettings, ModelWork, PairScores, check_device
@@ -165,6 +165,6 @@ def describe(target: Target) -> TargetInfo:
         return TargetInfo(
             engine=target.engine,
             capabilities=capabilities,
-            describe_error=redact(f"{type(exc).__name__}: {exc}")[:300],
+            describe_error=service_text(exc),
         )
     return TargetInfo.described(target.engine, capabilities, said)
