@@ -143,9 +143,7 @@ class Measure:
         return 0 if self.per_relevant else (self.k or 0)
 
 
-_WITH_AT = re.compile(
-    r"^([a-z\d][a-z\d_+-]*?)(?:\(([a-z]+)=([0-9.]{1,12})\)|\(([-+0-9.,=e]{1,200})\))?(?:@(\d+)(r?))?$"
-)
+_WITH_AT = re.compile(r"^([a-z\d][a-z\d_+-]*?)(?:\(([a-z]+)=([\d.]{1,12})\)|\(([-+\d.,=e]{1,200})\))?(?:@(\d+)(r?))?$")
 """``name``, ``name(p=0.9)`` or ``name(2,-1,0,0)`` (a list of values), then ``@k`` or ``@kr``."""
 _TREC_FORM = re.compile(r"^([a-z][a-z0-9_]*?)_(\d+)$")
 
