@@ -4,6 +4,7 @@ page, stdout and stderr (the traceback included) are searched for the password's
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import subprocess
@@ -60,7 +61,7 @@ def test_no_secret_in_any_file_or_output_even_when_the_service_echoes_it_or_a_bu
         }
         config = project.write_config(targets=[target])
         done = vx(project, "run", str(config), "--html", "page.html")
-        assert done.returncode == 0, done.stderr
+        assert done.returncode == 4, done.stderr  # finished, its report kept; a search failed: not green
         report = json.loads(next((project.root / "runs").rglob("report.json")).read_text())
         errors = [e for s in report["setups"] for e in s["per_question"]["errors"] if e]
         assert errors and all("bad password ***" in e for e in errors)  # it was there, and it was masked
@@ -72,3 +73,52 @@ def test_no_secret_in_any_file_or_output_even_when_the_service_echoes_it_or_a_bu
     assert (project.root / "page.html").is_file()
     assert list((project.root / "runs").rglob("checkpoints/*")), "the crashed run keeps its checkpoints"
     assert written_with_secret(project.root) == []
+
+
+def forms_of(user: str, password: str) -> list[bytes]:
+    """Every form of the password a server may echo: as it is, URL-encoded, and in base64 inside a Basic
+    header (whole, and its middle, which no neighbouring byte changes)."""
+    from urllib.parse import quote
+
+    basic = base64.b64encode(f"{user}:{password}".encode())
+    return [password.encode(), quote(password, safe="").encode(), basic, basic[8:20]]
+
+
+def test_no_form_of_the_password_in_any_output_when_a_500_echoes_the_authorization_header(project, osmem):
+    def echoed(headers: dict[str, str]) -> tuple[int, bytes]:  # a proxy that answers 500 with the request
+        from urllib.parse import quote
+
+        sent = {k.lower(): v for k, v in headers.items()}
+        said = (
+            f"upstream failed for the request: Authorization {sent['authorization']} "
+            f"(password={quote(SECRET, safe='')}) {json.dumps(sent) * 3}"  # the whole request, too long to keep
+        )
+        return 500, json.dumps({"error": said}).encode()
+
+    doomed = lambda method, path, body: "_search" in path and b"investments" in body  # noqa: E731
+    with FaultProxy(osmem, rate=0.0, doomed=doomed, doomed_answer=echoed) as proxy:
+        target = {
+            "name": "OpenSearch",
+            "engine": "opensearch",
+            "options": {
+                "url": proxy.url,
+                "collection": "echoed",
+                "mode": "dense",
+                "dense_models": [],
+                "user": "admin",
+                "password": {"env": "VX_TEST_OS_PASSWORD"},
+                "retries": 1,
+            },
+        }
+        config = project.write_config(targets=[target])
+        done = vx(project, "run", str(config), "--html", "page.html", "--allow-failures")
+        shown = vx(project, "runs", "show", "latest", "--config", str(config))
+    assert done.returncode == 0, done.stderr
+    report = json.loads(next((project.root / "runs").rglob("report.json")).read_text())
+    errors = [e for s in report["setups"] for e in s["per_question"]["errors"] if e]
+    assert errors and all("upstream failed for the request" in e and "***" in e for e in errors)  # echoed, masked
+    assert all(len(e) <= 300 for e in errors)  # a service's words cut before they reach the report
+    for form in forms_of("admin", SECRET):
+        for output in (done.stdout, done.stderr, shown.stdout, shown.stderr):
+            assert form.decode() not in output
+        assert [p for p in project.root.rglob("*") if p.is_file() and form in p.read_bytes()] == []

@@ -350,6 +350,18 @@ def throughput_table(report: Report) -> Table | None:
     return table
 
 
+def call_lines(report: Report) -> list[str]:
+    """A line for each remote target whose calls to its service were tried again or failed: how many."""
+    lines = []
+    for name, target in report.targets.items():
+        calls = target.calls
+        if calls is None or not (calls.retried or calls.failed):
+            continue
+        failed = f", {calls.failed} failed after every try" if calls.failed else ""
+        lines.append(f"{name}: {calls.calls:,} calls to its service, {calls.retried:,} tried again{failed}")
+    return lines
+
+
 def show_run(console: Console, report: Report, location: str | None, *, wide: bool = False) -> None:
     print_table(console, report, wide=wide)
     measured = throughput_table(report)
@@ -358,6 +370,8 @@ def show_run(console: Console, report: Report, location: str | None, *, wide: bo
     for setup in report.setups:
         if setup.error:
             console.print(f"[red]✗ {escape(setup.key)}:[/] {escape(setup.error)} (never picked)", highlight=False)
+    for line in call_lines(report):
+        console.print(f"[yellow]calls:[/] {escape(line)}", highlight=False)
     for note in report.missing_notes:
         console.print(f"[yellow]missing:[/] {escape(note)}", highlight=False)
     sources = sources_note(report)

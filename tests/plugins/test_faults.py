@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import socket
+from collections import Counter
 import subprocess
 import sys
 
@@ -15,7 +16,7 @@ import pytest
 from vx_eval.core.config.experiment import load_config
 from vx_eval.core.run.pipeline import RunOptions, run_experiment
 from vx_eval.plugins.engines.qdrant_calls import term_id, terms
-from vx_eval.testing.faults import FaultProxy
+from vx_eval.testing.faults import KINDS, FaultProxy
 from vx_eval.testing.qdrant_rest import QdrantRest
 from vx_eval.testing.replay import Replay
 
@@ -44,7 +45,7 @@ def assert_survived(report, remote_key: str, proxy: FaultProxy, questions: int) 
     assert remote_key not in dict(report.picks.items()).values()  # a setup with failures is never picked
     assert report.picks.finds_the_most == "local.keyword"
     assert proxy.faults["doomed"] == RETRIES + 1  # the one question, tried a bounded number of times
-    assert sum(proxy.faults[k] for k in ("429", "503", "delay", "drop")) > 0
+    assert sum(proxy.faults[k] for k in ("429", "500", "503", "delay", "drop")) > 0
 
 
 @pytest.mark.slow
@@ -153,3 +154,114 @@ def test_credentials_in_a_service_address_are_refused_and_never_echoed(project, 
     code, _, err = call(capsys, "run", str(config))
     assert code == 2 and "the address carries credentials" in err and "pw-in-the-url" not in err
     assert json.dumps(err)  # printable
+
+
+# Retries: a 500 tried again where the call may be repeated, a 429's Retry-After waited as asked
+
+
+@pytest.mark.parametrize("kind", ["429", "500"])
+def test_opensearch_waits_what_retry_after_asks_and_tries_a_500_again(osmem, kind):
+    from vx_eval.core.errors import EngineError
+    from vx_eval.plugins.engines.opensearch import OpenSearchOptions, make_client, policy
+
+    with FaultProxy(osmem, rate=1.0, burst=1, kinds=(kind,), retry_after=5) as proxy:
+        options = OpenSearchOptions(url=proxy.url, collection="x", timeout=5, retries=2)
+        client, call = make_client(options), policy(options, "OpenSearch")
+        waits: list[float] = []
+        call.sleep = waits.append
+        assert call("reading the cluster", client.info)["version"]  # faulted once, then answered
+        assert waits == ([5.0] if kind == "429" else [0.5])  # Retry-After where sent, else the backoff
+        if kind == "500":  # a call that must not happen twice is not tried again after a 500
+            with pytest.raises(EngineError, match=r"failed while posting once: TransportError"):
+                call("posting once", client.info, idempotent=False)
+
+
+def test_qdrant_waits_what_retry_after_asks(plugins):
+    from vx_eval.plugins.engines.qdrant import QdrantOptions
+    from vx_eval.plugins.engines.qdrant_calls import policy
+
+    with QdrantRest() as qdrant, FaultProxy(qdrant.url, rate=1.0, burst=1, kinds=("429",), retry_after=3) as proxy:
+        from qdrant_client import QdrantClient
+
+        client = QdrantClient(url=proxy.url, timeout=5)
+        call = policy(QdrantOptions(url=proxy.url, collection="x", retries=2), "Qdrant", proxy.url)
+        waits: list[float] = []
+        call.sleep = waits.append
+        assert call("looking up collection x", lambda: client.collection_exists("x")) is False
+        assert waits == [3.0]
+
+
+def test_retry_after_reads_seconds_and_dates():
+    import datetime as dt
+    from email.utils import format_datetime
+
+    from vx_eval.core.run.remote import retry_after_of
+
+    class Answered(Exception):
+        def __init__(self, headers):
+            self.response = type("Response", (), {"headers": headers})()
+
+    assert retry_after_of(Answered({"Retry-After": "7"})) == 7.0
+    later = format_datetime(dt.datetime.now(dt.UTC) + dt.timedelta(seconds=30), usegmt=True)
+    assert 25 < retry_after_of(Answered({"retry-after": later})) <= 30
+    assert retry_after_of(Answered({"Retry-After": "soon"})) is None
+    assert retry_after_of(Answered({})) is None and retry_after_of(ValueError()) is None
+
+
+FLAKY_RUNS = 20
+
+
+@pytest.mark.slow
+def test_twenty_runs_under_a_fifth_of_calls_faulted_score_as_a_clean_run_and_count_their_retries(
+    project, plugins, osmem
+):
+    """Resets, 429 with Retry-After, 500, 503 and answers slower than the timeout, on a fifth of every call
+    (index made, chunks written, documents listed, searched): each of 20 seeded runs scores exactly as a run
+    on a clean network, none fails a search, and the report counts the calls and retries per target."""
+
+    def target(url: str, collection: str) -> dict:
+        options = {"url": url, "collection": collection, "dense_models": [], "timeout": 0.8, "retries": RETRIES}
+        return {"name": "OpenSearch", "engine": "opensearch", "options": {**options, "mode": "dense"}}
+
+    def run(url: str, collection: str):
+        config = project.write_config(targets=[target(url, collection)])
+        return run_experiment(load_config(config, plugins), plugins, RunOptions(save=False)).report
+
+    clean = run(osmem, "clean")
+    expected = {s.key: s.summary for s in clean.setups}
+    seen: Counter[str] = Counter()
+    retried = 0
+    for seed in range(FLAKY_RUNS):
+        with FaultProxy(osmem, rate=0.2, seed=seed, delay=1.2, retry_after=0.2) as proxy:
+            report = run(proxy.url, f"flaky{seed}")
+        assert {s.key: s.summary for s in report.setups} == expected, seed
+        assert all(s.counts.failed == 0 for s in report.setups), seed
+        calls = report.targets["OpenSearch"].calls
+        faulted = sum(proxy.faults.values())
+        # every fault cost one more try (a loaded machine may add a timeout of its own), and none was given up;
+        # a call may be several requests (a scroll), never fewer
+        assert 0 < calls.calls <= proxy.requests and calls.retried >= faulted and calls.failed == 0, (seed, calls)
+        seen.update(proxy.faults)
+        retried += calls.retried
+    assert retried >= sum(seen.values()) and all(seen[kind] for kind in KINDS), seen  # every kind of fault met
+
+
+@pytest.mark.slow
+def test_a_run_with_a_search_that_still_fails_exits_4_and_keeps_its_report(project, osmem):
+    with FaultProxy(osmem, rate=0.0, doomed=doomed_on("investments")) as proxy:
+        options = {"url": proxy.url, "collection": "doomed", "mode": "dense", "dense_models": [], "retries": 1}
+        config = project.write_config(targets=[sqlite_target(), {"name": "OpenSearch", "engine": "opensearch",
+                                                                  "options": options}])  # fmt: skip
+
+        def vx(*extra: str) -> subprocess.CompletedProcess:
+            argv = [sys.executable, "-m", "vx_eval", "run", str(config), *extra]
+            return subprocess.run(argv, capture_output=True, text=True, timeout=300, cwd=project.root)
+
+        failing = vx()
+        allowed = vx("--allow-failures")
+    assert failing.returncode == 4 and "Traceback" not in failing.stderr
+    assert "error: 1 searches failed after every try (opensearch.keyword 1)" in failing.stderr
+    assert "averages are over the other 4 questions: partial" in failing.stdout
+    assert "calls: OpenSearch:" in failing.stdout and "1 failed after every try" in failing.stdout
+    assert len(list((project.root / "runs").rglob("report.json"))) == 2  # both kept
+    assert allowed.returncode == 0 and "warning: 1 searches failed" in allowed.stderr

@@ -354,3 +354,19 @@ def test_discover_over_osmem_and_what_is_wrong_in_one_line(osmem, models, tmp_pa
         OpenSearchEngine().discover(f"{osmem}/nosuch")
     with pytest.raises(EngineError, match=r"cannot reach"):
         OpenSearchEngine().discover("http://127.0.0.1:9/docs")
+
+
+def test_document_ids_are_listed_a_page_at_a_time_each_page_one_call(osmem):
+    from vx_eval.plugins.engines.opensearch import OpenSearchOptions, make_client, policy
+    from vx_eval.plugins.engines.remote import paged_document_ids
+
+    options = OpenSearchOptions(url=osmem, collection="paged")
+    client, call = make_client(options), policy(options, "OpenSearch")
+    mapping = {"properties": {"doc_id": {"type": "keyword"}, "first": {"type": "boolean"}}}
+    client.indices.create(index="paged", body={"mappings": mapping})
+    for i, doc in enumerate(["e", "a", "d", "b", "c", "a"]):  # "a" twice: a second chunk of one document
+        client.index(index="paged", id=str(i), body={"doc_id": doc, "first": i < 5}, refresh=True)
+    before = call.calls
+    ids = paged_document_ids(call, lambda body: client.search(index="paged", body=body), "paged", page=2)
+    assert ids == ["a", "b", "c", "d", "e"]
+    assert call.calls - before == 3  # pages of 2, 2 and 1

@@ -14,6 +14,7 @@ from vx_eval.cli.common import config_argument, err_console, location, out_conso
 if TYPE_CHECKING:
     from vx_eval.autoconfig import AutoConfig, Source, WriterChoice
     from vx_eval.core.config.experiment import Experiment
+    from vx_eval.core.report.schema import Report
 
 
 @click.command()
@@ -74,6 +75,12 @@ if TYPE_CHECKING:
 @click.option("-m", "--metric", "metrics", multiple=True, help="Measure instead of the config's (repeatable).")
 @click.option("-k", "k_values", multiple=True, type=click.IntRange(1), help="Cut-offs for measures named without one.")
 @click.option(
+    "--allow-failures",
+    is_flag=True,
+    help="Exit 0 even where some searches failed after every try (by default such a run exits 4: its setups' "
+    "averages leave the failed questions out).",
+)
+@click.option(
     "--progress-file",
     type=click.Path(dir_okay=False, path_type=Path),
     help="Keep how far the run is in this JSON file.",
@@ -103,6 +110,7 @@ def run(
     golden: str | None,
     metrics: tuple[str, ...],
     k_values: tuple[int, ...],
+    allow_failures: bool,
     progress_file: Path | None,
     wide: bool,
 ) -> None:
@@ -186,6 +194,28 @@ def run(
             "(every search failed, or every question was skipped; the reasons are above)"
         )
         sys.exit(1)
+    _failed_searches(result.report, allow_failures)
+
+
+def _failed_searches(report: Report, allowed: bool) -> None:
+    """A run whose searches failed somewhere exits `SEARCHES_FAILED` (its report kept), unless allowed."""
+    from vx_eval.core.errors import SEARCHES_FAILED
+
+    failed = {s.key: s.counts.failed for s in report.setups if s.counts.failed}
+    if not failed:
+        return
+    where = ", ".join(f"{key} {n}" for key, n in list(failed.items())[:5]) + (" …" if len(failed) > 5 else "")
+    line = (
+        f"{sum(failed.values())} searches failed after every try ({where}); those setups' averages leave the "
+        "failed questions out and are never picked"
+    )
+    if allowed:
+        err_console().print(f"[yellow]warning:[/] {escape(line)} (--allow-failures)", highlight=False)
+        return
+    err_console().print(
+        f"[red]error:[/] {escape(line)}; the report is kept (--allow-failures exits 0)", highlight=False
+    )
+    sys.exit(SEARCHES_FAILED)
 
 
 def beside(report: str, name: str) -> str:

@@ -13,6 +13,12 @@ class VxEvalError(Exception):
     exit_code = 2
 
 
+SEARCHES_FAILED = 4
+"""The exit code of a run that finished and kept its report, but where some searches still failed after every
+try: the averages of those setups leave the failed questions out, so a CI gate must not pass on them
+(``vx-eval run --allow-failures`` exits 0 instead). 1 is a run that could score no setup at all, 2 bad input."""
+
+
 class ConfigError(VxEvalError):
     """The experiment config (YAML) is wrong."""
 

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from vx_eval.autoconfig import QUESTIONS
-from vx_eval.core.errors import StoreError, service_text
+from vx_eval.core.errors import SEARCHES_FAILED, StoreError, service_text
 from vx_eval.core.report.saving import REPORT_NAME, is_run_id, new_run_id, runs_folder
 from vx_eval.core.stores import Stores, full_error, join
 from vx_eval.processes import child_setup
@@ -432,6 +432,8 @@ class Jobs:
                 status, reason = "cancelled", "cancelled by request; its checkpoints are kept"
             elif process.returncode == 0 and done:
                 status, reason = "completed", None
+            elif process.returncode == SEARCHES_FAILED and done:  # finished, some searches failed: said
+                status, reason = "completed", self._reason(run_id, process.returncode)
             else:
                 status, reason = "failed", self._reason(run_id, process.returncode)
             update = {"status": status, "reason": reason, "finished_at": _now(), "progress": progress}

@@ -1,10 +1,12 @@
 """A flaky network on 127.0.0.1, for testing that remote plugins survive faults in every call they make.
 
 `FaultProxy` forwards HTTP to a real (or recording) server and, for a share of the requests chosen with a
-seed, answers 429 or 503, waits past the client's timeout, or drops the connection without an answer. At
+seed, answers 429 (with a ``Retry-After`` where `retry_after` is set), 500 or 503, waits past the client's
+timeout, or drops the connection without an answer. At
 most `burst` requests in a row are faulted, so a client that retries as often survives every fault; a
 `doomed` predicate makes some requests fail every time (a question the service cannot answer) with
-`doomed_answer` (status, body), to see them recorded as failed rather than crash the run. It counts what
+`doomed_answer` (status, body; or a function of the request's headers giving them, for a server that
+echoes the request back), to see them recorded as failed rather than crash the run. It counts what
 it did, so a test can bound the retries::
 
     with FaultProxy(upstream, rate=0.2, delay=1.5) as proxy:
@@ -27,7 +29,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from urllib.parse import urlsplit
 
-KINDS = ("429", "503", "delay", "drop")
+KINDS = ("429", "500", "503", "delay", "drop")
+Answer = tuple[int, bytes]
 HOP = {"connection", "keep-alive", "transfer-encoding", "proxy-connection", "upgrade", "content-length"}
 
 
@@ -48,11 +51,12 @@ class FaultProxy:
         delay: float = 1.5,
         burst: int = 3,
         doomed: Callable[[str, str, bytes], bool] | None = None,
-        doomed_answer: tuple[int, bytes] = (503, b'{"error": "injected fault"}'),
+        doomed_answer: Answer | Callable[[dict[str, str]], Answer] = (503, b'{"error": "injected fault"}'),
+        retry_after: float | None = None,
     ) -> None:
         self.upstream = urlsplit(upstream)
         self.rate, self.kinds, self.delay, self.burst = rate, kinds, delay, burst
-        self.doomed, self.doomed_answer = doomed, doomed_answer
+        self.doomed, self.doomed_answer, self.retry_after = doomed, doomed_answer, retry_after
         self.random = random.Random(seed)
         self.lock = threading.Lock()
         self.requests = 0
@@ -74,10 +78,15 @@ class FaultProxy:
                     self.connection.close()
                     return
                 if fault == "doomed":
-                    self._answer(*proxy.doomed_answer, {"Content-Type": "application/json"})
+                    given = proxy.doomed_answer
+                    answer = given(dict(self.headers)) if callable(given) else given
+                    self._answer(*answer, {"Content-Type": "application/json"})
                     return
-                if fault in ("429", "503"):
-                    self._answer(int(fault), b'{"error": "injected fault"}', {"Content-Type": "application/json"})
+                if fault in ("429", "500", "503"):
+                    headers = {"Content-Type": "application/json"}
+                    if fault == "429" and proxy.retry_after is not None:
+                        headers["Retry-After"] = f"{proxy.retry_after:g}"
+                    self._answer(int(fault), b'{"error": "injected fault"}', headers)
                     return
                 if fault == "delay":
                     time.sleep(proxy.delay)

@@ -62,6 +62,17 @@ class GoldenInfo(Frozen):
     """Questions that give some unit a grade above 1 (the graded view's coverage)."""
 
 
+class CallCounts(Frozen):
+    """What the run's calls to a remote target's service did (`core.run.remote`)."""
+
+    calls: int = 0
+    """Calls made, every try counted."""
+    retried: int = 0
+    """Tries after a failure (a timeout, a dropped connection, a 429, 500 or 503)."""
+    failed: int = 0
+    """Calls that still failed after every try."""
+
+
 class TargetInfo(TargetDescription):
     """One target in the report: what its engine said of it (the `TargetDescription` fields: collection,
     documents, models, version, location, settings, details, …), which engine, and its capabilities."""
@@ -70,6 +81,9 @@ class TargetInfo(TargetDescription):
     capabilities: list[str] = Field(default_factory=list)
     describe_error: str | None = None
     """Why the engine could not describe the target, when it could not (the run went on without it)."""
+    calls: CallCounts | None = None
+    """A remote target's calls to its service during the run (None: an embedded engine). On a cluster, the
+    calls this process made only: the workers' searches are counted where they run."""
 
     @classmethod
     def described(cls, engine: str, capabilities: list[str], description: TargetDescription) -> TargetInfo:

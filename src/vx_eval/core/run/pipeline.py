@@ -20,9 +20,9 @@ from vx_eval.core.judging.noise import judge_noise, noise_words
 from vx_eval.core.measures import metrics
 from vx_eval.core.report import assembly
 from vx_eval.core.report.saving import check_run_id, new_run_id, provenance, save_report
-from vx_eval.core.report.schema import Report, Settings, SetupResult
+from vx_eval.core.report.schema import CallCounts, Report, Settings, SetupResult, TargetInfo
 from vx_eval.core.report.views import JudgeInfo, Tuning
-from vx_eval.core.run import ranking, scoring, tuning
+from vx_eval.core.run import ranking, remote, scoring, tuning
 from vx_eval.core.run.checkpoints import Checkpoints, new_manifest, start_checkpoints
 from vx_eval.core.run.cluster import DaskExecutor
 from vx_eval.core.run.engine import FUSION, Progress, SilentProgress, Target
@@ -279,6 +279,14 @@ def _judged_ranking(
     return dataclasses.replace(ranked, picking=picking)
 
 
+def _with_calls(described: dict[str, TargetInfo], calls: dict[str, dict[str, int]]) -> dict[str, TargetInfo]:
+    """Each remote target's description with what the run's calls to its service did."""
+    return {
+        name: info.model_copy(update={"calls": CallCounts(**calls[name])}) if name in calls else info
+        for name, info in described.items()
+    }
+
+
 def run_experiment(experiment: Experiment, plugins: Plugins, options: RunOptions | None = None) -> RunResult:
     """Everything `vx-eval run` does, without printing: returns the report and where it was saved."""
     options = options or RunOptions()
@@ -288,6 +296,7 @@ def run_experiment(experiment: Experiment, plugins: Plugins, options: RunOptions
     if options.save:
         stores.sweep(options.save_to or config.save_to)  # what a killed run left half-written
     started = dt.datetime.now(dt.UTC)
+    calls_before = remote.tally()
     golden, labelled = _questions(experiment, stores)
     if ev.judge:
         judge_maker(plugins, ev.judge, experiment.judges.get(ev.judge))  # its options, checked before any work
@@ -325,6 +334,7 @@ def run_experiment(experiment: Experiment, plugins: Plugins, options: RunOptions
         )
         results = [scoring.score_setup(r, questions, measures, settings) for r in runs]
         tuned, tuning_info = _tune(experiment, plugins, targets, runs, results, questions, measures, settings, timed)
+        described = _with_calls(described, remote.tally_since(calls_before))
     finally:
         close_targets(targets)
         executor.close()

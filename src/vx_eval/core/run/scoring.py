@@ -60,7 +60,12 @@ def _failure_summary(run: SetupRun, n: int) -> str | None:
     if run.error is not None:
         return run.error
     failures = run.failures
-    return f"{len(failures)} of {n} searches failed; first: {failures[0]}" if failures else None
+    if not failures:
+        return None
+    return (
+        f"{len(failures)} of {n} searches failed (its averages are over the other {n - len(failures)} questions: "
+        f"partial); first: {failures[0]}"
+    )
 
 
 def _per_question(

@@ -117,6 +117,7 @@ def _policy(options: ChromaOptions, target: str, where: str) -> RemotePolicy:
 
     return RemotePolicy(
         target=f"target {target}",
+        name=target,
         where=where,
         retries=options.retries if options.url else 0,
         errors=(errors.ChromaError, httpx.HTTPError),

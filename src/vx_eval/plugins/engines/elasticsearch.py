@@ -19,7 +19,6 @@ from __future__ import annotations
 import contextlib
 import re
 from collections.abc import Iterable, Sequence
-from functools import partial
 from typing import Any, ClassVar
 
 from pydantic import Field
@@ -55,8 +54,8 @@ from vx_eval.plugins.engines.remote import (
     index_lookups,
     is_first_chunk,
     need,
+    paged_document_ids,
     payload_hit,
-    scanned_document_ids,
     stored_documents,
 )
 
@@ -355,10 +354,7 @@ class ElasticsearchHandle(RemoteHandle[ElasticsearchOptions]):
     # ------------------------------------------------------------------------------------------ documents
 
     def _read_document_ids(self) -> list[str]:
-        from elasticsearch import helpers
-
-        scan = partial(scanned_document_ids, helpers.scan, self.client, self.index)
-        return list(self.call(f"listing the documents of {self.index}", scan))
+        return paged_document_ids(self.call, lambda body: self.client.search(index=self.index, **body), self.index)
 
     def documents(self, doc_ids: Iterable[str]) -> list[Document]:
         wanted = list(doc_ids)

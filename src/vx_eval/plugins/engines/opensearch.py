@@ -14,10 +14,11 @@ from the shared cross-encoder setup. Every search records the cluster's own ``to
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import re
+import threading
 from collections.abc import Iterable, Sequence
-from functools import partial
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field
@@ -54,8 +55,8 @@ from vx_eval.plugins.engines.remote import (
     is_first_chunk,
     need,
     options_for,
+    paged_document_ids,
     payload_hit,
-    scanned_document_ids,
     stored_documents,
     target_parts,
 )
@@ -184,6 +185,31 @@ class OpenSearchEngine(Engine[OpenSearchOptions]):
         return Discovered(options_for(OpenSearchOptions, fields, spec), index, found)
 
 
+@functools.cache
+def _connection_class() -> type:
+    """opensearch-py's urllib3 connection, keeping a failed answer's ``Retry-After`` on the error it raises as
+    ``retry_after`` (the client drops every header of an error otherwise), for the policy to wait as asked."""
+    from opensearchpy.connection import Urllib3HttpConnection
+    from opensearchpy.exceptions import TransportError
+
+    answered = threading.local()  # searches run in threads: each keeps the headers of its own last answer
+
+    class RetryAfterConnection(Urllib3HttpConnection):  # type: ignore[misc]
+        def get_response_headers(self, response: Any) -> Any:
+            headers = super().get_response_headers(response)
+            answered.retry_after = headers.get("retry-after")
+            return headers
+
+        def _raise_error(self, status_code: int, raw_data: Any, content_type: str | None = None) -> None:
+            try:
+                super()._raise_error(status_code, raw_data, content_type)
+            except TransportError as exc:
+                exc.retry_after = getattr(answered, "retry_after", None)
+                raise
+
+    return RetryAfterConnection
+
+
 def make_client(options: OpenSearchOptions, concurrency: int = 10) -> Any:
     """The client, with a connection pool as large as the searches that may run at once (urllib3 keeps one
     connection otherwise, and every caller past it opens a new one)."""
@@ -196,6 +222,7 @@ def make_client(options: OpenSearchOptions, concurrency: int = 10) -> Any:
         timeout=options.timeout,
         max_retries=0,  # the policy retries, with backoff
         pool_maxsize=max(concurrency, 10),
+        connection_class=_connection_class(),
     )
 
 
@@ -398,10 +425,7 @@ class OpenSearchHandle(RemoteHandle[OpenSearchOptions]):
     # ------------------------------------------------------------------------------------------ documents
 
     def _read_document_ids(self) -> list[str]:
-        from opensearchpy import helpers
-
-        scan = partial(scanned_document_ids, helpers.scan, self.client, self.index)
-        return list(self.call(f"listing the documents of {self.index}", scan))
+        return paged_document_ids(self.call, lambda body: self.client.search(index=self.index, body=body), self.index)
 
     def documents(self, doc_ids: Iterable[str]) -> list[Document]:
         wanted = list(doc_ids)

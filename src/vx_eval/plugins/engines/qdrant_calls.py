@@ -77,14 +77,19 @@ def _cause(exc: BaseException) -> str:
 def policy(options: QdrantOptions, target: str, where: str) -> RemotePolicy:
     """qdrant-client's errors (a server's; local mode raises none of them): 429 and 502-504, timeouts and
     dropped connections tried again, 401/403 refused at once, a server that cannot be reached said once."""
+    from qdrant_client.common.client_exceptions import QdrantException, ResourceExhaustedResponse
     from qdrant_client.http.exceptions import ApiException, ResponseHandlingException
 
     return RemotePolicy(
         target=target,
         where=where,
         retries=options.retries,
-        errors=(ApiException, ResponseHandlingException),
-        transient=lambda exc: getattr(exc, "status_code", None) in (429, 502, 503, 504) or _cause(exc) in _TIMEOUTS,
+        errors=(ApiException, ResponseHandlingException, QdrantException),  # a 429 with Retry-After: the last
+        transient=lambda exc: (
+            isinstance(exc, ResourceExhaustedResponse)
+            or getattr(exc, "status_code", None) in (429, 502, 503, 504)
+            or _cause(exc) in _TIMEOUTS
+        ),
         refused=lambda exc: getattr(exc, "status_code", None) in (401, 403),
         unreachable=lambda exc: _cause(exc) == "ConnectError",
         already_exists=lambda exc: getattr(exc, "status_code", None) == 409,

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Iterable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any, Generic, Literal, TypeVar
 from urllib.parse import urlsplit
@@ -209,11 +210,28 @@ def first_chunks(wanted: Sequence[str]) -> dict[str, Any]:
     return {"bool": {"filter": [{"terms": {"doc_id": list(wanted)}}, {"term": {"first": True}}]}}
 
 
-def scanned_document_ids(scan: Callable[..., Any], client: Any, index: str) -> list[str]:
-    """Every document id of an Elasticsearch-DSL index, read from its first chunks by one whole scroll (`scan`:
-    the client's ``helpers.scan``, so that a retry starts the scroll again), sorted."""
-    query = {"query": {"term": {"first": True}}, "_source": ["doc_id"]}
-    return sorted({str(h["_source"]["doc_id"]) for h in scan(client, query=query, index=index)})
+def paged_document_ids(
+    call: RemotePolicy, search: Callable[[dict[str, Any]], Any], index: str, page: int = 1000
+) -> list[str]:
+    """Every document id of an Elasticsearch-DSL index (OpenSearch and Elasticsearch alike), read from its first
+    chunks a page at a time in id order (`search` sends one request's body): each page is one call under the
+    policy, so a fault costs that page's retry, never the listing so far (a scroll retried whole could meet a
+    fault in every try)."""
+    ids: list[str] = []
+    after: list[Any] | None = None
+    while True:
+        body: dict[str, Any] = {
+            "query": {"term": {"first": True}},
+            "_source": ["doc_id"],
+            "size": page,
+            "sort": [{"doc_id": "asc"}],
+            **({"search_after": after} if after is not None else {}),
+        }
+        hits = call(f"listing the documents of {index}", partial(search, body))["hits"]["hits"]
+        ids += [str(h["_source"]["doc_id"]) for h in hits]
+        if len(hits) < page:
+            return sorted(set(ids))
+        after = hits[-1]["sort"]
 
 
 def by_document(response: Any) -> dict[str, dict[str, Any]]:
