@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import json
 import socket
-from collections import Counter
 import subprocess
 import sys
+from collections import Counter
 
 import pytest
 
