@@ -13,8 +13,11 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 import yaml
+
+from vx_eval.serve.auth import Users
 
 from .test_server_runs import MIXPEEK, Served, quickstart_copy
 
@@ -59,7 +62,8 @@ def served(tmp_path_factory, shared_cache) -> Iterator[Served]:
     folder = tmp_path_factory.mktemp("abuse")
     config = quickstart_copy(folder, shared_cache, keyword_only=True)
     made = Served(folder, config)
-    made.start("--max-body", "1", "--max-dataset-rows", "50", "--max-queued-per-person", "2")
+    made.start("--max-body", "1", "--max-dataset-rows", "50", "--max-queued-per-person", "2",
+               "--head-timeout", "2", "--body-timeout", "3")  # fmt: skip
     yield made
     made.stop()
 
@@ -298,3 +302,87 @@ def where_left(where: Path, free: int) -> Path:
     filler = where / "filler"
     filler.write_bytes(b"\0" * max(0, available - free))
     return filler
+
+
+def test_slow_clients_are_answered_408_and_closed_while_others_are_served(served):
+    """Connections that send nothing, or trickle a request's head or its body, are timed out (408) instead of
+    holding the server's connections for ever; a normal caller is answered all the while."""
+    idle = [socket.create_connection(("127.0.0.1", served.port), timeout=30) for _ in range(100)]
+    heads = []
+    for _ in range(100):
+        sock = socket.create_connection(("127.0.0.1", served.port), timeout=30)
+        sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")  # the head never ends
+        heads.append(sock)
+    body = socket.create_connection(("127.0.0.1", served.port), timeout=30)
+    body.sendall(b"POST /api/v1/datasets HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                 b"Content-Length: 100\r\n\r\n{")  # fmt: skip
+    assert served.call("GET", "/healthz", who=None).status_code == 200  # others are served meanwhile
+    started = time.monotonic()
+    answers = []
+    for sock in [*idle, *heads, body]:
+        data = b""
+        while chunk := sock.recv(4096):
+            data += chunk
+        sock.close()
+        answers.append(data.split(b"\r\n", 1)[0])
+    assert time.monotonic() - started < 15
+    assert set(answers) == {b"HTTP/1.1 408 Request Timeout"}, set(answers)
+    assert served.call("GET", "/healthz", who=None).status_code == 200
+
+
+def test_every_nested_list_is_bounded_and_unwritable_text_is_refused(served):
+    nested = {**MIXPEEK, "name": "nested", "queries": [{**MIXPEEK["queries"][0], "relevant_documents": ["d"] * 51}]}
+    refused = served.call("POST", "/api/v1/datasets", json=nested)
+    assert refused.status_code == 413 and "queries[0].relevant_documents holds 51 items" in refused.json()["detail"]
+    lone = b'{"name": "lone", "queries": [{"query_id": "m\\ud800", "query_input": {"query": "q"}, ' \
+        b'"relevant_documents": ["d"]}]}'  # fmt: skip
+    status, answer = raw_post(
+        served.port, "/api/v1/datasets",
+        {"Authorization": f"Bearer {served.keys['rui']}", "Content-Type": "application/json",
+         "Content-Length": str(len(lone))}, lone,
+    )  # fmt: skip
+    assert status == 422 and "lone surrogate" in json.loads(answer)["detail"]
+
+
+def test_a_key_never_outlives_its_persons_standing(served):
+    people = Users(served.users)
+    people.add_person("kim", "kim-password", "runner")
+    key = people.add_key("kim")
+    headers = {"Authorization": f"Bearer {key}"}
+
+    def start() -> int:  # what a runner may do and a reader may not
+        url = f"http://127.0.0.1:{served.port}/api/v1/datasets"
+        return httpx.post(url, headers=headers, json={**MIXPEEK, "name": "kims"}, timeout=60).status_code
+
+    def read() -> int:
+        return httpx.get(f"http://127.0.0.1:{served.port}/api/v1/datasets", headers=headers, timeout=60).status_code
+
+    assert start() == 201
+    people.add_person("kim", "kim-new-password", "reader")  # demoted, and a new password
+    assert read() == 401  # the new password ended the key
+    key = people.add_key("kim", "runner")  # a key asked above the person's role acts as a reader
+    headers["Authorization"] = f"Bearer {key}"
+    assert read() == 200 and start() == 403
+    people.sign_out_everywhere("kim")
+    assert read() == 401
+    key = people.add_key("kim")
+    headers["Authorization"] = f"Bearer {key}"
+    assert read() == 200
+    people.revoke_key(key.removeprefix("vxk_").split("_")[0])
+    assert read() == 401
+    key = people.add_key("kim")
+    headers["Authorization"] = f"Bearer {key}"
+    assert people.remove_person("kim") == 3  # every key made for kim, the ended ones too
+    assert read() == 401
+
+
+def test_a_damaged_users_file_is_a_503_with_the_reason(served):
+    kept = served.users.read_bytes()
+    try:
+        served.users.write_text("{not json")
+        answer = served.call("GET", "/api/v1/evaluations")
+        assert answer.status_code == 503 and "users file" in answer.json()["detail"]
+        assert str(served.folder) not in answer.text  # no place on the server's disk
+    finally:
+        served.users.write_bytes(kept)
+    assert served.call("GET", "/api/v1/evaluations").status_code == 200

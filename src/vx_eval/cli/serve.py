@@ -84,6 +84,14 @@ users_option = click.option(
     "--keep-jobs", default=Limits.keep_jobs, show_default=True, type=click.IntRange(0),
     help="Most finished runs whose job files are kept (the newest).",
 )  # fmt: skip
+@click.option(
+    "--head-timeout", default=Limits.head_timeout, show_default=True, type=click.FloatRange(0.1, 3600),
+    metavar="SECONDS", help="Most a connection may take to send a request's headers (408 and closed past it).",
+)  # fmt: skip
+@click.option(
+    "--body-timeout", default=Limits.body_timeout, show_default=True, type=click.FloatRange(0.1, 3600),
+    metavar="SECONDS", help="Most a request's body may take to arrive in all (408 past it).",
+)  # fmt: skip
 def serve(
     store: str | None,
     users_path: str | None,
@@ -103,6 +111,8 @@ def serve(
     max_queued_per_person: int,
     keep_jobs_days: float,
     keep_jobs: int,
+    head_timeout: float,
+    body_timeout: float,
 ) -> None:
     """Serve the Evaluate page (newest run, older runs, each setup's page) and the REST routes over a store."""
     from vx_eval.core.config.experiment import load_config
@@ -150,13 +160,18 @@ def serve(
             max_queued_per_person=max_queued_per_person,
             keep_jobs_days=keep_jobs_days,
             keep_jobs=keep_jobs,
+            head_timeout=head_timeout,
+            body_timeout=body_timeout,
         ),
     )
     app = create_app(settings, stores)
     err_console().print(
         f"serving the runs at {served} on http://{host}:{port} (access log: {settings.access_log})", highlight=False
     )
-    uvicorn.run(app, host=host, port=port, log_level="warning")
+    from vx_eval.serve.limits import head_deadline
+
+    http = head_deadline(settings.limits.head_timeout)  # a slow client's head answered 408, not waited for
+    uvicorn.run(app, host=host, port=port, log_level="warning", http=http)
 
 
 def _targets(given: tuple[str, ...], plugins: Plugins) -> dict[str, str]:
@@ -206,17 +221,67 @@ def users_add(name: str, role: str, users_path: str | None, password_stdin: bool
     err_console().print(f"{name} ({role}) is in {path}", highlight=False)
 
 
-@users.command("key")
+class _KeyGroup(click.Group):
+    """`users key NAME` makes a key, as it always did; `users key list` and `users key revoke ID` manage them."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if args and args[0] not in self.commands and args[0] not in ("-h", "--help"):
+            args = ["make", *args]
+        return super().parse_args(ctx, args)
+
+
+@users.group("key", cls=_KeyGroup)
+def users_key() -> None:
+    """API keys: `key NAME` makes one (printed once, kept only as a hash), `key list`, `key revoke ID`. A key
+    acts with the lesser of its role and its person's current one, and ends when its person is removed, signs
+    out everywhere or changes password."""
+
+
+@users_key.command("make")
 @click.argument("name")
 @click.option(
     "--role", type=click.Choice(["reader", "runner", "admin"]), help="The key's role (default: the person's)."
 )
 @users_option
-def users_key(name: str, role: str | None, users_path: str | None) -> None:
+def users_key_make(name: str, role: str | None, users_path: str | None) -> None:
     """Make an API key for NAME; it is printed once and kept only as a hash."""
     from vx_eval.serve.auth import Users
 
     click.echo(Users(users_file(users_path)).add_key(name, role))
+
+
+@users_key.command("list")
+@users_option
+def users_key_list(users_path: str | None) -> None:
+    """Every key: its id, whose it is, its role, and whether it acts now (never its secret)."""
+    from vx_eval.serve.auth import Users
+
+    for key_id, key, standing in Users(users_file(users_path)).list_keys():
+        click.echo(f"{key_id}\t{key.name}\t{key.role}\t{standing}")
+
+
+@users_key.command("revoke")
+@click.argument("key_id", metavar="ID")
+@users_option
+def users_key_revoke(key_id: str, users_path: str | None) -> None:
+    """Revoke the key with this ID (as `users key list` shows it, or the 8 characters after vxk_)."""
+    from vx_eval.serve.auth import KEY_PREFIX, Users
+
+    given = key_id.removeprefix(KEY_PREFIX).split("_", 1)[0]  # a whole key pasted is read as its id
+    key = Users(users_file(users_path)).revoke_key(given)
+    err_console().print(f"the key {given} of {key.name} is revoked", highlight=False)
+
+
+@users.command("remove")
+@click.argument("name")
+@users_option
+def users_remove(name: str, users_path: str | None) -> None:
+    """Remove NAME: their sessions and every key made for them end at once."""
+    from vx_eval.serve.auth import Users
+
+    path = users_file(users_path)
+    keys = Users(path).remove_person(name)
+    err_console().print(f"{name} is removed from {path}, with {keys} key{'s' * (keys != 1)}", highlight=False)
 
 
 @users.command("signout")

@@ -38,11 +38,22 @@ from vx_eval.core.stores import StoreNotFound, Stores
 from vx_eval.html import page_for
 from vx_eval.html.render import Account, Menu, MenuEntry, StartForm
 from vx_eval.serve import auth
-from vx_eval.serve.auth import GUEST, SESSION_HOURS, Busy, Principal, Session, Throttle, Users, session_secret
+from vx_eval.serve.auth import (
+    GUEST,
+    SESSION_HOURS,
+    Busy,
+    Principal,
+    Session,
+    Throttle,
+    Users,
+    UsersUnreadable,
+    session_secret,
+)
 from vx_eval.serve.bounds import Limits
 from vx_eval.serve.datasets import Datasets
 from vx_eval.serve.jobs import Jobs
-from vx_eval.serve.limits import BodyLimit, strict_route, validation_error
+from vx_eval.serve.limits import BodyLimit, strict_route, unavailable, validation_error
+from vx_eval.serve.pages import escape_html, login_page
 from vx_eval.serve.public import public_report, public_text
 from vx_eval.serve.reports import Reports
 from vx_eval.serve.runs_api import add_run_routes, first_page, job_view, progress_page
@@ -250,7 +261,7 @@ class Service:
             if run_id == "latest" and isinstance(exc, StoreNotFound):
                 return first_page(self.account(who))  # no runs yet: what a runner may start
             status = 404 if isinstance(exc, StoreNotFound) else 500
-            text = _escape(public_text(str(exc)))
+            text = escape_html(public_text(str(exc)))
             return HTMLResponse(f"<!doctype html><title>vx-eval</title><p>{text}</p>", status_code=status)
         golden_url = (
             f"/api/v1/evaluations/{quote(report.id)}/golden"
@@ -290,15 +301,13 @@ class Service:
         wait = self.throttle.begin(username, address)
         if wait > 0:
             self.log.write(event="sign-in throttled", name=username, address=address)
-            return _login_page(target, f"Too many tries. Wait {math.ceil(wait)} s and try again.", 429, wait)
+            return login_page(target, f"Too many tries. Wait {math.ceil(wait)} s and try again.", 429, wait)
         try:
             with anyio.fail_after(auth.CHECK_WAIT_S):
                 session = await anyio.to_thread.run_sync(self.users.sign_in, username, password, limiter=self.checks)
         except (TimeoutError, Busy):
             self.throttle.abandoned(username, address)
-            return _login_page(
-                target, "The server is busy checking other sign-ins; try again in a few seconds.", 503, 5
-            )
+            return login_page(target, "The server is busy checking other sign-ins; try again in a few seconds.", 503, 5)
         if session is None:
             self.throttle.failed(username, address)
             self.log.write(event="sign-in refused", name=username, address=address)
@@ -368,7 +377,9 @@ def create_app(settings: ServeSettings, stores: Stores, throttle: Throttle | Non
     )
     app.router.route_class = strict_route(settings.limits.max_rows)
     app.add_exception_handler(RequestValidationError, validation_error)
-    app.add_middleware(BodyLimit, max_body=settings.limits.max_body)  # inside the access log: its 413s are logged
+    app.add_exception_handler(UsersUnreadable, unavailable)
+    limits = settings.limits
+    app.add_middleware(BodyLimit, max_body=limits.max_body, body_timeout=limits.body_timeout)  # its 413s are logged
     app.state.service = service
 
     @app.middleware("http")
@@ -407,7 +418,7 @@ def create_app(settings: ServeSettings, stores: Stores, throttle: Throttle | Non
 
     @app.get("/login", response_class=HTMLResponse)
     def login_form(next: str = "/", failed: int = 0) -> Response:
-        return _login_page(next, "That name and password do not match." if failed else None)
+        return login_page(next, "That name and password do not match." if failed else None)
 
     @app.post("/login")
     async def login(
@@ -474,26 +485,3 @@ def create_app(settings: ServeSettings, stores: Stores, throttle: Throttle | Non
 def _detail(exc: Exception, status: int) -> Response:
     """An error as JSON, with no place on the server's disk in it."""
     return JSONResponse({"detail": public_text(str(exc))}, status_code=status)
-
-
-def _escape(text: str) -> str:
-    from markupsafe import escape
-
-    return str(escape(text))
-
-
-def _login_page(next_page: str, notice: str | None = None, status: int = 200, retry_after: float = 0) -> Response:
-    note = f'<p class="notice" id="login-failed">{_escape(notice)}</p>' if notice else ""
-    html = (
-        "<!doctype html><html lang=en><head><meta charset=utf-8><title>Sign in — vx-eval</title>"
-        "<style>body{font:15px system-ui,sans-serif;max-width:360px;margin:80px auto}"
-        "label{display:block;margin:10px 0 4px}input{width:100%;padding:6px}button{margin-top:14px;padding:6px 14px}"
-        ".notice{background:#fff7ed;border:1px solid #fed7aa;padding:8px}</style></head><body>"
-        f"<h1>Sign in</h1>{note}<form method=post action=/login>"
-        f'<input type=hidden name=next value="{_escape(next_page)}">'
-        "<label for=username>Name</label><input id=username name=username autocomplete=username required>"
-        "<label for=password>Password</label><input id=password name=password type=password "
-        "autocomplete=current-password required><button type=submit id=sign-in>Sign in</button></form></body></html>"
-    )
-    headers = {"Retry-After": str(math.ceil(retry_after))} if retry_after else None
-    return HTMLResponse(html, status_code=status, headers=headers)

@@ -1,7 +1,11 @@
 """Who is asking: people (argon2-hashed passwords, signed session cookies), API keys, guests; and what each may do.
 
 The users file (JSON, written by `vx-eval users`) holds people with a role, a password hash and a session
-epoch, and API keys as SHA-256 hashes of random tokens (a key is shown once, when it is made). Roles grant
+epoch, and API keys as SHA-256 hashes of random tokens (a key is shown once, when it is made). A key lives
+no longer than its person's standing: it acts with the lesser of its own role and its person's current one,
+and ends when its person leaves the file, signs out everywhere or changes password (the key is bound to the
+epoch it was made in), or when it is revoked (`vx-eval users key revoke`). A users file that cannot be read
+is `UsersUnreadable`: the server answers 503 with the reason, never a 500. Roles grant
 actions; the golden file goes further: only an admin signed in as a person may download it, never a key,
 not even the server's own admin key, so every download names a person in the access log.
 
@@ -101,6 +105,8 @@ class Key(_Entry):
     name: str
     role: Role
     sha256: str
+    epoch: int = 0
+    """The person's epoch when the key was made: once it moved on (signed out, a new password), the key is over."""
 
 
 class UsersFile(_Entry):
@@ -119,6 +125,13 @@ class Session(BaseModel):
 
 def _key_hash(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
+
+
+RANK = {"guest": 0, "reader": 1, "runner": 2, "admin": 3}
+
+
+class UsersUnreadable(ConfigError):
+    """The users file is there but cannot be read (damaged, or not a users file)."""
 
 
 def _check_role(role: str) -> Role:
@@ -141,15 +154,15 @@ class Users:
         except FileNotFoundError:
             return UsersFile()
         except OSError as exc:
-            raise ConfigError(f"cannot read the users file {self.path}: {exc.strerror or exc}") from None
+            raise UsersUnreadable(f"cannot read the users file {self.path}: {exc.strerror or exc}") from None
         try:
             return UsersFile.model_validate(read_json(raw))
         except JsonInputError as exc:
-            raise ConfigError(f"{self.path} is not a users file ({exc.message})") from None
+            raise UsersUnreadable(f"{self.path} is not a users file ({exc.message})") from None
         except ValidationError as exc:
             first = exc.errors()[0]
             at = ".".join(str(p) for p in first["loc"])
-            raise ConfigError(f"{self.path} is not a users file ({at}: {first['msg']})") from None
+            raise UsersUnreadable(f"{self.path} is not a users file ({at}: {first['msg']})") from None
 
     def _save(self, data: UsersFile) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -200,10 +213,44 @@ class Users:
             person = data.people.get(name)
             if person is None:
                 raise ConfigError(f"no person '{name}' in {self.path}; add them first: vx-eval users add {name}")
-            data.keys[key_id] = Key(name=name, role=_check_role(role or person.role), sha256=_key_hash(token))
+            data.keys[key_id] = Key(
+                name=name, role=_check_role(role or person.role), sha256=_key_hash(token), epoch=person.epoch
+            )
 
         self._change(change)
         return token
+
+    def list_keys(self) -> list[tuple[str, Key, str]]:
+        """Every key (its id, never its secret), and whether it acts now: "active", or why not."""
+        data = self.load()
+        return [(key_id, key, _standing(key, data.people.get(key.name))) for key_id, key in sorted(data.keys.items())]
+
+    def revoke_key(self, key_id: str) -> Key:
+        """Remove the key with this id (as `keys` lists it); it stops acting at once."""
+        removed: list[Key] = []
+
+        def change(data: UsersFile) -> None:
+            key = data.keys.pop(key_id, None)
+            if key is None:
+                raise ConfigError(f"no key '{key_id}' in {self.path}; `vx-eval users key list` shows them")
+            removed.append(key)
+
+        self._change(change)
+        return removed[0]
+
+    def remove_person(self, name: str) -> int:
+        """Remove a person, and every key made for them; how many keys went with them."""
+        gone: list[str] = []
+
+        def change(data: UsersFile) -> None:
+            if data.people.pop(name, None) is None:
+                raise ConfigError(f"no person '{name}' in {self.path}")
+            gone.extend(k for k, key in data.keys.items() if key.name == name)
+            for key_id in gone:
+                del data.keys[key_id]
+
+        self._change(change)
+        return len(gone)
 
     def sign_in(self, name: str, password: str) -> Session | None:
         """A new session when the password matches the person's hash; None otherwise (the same answer,
@@ -241,10 +288,24 @@ class Users:
         if not token.startswith(KEY_PREFIX):
             return None
         key_id = token[len(KEY_PREFIX) :].split("_", 1)[0]
-        entry = self.load().keys.get(key_id)
+        data = self.load()
+        entry = data.keys.get(key_id)
         if entry is None or not hmac.compare_digest(entry.sha256, _key_hash(token)):
             return None
-        return Principal("key", entry.name, entry.role, key_id)
+        person = data.people.get(entry.name)
+        if _standing(entry, person) != "active" or person is None:
+            return None
+        role = min(entry.role, person.role, key=RANK.__getitem__)  # never more than its person may do now
+        return Principal("key", entry.name, role, key_id)
+
+
+def _standing(key: Key, person: Person | None) -> str:
+    """Whether a key acts now ("active"), or why not."""
+    if person is None:
+        return "its person is no longer in the file"
+    if person.epoch != key.epoch:
+        return "its person signed out everywhere or changed password since it was made"
+    return "active"
 
 
 class Busy(Exception):

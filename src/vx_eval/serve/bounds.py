@@ -25,6 +25,12 @@ class Limits:
     """Days a finished run's job files (its status, log and progress) are kept; its report stays in the store."""
     keep_jobs: int = 1000
     """Finished runs whose job files are kept at most (the newest)."""
+    head_timeout: float = 10.0
+    """Seconds a connection may take to send a request's line and headers (and to send anything at all once
+    open): a client that trickles them is answered 408 and closed, so slow clients cannot hold the server's
+    connections."""
+    body_timeout: float = 30.0
+    """Seconds a request's body may take to arrive in all (408 past it)."""
 
 
 def mib(size: int) -> str:

@@ -20,9 +20,10 @@ class JsonInputError(ValueError):
 
 
 def read_json(text: str | bytes) -> Any:
-    """The value `text` holds, or `JsonInputError` saying why not."""
+    """The value `text` holds, or `JsonInputError` saying why not; a string holding a lone surrogate (an escape
+    such as ``\\ud800`` that is half of a character) is refused, as no UTF-8 file or page can hold it."""
     try:
-        return json.loads(text)
+        value = json.loads(text)
     except json.JSONDecodeError as exc:
         raise JsonInputError(f"invalid JSON: {exc.msg}", exc.colno) from None
     except RecursionError:
@@ -32,3 +33,35 @@ def read_json(text: str | bytes) -> Any:
     except ValueError as exc:  # an integer too long to convert (Python's 4,300-digit limit)
         reason = "a number too long to be one" if "digits" in str(exc) else str(exc)[:80]
         raise JsonInputError(f"invalid JSON: {reason}") from None
+    escaped = b"\\u" if isinstance(text, bytes) else "\\u"
+    if escaped in text:  # only an escape can make a lone surrogate
+        refuse_unwritable(value)
+    return value
+
+
+def unwritable(value: Any) -> str | None:
+    """The first string in `value` (keys and nested values included) that cannot be written as UTF-8, or None."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                return item
+        elif isinstance(item, dict):
+            stack += [*item.keys(), *item.values()]
+        elif isinstance(item, list | tuple):
+            stack += item
+    return None
+
+
+def refuse_unwritable(value: Any) -> None:
+    """`JsonInputError` naming the text that holds a lone surrogate, where `value` holds one."""
+    found = unwritable(value)
+    if found is not None:
+        shown = found.encode("utf-8", "backslashreplace").decode("ascii", "backslashreplace")[:60]
+        raise JsonInputError(
+            f"the text '{shown}' holds a lone surrogate escape (half of a character), which no UTF-8 file can "
+            "hold: remove it, or write the whole character"
+        )
