@@ -53,6 +53,7 @@ from vx_eval.serve.bounds import Limits
 from vx_eval.serve.datasets import Datasets
 from vx_eval.serve.jobs import Jobs
 from vx_eval.serve.limits import BodyLimit, strict_route, unavailable, validation_error
+from vx_eval.serve.openapi import complete as complete_openapi
 from vx_eval.serve.pages import escape_html, login_page
 from vx_eval.serve.public import public_report, public_text
 from vx_eval.serve.reports import Reports
@@ -378,6 +379,7 @@ def create_app(settings: ServeSettings, stores: Stores, throttle: Throttle | Non
     app.router.route_class = strict_route(settings.limits.max_rows)
     app.add_exception_handler(RequestValidationError, validation_error)
     app.add_exception_handler(UsersUnreadable, unavailable)
+    complete_openapi(app)
     limits = settings.limits
     app.add_middleware(BodyLimit, max_body=limits.max_body, body_timeout=limits.body_timeout)  # its 413s are logged
     app.state.service = service
@@ -422,7 +424,7 @@ def create_app(settings: ServeSettings, stores: Stores, throttle: Throttle | Non
 
     @app.post("/login")
     async def login(
-        request: Request, username: str = Form(...), password: str = Form(...), next: str = Form("/")
+        request: Request, username: str = Form(min_length=1), password: str = Form(min_length=1), next: str = Form("/")
     ) -> Response:
         target = next if next.startswith("/") and not next.startswith("//") else "/"
         return await service.sign_in(request, username, password, target)

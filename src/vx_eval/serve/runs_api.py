@@ -254,7 +254,7 @@ def add_run_routes(app: FastAPI, service: Any) -> None:
         return Response(data, media_type="application/x-ndjson", headers={"Cache-Control": "no-store"})
 
     @app.post("/evaluations/start", summary="The page's form: start a run, then follow it")
-    def start_from_page(request: Request, experiment: str = Form(...), dataset: str = Form("")) -> Response:
+    def start_from_page(request: Request, experiment: str = Form(min_length=1), dataset: str = Form("")) -> Response:
         refused = service.foreign(request)
         if refused is not None:
             return refused
