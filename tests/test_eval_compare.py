@@ -125,6 +125,20 @@ def test_a_gate_fails_only_on_a_drop_beyond_tolerance_that_is_significant(capsys
     assert code == 0
 
 
+def test_no_gate_passes_on_a_run_whose_searches_failed(capsys, two_runs, tmp_path):
+    """Averages over the questions that did not fail can look as good as ever: the gate trips instead."""
+    first = sorted((two_runs / "retrieval" / "runs").iterdir())[0] / "report.json"
+    partial = json.loads(first.read_text())
+    setup = partial["setups"][0]
+    setup["counts"]["failed"], setup["counts"]["evaluated"] = 2, setup["counts"]["evaluated"] - 2
+    partial["id"] = "partial"
+    (tmp_path / "partial.json").write_text(json.dumps(partial))
+    gate = ["--fail-if", "ndcg@10 drops by more than 100%"]
+    code, _, err = call(capsys, "compare", str(first), str(tmp_path / "partial.json"), *gate)
+    assert code == 3 and "gate failed: local.keyword: 2 searches failed in the after run (partial)" in err
+    assert call(capsys, "compare", str(first), str(tmp_path / "partial.json"))[0] == 0  # no gate: shown, not judged
+
+
 def test_compare_refuses_runs_of_different_golden_files_unless_told(capsys, two_runs, tmp_path):
     first = sorted((two_runs / "retrieval" / "runs").iterdir())[0] / "report.json"
     other = json.loads(first.read_text())

@@ -53,7 +53,7 @@ def compare(
     from vx_eval.core.errors import VxEvalError
     from vx_eval.core.measures.metrics import parse
     from vx_eval.core.plugins import load_plugins
-    from vx_eval.core.report.compare import Gate, compare_reports, failed_gates, load_report
+    from vx_eval.core.report.compare import Gate, compare_reports, failed_gates, load_report, partial_setups
     from vx_eval.core.stores import Stores
     from vx_eval.tables import show_comparison
 
@@ -76,6 +76,8 @@ def compare(
         raise VxEvalError(f"the runs searched with different settings ({differ}); --same-settings refuses them")
     shown = {parse(m).name for m in only_measures}
     tripped = failed_gates(comparison, parsed_gates)
+    if parsed_gates:  # a run with failed searches passes no gate, whatever its partial scores say
+        tripped += partial_setups(comparison, first, second)
     if as_json:
         click.echo(json.dumps({**comparison.model_dump(mode="json"), "failed_gates": tripped}, indent=1))
     else:

@@ -294,3 +294,18 @@ def failed_gates(comparison: Comparison, gates: list[Gate]) -> list[str]:
                     f"p = {row.p_holm:.4f} after Holm) — gate: {gate.text}"
                 )
     return tripped
+
+
+def partial_setups(comparison: Comparison, before: Report, after: Report) -> list[str]:
+    """A line for each compared setup with searches that failed in either run: its scores leave those
+    questions out, so no gate may pass on them."""
+    compared = {r.setup for r in comparison.rows}
+    lines = []
+    for which, report in (("before", before), ("after", after)):
+        for setup in report.setups:
+            if setup.key in compared and setup.counts.failed:
+                lines.append(
+                    f"{setup.key}: {setup.counts.failed} searches failed in the {which} run ({report.id}); its "
+                    "scores are partial and no gate passes on them"
+                )
+    return lines
