@@ -3,6 +3,7 @@ Playwright) with a fresh tab per test that fails the test when the page's script
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,13 +14,22 @@ from vx_eval.testing.browser import FLAGS, chromium
 
 
 @pytest.fixture(scope="session")
-def people(tmp_path_factory) -> tuple[Path, dict[str, str]]:
+def _people_once(tmp_path_factory) -> tuple[Path, dict[str, str]]:
     folder = tmp_path_factory.mktemp("people")
     users = Users(folder / "users.json")
     users.add_person("ada", "ada-password", "admin")
     users.add_person("rita", "rita-password", "reader")
     keys = {"ada": users.add_key("ada"), "rita": users.add_key("rita")}
     return folder / "users.json", keys
+
+
+@pytest.fixture
+def people(_people_once, tmp_path_factory) -> tuple[Path, dict[str, str]]:
+    """Each test its own copy of the users file: a signout or a new password ends the person's keys."""
+    made, keys = _people_once
+    mine = tmp_path_factory.mktemp("people") / "users.json"
+    shutil.copy(made, mine)
+    return mine, dict(keys)
 
 
 @pytest.fixture(scope="module")

@@ -105,28 +105,42 @@ class Scored:
     """trec_eval's relstring of each question, by its length (those asked for)."""
 
 
-def _split_otherwise(path: Path) -> str:
-    """Why Arrow would split this file's lines otherwise than trec_eval, or "": a carriage return that does
-    not end a line (Arrow ends a row there; trec_eval reads it as a blank between fields) or a NUL byte
-    (trec_eval stops reading there). One pass over the bytes at memory speed, before Arrow reads them (a
-    Python file handed to Arrow instead would be read from Arrow's own thread, which aborts the process
-    where it still runs as the interpreter exits)."""
+@dataclass(frozen=True)
+class Bytes:
+    """What one pass over a run file's bytes found (see `_looked_at`)."""
+
+    refused: str
+    """Why Arrow would split the lines otherwise than trec_eval whatever the fields hold, or ""."""
+    other_blanks: bool
+    """Whether a tab, VT or FF is anywhere in the file: a field may then hold a blank Arrow did not split at."""
+
+
+def _looked_at(path: Path) -> Bytes:
+    """One pass over the bytes at memory speed (single-byte searches), before Arrow reads them: a carriage
+    return that does not end a line (Arrow ends a row there; trec_eval reads it as a blank between fields) or
+    a NUL byte (trec_eval stops reading there) refuses the file. (A Python file handed to Arrow instead would
+    be read from Arrow's own thread, which aborts the process where it still runs as the interpreter exits.)"""
+    other = False
     with path.open("rb") as handle:
         while block := handle.read(BLOCK):
             if b"\0" in block:
-                return "a NUL byte"
+                return Bytes("a NUL byte", False)
             if b"\r" in block and block.count(b"\r") != block.count(b"\r\n"):
-                return "a carriage return inside a line (or across two blocks)"
-    return ""
+                return Bytes("a carriage return inside a line (or across two blocks)", False)
+            other = other or b"\t" in block or b"\x0b" in block or b"\x0c" in block
+    return Bytes("", other)
 
 
 RUN_NAMES = ["qid", "q0", "doc", "rank", "score", "tag"]
+KEPT = ["qid", "doc", "score"]
 WHOLE_FIELDS = ("qid", "q0", "doc", "rank")
 """The fields that must each be one token: a blank inside one means Arrow split the line otherwise than
 trec_eval, which splits at every run of blanks (spaces, tabs, and the other C blanks)."""
 
 
-def _reader(path: Path) -> Any:
+def _reader(path: Path) -> tuple[Any, bool]:
+    """Arrow's reader of the run, every field as text, and whether a field may hold a blank (a file with tabs,
+    or with another blank than the one Arrow splits at): `_check_fields` looks inside them then."""
     import pyarrow as pa
     import pyarrow.csv as csv
 
@@ -138,12 +152,12 @@ def _reader(path: Path) -> Any:
     fields = len(head.rstrip(b"\r\n").split(delimiter.encode()))
     if fields not in (3, 6):
         raise Unstreamable("neither 6 fields nor 3")
-    names = RUN_NAMES if fields == 6 else ["qid", "doc", "score"]
-    refused = _split_otherwise(path)
-    if refused:
-        raise Unstreamable(refused)
+    names = RUN_NAMES if fields == 6 else KEPT
+    seen = _looked_at(path)
+    if seen.refused:
+        raise Unstreamable(seen.refused)
     try:
-        return csv.open_csv(
+        reader = csv.open_csv(
             path,
             read_options=csv.ReadOptions(column_names=names, block_size=BLOCK),
             parse_options=csv.ParseOptions(delimiter=delimiter, quote_char=False, double_quote=False),
@@ -156,15 +170,22 @@ def _reader(path: Path) -> Any:
         )
     except (pa.ArrowInvalid, ValueError) as exc:
         raise Unstreamable(str(exc)) from None
+    return reader, delimiter == "\t" or seen.other_blanks
 
 
-def _check_fields(table: pa.Table) -> None:
-    """`Unstreamable` where a line's fields are not what trec_eval would read: a field that is empty or holds
-    a blank (the line used another separator, or blanks around a field), or a tag that is not there."""
+def _check_fields(table: pa.Table, blanks: bool) -> None:
+    """`Unstreamable` where a line's fields are not what trec_eval would read: an empty field (two separators
+    in a row: trec_eval sees one fewer field and reads the line otherwise), or, where a field may hold a blank
+    (`blanks`), a blank inside or around one, or a tag that does not start with a token."""
     for name in table.column_names:
         if name == "score":
             continue
-        data, starts, lengths = _strings(table.column(name))
+        column = table.column(name)
+        if not blanks:  # the offsets alone: no field is empty
+            if any((np.diff(_offsets(chunk)) == 0).any() for chunk in column.chunks):
+                raise Unstreamable(f"an empty {name} field")
+            continue
+        data, starts, lengths = _strings(column)
         if not len(starts):
             continue
         if name in WHOLE_FIELDS:
@@ -174,11 +195,16 @@ def _check_fields(table: pa.Table) -> None:
             raise Unstreamable("a missing tag")
 
 
+def _offsets(chunk: pa.Array) -> np.ndarray:
+    """Where each value of an Arrow string array starts in its data, and where the last ends (its raw buffer)."""
+    return np.frombuffer(chunk.buffers()[1], dtype=np.int32)[chunk.offset : chunk.offset + len(chunk) + 1]
+
+
 def _strings(column: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """An Arrow string column's bytes, and each value's start and length in them (its raw buffers)."""
     parts, starts, lengths, base = [], [], [], 0
     for chunk in column.chunks:
-        offsets = np.frombuffer(chunk.buffers()[1], dtype=np.int32)[chunk.offset : chunk.offset + len(chunk) + 1]
+        offsets = _offsets(chunk)
         data = np.frombuffer(chunk.buffers()[2], dtype=np.uint8) if len(chunk) else np.zeros(0, np.uint8)
         data = data[offsets[0] : offsets[-1]]
         parts.append(data)
@@ -228,8 +254,10 @@ def score_stream(
     held = 0
     limit = CHUNK_LINES if path.stat().st_size > WHOLE else float("inf")
     try:
-        for batch in _reader(path):
-            _check_fields(pa.Table.from_batches([batch]))
+        reader, blanks = _reader(path)
+        for whole in reader:
+            _check_fields(pa.Table.from_batches([whole]), blanks)
+            batch = whole.select(KEPT)  # the other fields were only looked at
             pending.append(batch)
             held += batch.num_rows
             if held >= limit:
