@@ -98,17 +98,34 @@ def test_golden_check_lists_every_defect_and_exits_2(capsys, tmp_path):
     assert "4 problems in" in err  # line 2 also has an empty expected
 
 
-def test_golden_check_with_a_config_looks_every_expected_id_up(capsys, quickstart, tmp_path):
+def test_golden_check_with_a_config_looks_every_expected_id_up_in_the_corpus_file_building_nothing(capsys, tmp_path):
+    cache_dir = tmp_path / "cache"
+    cache_dir.mkdir()
+    quickstart = quickstart_copy(tmp_path, cache_dir, keyword_only=False)
     golden = quickstart.parent / "quickstart" / "golden.jsonl"
-    code, out, _ = call(capsys, "golden", "check", str(golden), "--config", str(quickstart))
+    code, out, err = call(capsys, "golden", "check", str(golden), "--config", str(quickstart))
     assert code == 0 and "42 questions ok" in out
+    assert "(95 documents); no index built" in " ".join(err.split())
     bad = tmp_path / "g.jsonl"
     bad.write_text('{"question": "where?", "expected": ["fdic", "no-such-doc", "Deferment"]}\n')
     code, _, err = call(capsys, "golden", "check", str(bad), "--config", str(quickstart))
-    assert code == 2 and "expected document 'no-such-doc' is not in Local" in err
     text = " ".join(err.split())
-    assert "'no-such-doc' is not in Local; did you mean" not in text  # nothing near it
-    assert "'Deferment' is not in Local; did you mean 'deferment'?" in text
+    assert code == 2 and "expected document 'no-such-doc' is not in the corpus" in text
+    assert "docs.jsonl; did you mean 'fdic'" not in text  # nothing near no-such-doc
+    assert "'Deferment' is not in the corpus" in text and "docs.jsonl; did you mean 'deferment'?" in text
+    # nothing was indexed or embedded: no index file, no vector in the cache
+    assert not (tmp_path / ".vx").exists() and not (cache_dir / "embeddings.db").exists()
+
+
+def test_golden_check_reads_a_beir_folder_and_says_which_queries_it_leaves_out(capsys, tmp_path):
+    (tmp_path / "qrels").mkdir()
+    (tmp_path / "queries.jsonl").write_text('{"_id": "1", "text": "first?"}\n{"_id": "2", "text": "second?"}\n')
+    (tmp_path / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n1\td1\t1\n")
+    code, out, err = call(capsys, "golden", "check", str(tmp_path))
+    assert code == 0 and f"{tmp_path}: 1 questions ok" in out
+    assert "left out 1 query with no judgement in qrels/test.tsv" in " ".join(err.split())
+    code, _, err = call(capsys, "golden", "check", str(tmp_path), "--split", "dev")
+    assert code == 2 and "this BEIR folder has splits: test" in " ".join(err.split())
 
 
 def test_golden_template_is_seeded_and_never_overwrites(capsys, quickstart, tmp_path):

@@ -111,8 +111,12 @@ def test_beir_import_keeps_graded_and_zero_judgements(tmp_path):
         '{"_id": "1", "text": "first"}\n{"_id": "2", "text": "second"}\n{"_id": "3", "text": "unjudged"}\n'
     )
     (tmp_path / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n1\td1\t1\n2\td2\t2\n2\td3\t0\n")
-    golden = parse_golden(beir_golden_bytes(str(tmp_path), "test"), "beir")
+    raw, left_out = beir_golden_bytes(str(tmp_path), "test")
+    golden = parse_golden(raw, "beir")
     assert [q.id for q in golden.questions] == ["1", "2"]
+    assert [f.render() for f in left_out] == [
+        "left out 1 query with no judgement in qrels/test.tsv (another split's, or never judged): '3'"
+    ]
     assert golden.questions[1].relevance() == {"d2": 2, "d3": 0}
     with pytest.raises(GoldenError, match="this BEIR folder has splits: test"):
         beir_golden_bytes(str(tmp_path), "dev")

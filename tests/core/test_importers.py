@@ -94,9 +94,13 @@ def test_a_labelled_row_beside_unlabelled_ones_is_the_only_one_scored(project, p
 
 def test_classic_trec_topics_and_qrels():
     qrels = "401 0 FBIS3-1 1\n401 0 FBIS3-2 0\n402 0 LA-9 2\n403 0 X 1\n"
-    data, count = trec_golden_bytes(CLASSIC, qrels, "topics.401-402", "qrels.txt")
+    data, left_out = trec_golden_bytes(CLASSIC, qrels, "topics.401-402", "qrels.txt")
     rows = [json.loads(line) for line in data.splitlines()]
-    assert count == 2
+    assert len(rows) == 2
+    # the import says what it left out and why: judgements of a topic that is not in the topics file
+    assert [f.render() for f in left_out] == [
+        "left out 1 query of qrels.txt's judgements: their ids are not in topics.401-402: '403'"
+    ]
     assert rows[0] == {
         "id": "401",
         "question": "foreign minorities, Germany",
@@ -111,11 +115,11 @@ def test_classic_trec_topics_and_qrels():
 
 def test_the_real_vaswani_topics_and_qrels_import(request):
     root = request.config.rootpath.parent / "shared" / "datasets" / "vaswani"
-    data, count = trec_golden_bytes(
+    data, left_out = trec_golden_bytes(
         (root / "query-text.trec").read_text(), (root / "qrels").read_text(), "query-text.trec", "qrels"
     )
     golden = parse_golden(data, "vaswani")
-    assert count == 93 and golden.labelled == 93
+    assert golden.labelled == 93 and left_out == ()
     first = golden.questions[0]
     assert (
         first.id == "1"

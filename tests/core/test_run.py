@@ -314,3 +314,26 @@ def test_setups_a_paired_test_cannot_tell_from_the_leader_are_marked_tied(tmp_pa
     assert not blind["tied_with_best"] and blind["vs_best"]["p_holm"] < 0.001
     assert blind["vs_best"]["delta"] < 0 and blind["vs_best"]["ci"][1] < 0
     assert 0 < report["detectable_difference"]["value"] < 0.5
+
+
+def test_a_reranker_that_reads_no_deeper_than_the_primary_cut_off_is_said_once_with_the_fix(plugins):
+    from vx_eval.core.config.experiment import parse_config
+    from vx_eval.core.run.selection import futile_setups
+
+    def experiment(depth: int, primary: str):
+        raw = (
+            "name: x\ngolden: g.jsonl\ntargets: [{name: L, engine: sqlite, options: {path: x.db}}]\n"
+            f"search: {{rerank_depth: {depth}}}\nevaluation: {{primary: {primary}}}\n"
+        ).encode()
+        return parse_config(raw, plugins, path=None)
+
+    def setup(key: str, ranker: str | None) -> Setup:
+        return Setup(key, "L", "sqlite", "dense", key, lambda text, k: [], ranker=ranker)
+
+    setups = [setup("L.bm25", None), setup("L.bm25+ce", "ce"), setup("L.dense+ce", "ce")]
+    (said,) = futile_setups(setups, experiment(10, "ndcg@10"))
+    assert said.startswith("search.rerank_depth 10 is at or under the primary measure's cut-off (ndcg@10)")
+    assert "L.bm25+ce, L.dense+ce" in said and "set search.rerank_depth above 10" in said
+    assert futile_setups(setups, experiment(11, "ndcg@10")) == []  # it reads beyond the cut-off
+    assert futile_setups(setups[:1], experiment(10, "ndcg@10")) == []  # nothing reranked
+    assert futile_setups(setups, experiment(5, "mrr")) == []  # a measure with no cut-off

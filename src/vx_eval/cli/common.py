@@ -48,6 +48,17 @@ def location(value: str | None) -> str | None:
     return value if value is None or is_uri(value) else str(Path(value).expanduser().resolve())
 
 
+def shown_path(path: str) -> str:
+    """A local path as the person typing knows it: relative to the working folder when it lies inside it."""
+    if "://" in path:
+        return path
+    try:
+        inside = Path(path).resolve().relative_to(Path.cwd().resolve())
+    except ValueError:
+        return path
+    return inside.as_posix()
+
+
 def new_file(stores: Stores, out_file: str, force: bool) -> str:
     """The location of --out, refused when something is there already and --force was not given."""
     from vx_eval.core.errors import GoldenError

@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from vx_eval.cli.common import err_console, location, new_file, out_console
+from vx_eval.cli.common import err_console, location, new_file, out_console, shown_path
+
+if TYPE_CHECKING:
+    from vx_eval.core.plugins import Plugins
+    from vx_eval.core.stores import Stores
 
 
 @click.group()
@@ -20,47 +25,35 @@ def golden() -> None:
 @click.option(
     "--config",
     type=click.Path(dir_okay=False, path_type=Path),
-    help="Also look every expected id up on this config's targets.",
+    help="Also look every expected id up: in the config's corpus file (nothing is built), else on its targets.",
 )
-def golden_check(file: str, config: Path | None) -> None:
-    """Lint a golden FILE: every defect on every line, at once."""
+@click.option("--split", default="test", show_default=True, help="A BEIR folder: the qrels split to read.")
+def golden_check(file: str, config: Path | None, split: str) -> None:
+    """Lint a golden FILE (or a BEIR folder's queries and qrels): every defect on every line, at once."""
     from rich.markup import escape
 
-    from vx_eval.core.errors import quoted
     from vx_eval.core.golden.files import lint
+    from vx_eval.core.golden.sources import beir_golden_bytes, is_beir_folder
     from vx_eval.core.plugins import load_plugins
     from vx_eval.core.stores import Stores
 
     plugins = load_plugins()
     stores = Stores(plugins)
-    raw = stores.read(location(file) or file)
-    defects, rows = lint(raw)
+    where = location(file) or file
     err = err_console()
+    if is_beir_folder(where):
+        raw, left_out = beir_golden_bytes(where, split)
+        for part in left_out:
+            err.print(escape(f"{file}: {part.render()}"), highlight=False)
+    else:
+        raw = stores.read(where)
+    defects, rows = lint(raw)
     for defect in defects:
         err.print(escape(defect.render(file)), highlight=False)
     filled = [r for _, r in rows if r.question.strip()]
     problems = len(defects)
     if config is not None and not defects:
-        from vx_eval.core.config.experiment import load_config
-        from vx_eval.core.run.targets import close_targets, nearest_ids, open_targets
-        from vx_eval.display import RichProgress
-
-        experiment = load_config(config, plugins)
-        targets = open_targets(experiment, plugins, stores, RichProgress(err))
-        try:
-            wanted = {u.split("#page=")[0] for r in filled for u in r.expected}
-            for target in targets:
-                absent = sorted(target.handle.missing(wanted))
-                nearest = nearest_ids(absent, target.handle.document_ids()) if absent else {}
-                for doc in absent:
-                    meant = f"; did you mean {quoted(nearest[doc])}?" if doc in nearest else ""
-                    err.print(
-                        escape(f"{file}: expected document {quoted(doc)} is not in {target.name}{meant}"),
-                        highlight=False,
-                    )
-                problems += len(absent)
-        finally:
-            close_targets(targets)
+        problems += _absent_ids(file, config, {u for r in filled for u in r.expected}, plugins, stores)
     if problems:
         err.print(f"[red]{problems} problem{'s' * (problems != 1)}[/] in {escape(file)}")
         sys.exit(2)
@@ -74,6 +67,49 @@ def golden_check(file: str, config: Path | None) -> None:
         ),
         highlight=False,
     )
+
+
+def _absent_ids(file: str, config: Path, expected: set[str], plugins: Plugins, stores: Stores) -> int:
+    """Each expected id the config's collection lacks, said with the id most likely meant; how many. Where
+    the config declares a corpus, its file is read (nothing is indexed or embedded); else each target opens
+    the index that is there, building none."""
+    from rich.markup import escape
+
+    from vx_eval.core.config.experiment import CorpusSource, load_config
+    from vx_eval.core.errors import quoted
+    from vx_eval.core.golden.sources import read_corpus
+    from vx_eval.core.run.targets import close_targets, nearest_ids, open_targets
+    from vx_eval.core.run.units import document_of
+    from vx_eval.display import RichProgress
+
+    err = err_console()
+    experiment = load_config(config, plugins)
+    wanted = {document_of(u) for u in expected}
+    source = experiment.config.corpus_source
+    held: dict[str, list[str]] = {}
+    if source is not None:
+        corpus = read_corpus(CorpusSource(path=source.path), stores)  # the whole file: a slice keeps what is expected
+        ids = [doc.id for doc in corpus]
+        held[f"the corpus {corpus.source}"] = ids
+        said = f"{file}: ids checked against {shown_path(corpus.source)} ({len(ids):,} documents); no index built"
+        err.print(escape(said), highlight=False)
+    else:
+        targets = open_targets(experiment, plugins, stores, RichProgress(err), build=False)
+        try:
+            for target in targets:
+                lacking = target.handle.missing(wanted)
+                held[target.name] = list(target.handle.document_ids()) if lacking else sorted(wanted)
+        finally:
+            close_targets(targets)
+    problems = 0
+    for name, ids in held.items():
+        absent = sorted(wanted - set(ids))
+        nearest = nearest_ids(absent, ids) if absent else {}
+        for doc in absent:
+            meant = f"; did you mean {quoted(nearest[doc])}?" if doc in nearest else ""
+            err.print(escape(f"{file}: expected document {quoted(doc)} is not in {name}{meant}"), highlight=False)
+        problems += len(absent)
+    return problems
 
 
 @golden.command("template")
@@ -188,6 +224,7 @@ def golden_import(
     dataset (JSONL conversations: questions with reference answers, unscored until labelled), or TREC topics
     (with --qrels)."""
     from vx_eval.core.errors import GoldenError
+    from vx_eval.core.golden.files import LeftOut
     from vx_eval.core.golden.importers import bedrock_golden_bytes, trec_golden_bytes
     from vx_eval.core.golden.sources import beir_golden_bytes
     from vx_eval.core.plugins import load_plugins
@@ -196,10 +233,11 @@ def golden_import(
     stores = Stores(load_plugins())
     target = new_file(stores, out_file, force)
     note = ""
+    left_out: tuple[LeftOut, ...] = ()
     if fmt == "beir":
         if not local_folder(str(source)):
             raise GoldenError(f"{source} is not a BEIR folder (queries.jsonl + qrels/); name the folder")
-        data = beir_golden_bytes(str(source), split)
+        data, left_out = beir_golden_bytes(str(source), split)
     elif fmt == "bedrock":
         data, _ = bedrock_golden_bytes(source.read_bytes(), str(source))
         note = " with reference answers and no expected ids yet: they are counted, not scored, until labelled"
@@ -210,8 +248,10 @@ def golden_import(
             qrels_text = qrels.read_text(encoding="utf-8")
         except UnicodeDecodeError:
             raise GoldenError(f"{qrels} is not UTF-8 text; save the qrels as UTF-8") from None
-        data, _ = trec_golden_bytes(
+        data, left_out = trec_golden_bytes(
             source.read_text(encoding="utf-8", errors="replace"), qrels_text, str(source), str(qrels), field
         )
     stores.write(target, data)
     out_console().print(f"Wrote {len(data.splitlines())} questions to {out_file}{note}", highlight=False)
+    for part in left_out:
+        out_console().print(part.render(), highlight=False, markup=False)

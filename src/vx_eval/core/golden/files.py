@@ -69,6 +69,18 @@ class Question:
 
 
 @dataclass(frozen=True)
+class LeftOut:
+    """Queries an import of a collection left out, and why: every import says so."""
+
+    reason: str
+    ids: tuple[str, ...]
+
+    def render(self) -> str:
+        shown = ", ".join(quoted(i) for i in self.ids[:5]) + (", …" if len(self.ids) > 5 else "")
+        return f"left out {len(self.ids)} quer{'y' if len(self.ids) == 1 else 'ies'} {self.reason}: {shown}"
+
+
+@dataclass(frozen=True)
 class Defect:
     line: int
     column: int | None
@@ -94,6 +106,8 @@ class GoldenSet:
     not scored, until somebody labels them or a judge grades their results."""
     waiting: tuple[Question, ...] = ()
     """Those unlabelled questions themselves (expected empty), for a run with a judge."""
+    left_out: tuple[LeftOut, ...] = ()
+    """What was left out of a collection read as golden questions (a BEIR folder's queries nobody judged)."""
 
     @property
     def labelled(self) -> int:

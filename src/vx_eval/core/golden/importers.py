@@ -11,8 +11,8 @@ from typing import Any
 
 from vx_eval.core.config.jsonio import JsonInputError, read_json
 from vx_eval.core.errors import GoldenError
-from vx_eval.core.golden.files import dump_rows
-from vx_eval.core.golden.sources import read_qrels
+from vx_eval.core.golden.files import LeftOut, dump_rows
+from vx_eval.core.golden.sources import left_out_of, read_qrels
 
 
 def _texts(block: Any) -> str:
@@ -94,9 +94,9 @@ def read_topics(text: str, source: str, field: str = "title") -> dict[str, str]:
 
 def trec_golden_bytes(
     topics_text: str, qrels_text: str, topics_source: str, qrels_source: str, field: str = "title"
-) -> tuple[bytes, int]:
+) -> tuple[bytes, tuple[LeftOut, ...]]:
     """TREC topics + qrels: grade > 0 is expected, other grades kept in `grades`; topics no judgement
-    finds relevant are left out (they could not be scored). Returns the golden bytes and how many."""
+    finds relevant are left out (they could not be scored). Returns the golden bytes and what was left out."""
     topics = read_topics(topics_text, topics_source, field)
     qrels = read_qrels(qrels_text, qrels_source)
     rows = []
@@ -116,4 +116,4 @@ def trec_golden_bytes(
         raise GoldenError(
             f"no topic of {topics_source} has a relevant judgement in {qrels_source}; are they the same track?"
         )
-    return dump_rows(rows), len(rows)
+    return dump_rows(rows), left_out_of(topics, qrels, qrels_source, topics_source)

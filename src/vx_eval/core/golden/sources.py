@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import io
 import random
@@ -12,7 +13,7 @@ from pathlib import Path
 from vx_eval.core.config.experiment import CorpusSource, GoldenSource
 from vx_eval.core.config.jsonio import JsonInputError, read_json
 from vx_eval.core.errors import GoldenError, VxEvalError, brief, quoted
-from vx_eval.core.golden.files import GoldenSet, dump_rows, parse_golden
+from vx_eval.core.golden.files import GoldenSet, LeftOut, dump_rows, parse_golden
 from vx_eval.core.report.views import CorpusCut
 from vx_eval.core.run.engine import Document
 from vx_eval.core.stores import Stores, join, local_file, local_folder
@@ -34,8 +35,10 @@ def read_golden(source: GoldenSource | str, stores: Stores) -> GoldenSet:
     if isinstance(source, str):
         source = GoldenSource(path=source)
     beir = source.format == "beir" or (source.format == "auto" and is_beir_folder(source.path))
+    left_out: tuple[LeftOut, ...] = ()
     if beir:
-        raw, where = beir_golden_bytes(source.path, source.split), f"{source.path} (BEIR {source.split})"
+        raw, left_out = beir_golden_bytes(source.path, source.split)
+        where = f"{source.path} (BEIR {source.split})"
     elif local_folder(source.path):
         raise GoldenError(
             f"golden {source.path} is a folder without queries.jsonl; name a .jsonl file or a BEIR folder"
@@ -44,7 +47,8 @@ def read_golden(source: GoldenSource | str, stores: Stores) -> GoldenSet:
         raw, where = stores.read(source.path), source.path
     if source.limit is not None:
         raw, where = first_lines(raw, source.limit), f"{where} (first {source.limit})"
-    return parse_golden(raw, where)
+    golden = parse_golden(raw, where)
+    return dataclasses.replace(golden, left_out=left_out) if left_out else golden
 
 
 def first_lines(raw: bytes, count: int) -> bytes:
@@ -73,8 +77,9 @@ def read_qrels(text: str, where: str) -> dict[str, dict[str, int]]:
     return qrels
 
 
-def beir_golden_bytes(folder: str, split: str) -> bytes:
-    """A BEIR folder's questions as golden JSONL: grade > 0 is expected; other grades go to `grades`."""
+def beir_golden_bytes(folder: str, split: str) -> tuple[bytes, tuple[LeftOut, ...]]:
+    """A BEIR folder's questions as golden JSONL: grade > 0 is expected; other grades go to `grades`. With
+    them, the queries left out and why (none of the split's judgements, or none above 0)."""
     root = Path(folder)
     qrels_path = root / "qrels" / f"{split}.tsv"
     if not local_file(str(qrels_path)):
@@ -82,6 +87,7 @@ def beir_golden_bytes(folder: str, split: str) -> bytes:
         raise GoldenError(f"{qrels_path} does not exist; this BEIR folder has splits: {', '.join(splits) or 'none'}")
     qrels = read_qrels(qrels_path.read_text(encoding="utf-8"), str(qrels_path))
     rows = []
+    ids: list[str] = []
     with (root / "queries.jsonl").open(encoding="utf-8") as handle:
         for number, line in enumerate(handle, start=1):
             if not line.strip():
@@ -96,6 +102,7 @@ def beir_golden_bytes(folder: str, split: str) -> bytes:
                     f"{root / 'queries.jsonl'}:{number}: not a BEIR query ({type(exc).__name__} {brief(exc.args)}); "
                     'each line is {"_id": …, "text": …}'
                 ) from None
+            ids.append(qid)
             judged = qrels.get(qid, {})
             expected = [doc for doc, grade in judged.items() if grade > 0]
             if expected:
@@ -103,7 +110,26 @@ def beir_golden_bytes(folder: str, split: str) -> bytes:
                 rows.append({"id": qid, "question": text, "expected": expected, "grades": grades})
     if not rows:
         raise GoldenError(f"no query in {root / 'queries.jsonl'} has a relevant judgement in {qrels_path}")
-    return dump_rows(rows)
+    return dump_rows(rows), left_out_of(ids, qrels, f"qrels/{split}.tsv", "queries.jsonl")
+
+
+def left_out_of(
+    ids: Iterable[str], qrels: dict[str, dict[str, int]], qrels_name: str, queries_name: str
+) -> tuple[LeftOut, ...]:
+    """What an import of queries and their judgements leaves out, and why: queries with no judgement
+    (another split's, or never judged), queries judged with no grade above 0 (nothing to find), and
+    judgements of queries that are not there."""
+    ids = list(ids)
+    known = set(ids)
+    unjudged = tuple(i for i in ids if i not in qrels)
+    nothing = tuple(i for i in ids if i in qrels and not any(g > 0 for g in qrels[i].values()))
+    stray = tuple(q for q in qrels if q not in known)
+    found = (
+        LeftOut(f"with no judgement in {qrels_name} (another split's, or never judged)", unjudged),
+        LeftOut(f"judged in {qrels_name} with no grade above 0 (nothing to find; trec_eval skips them too)", nothing),
+        LeftOut(f"of {qrels_name}'s judgements: their ids are not in {queries_name}", stray),
+    )
+    return tuple(f for f in found if f.ids)
 
 
 # ---------------------------------------------------------------------------------------------- corpus

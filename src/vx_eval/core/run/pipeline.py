@@ -28,7 +28,7 @@ from vx_eval.core.run.cluster import DaskExecutor
 from vx_eval.core.run.engine import FUSION, Progress, SilentProgress, Target
 from vx_eval.core.run.executors import Executor, SerialExecutor, ShardPart, ThreadExecutor, throughput
 from vx_eval.core.run.search import SearchPlan, SetupRun, search_all
-from vx_eval.core.run.selection import enumerate_setups, measures_for, timing_sample
+from vx_eval.core.run.selection import enumerate_setups, futile_setups, measures_for, timing_sample
 from vx_eval.core.run.targets import check_missing, close_targets, describe, missing_notes, open_targets, run_corpus
 from vx_eval.core.run.units import units_for
 from vx_eval.core.stores import StoreFull, Stores
@@ -140,6 +140,8 @@ def _search(
     """Every setup searched (resuming from checkpoints where asked), and the throughput pass if configured."""
     ev = experiment.config.evaluation
     setups = enumerate_setups(targets, plugins, options.only, options.skip)
+    for warning in futile_setups(setups, experiment):
+        options.progress.note(warning)
     timed = timing_sample(len(golden.questions), ev.timing_sample, ev.seed)
     checkpoints: Checkpoints | None = None
     done: dict[tuple[str, int], ShardPart] = {}
@@ -298,6 +300,8 @@ def run_experiment(experiment: Experiment, plugins: Plugins, options: RunOptions
     started = dt.datetime.now(dt.UTC)
     calls_before = remote.tally()
     golden, labelled = _questions(experiment, stores)
+    for part in golden.left_out:
+        options.progress.note(f"{golden.source}: {part.render()}")
     if ev.judge:
         judge_maker(plugins, ev.judge, experiment.judges.get(ev.judge))  # its options, checked before any work
     measures = measures_for(experiment)

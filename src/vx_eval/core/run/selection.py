@@ -82,3 +82,21 @@ def timing_sample(questions: int, size: int | None, seed: int) -> set[int] | Non
     if size is None or size >= questions:
         return None
     return set(random.Random(seed + 1).sample(range(questions), size))
+
+
+def futile_setups(setups: Sequence[Setup], experiment: Experiment) -> list[str]:
+    """Setups that cannot do what they are named for, each said once with what to change: a reranker that
+    reads no more results than the primary measure is cut at can only reorder the results it is scored on
+    (it can bring no new one in: recall and found at that depth cannot move)."""
+    config = experiment.config
+    primary = metrics.parse(config.evaluation.primary)
+    depth = config.search.rerank_depth
+    reranked = [s.key for s in setups if s.ranker]
+    if not reranked or primary.k is None or primary.per_relevant or depth > primary.k:
+        return []
+    shown = ", ".join(reranked[:3]) + (f" and {len(reranked) - 3} more" if len(reranked) > 3 else "")
+    return [
+        f"search.rerank_depth {depth} is at or under the primary measure's cut-off ({primary.name}): the "
+        f"reranker of {shown} can only reorder the {depth} results it is scored on, never bring a new one in, "
+        f"so it can gain little; set search.rerank_depth above {primary.k} (50 is common)"
+    ]
