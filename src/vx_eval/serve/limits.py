@@ -179,7 +179,7 @@ def head_deadline(head_timeout: float) -> type[asyncio.Protocol]:
     import h11
     from uvicorn.protocols.http.h11_impl import H11Protocol
 
-    class HeadDeadline(H11Protocol):  # type: ignore[misc]
+    class HeadDeadline(H11Protocol):  # type: ignore[misc, unused-ignore]
         _deadline: asyncio.TimerHandle | None = None
 
         def connection_made(self, transport: Any) -> None:

@@ -33,8 +33,8 @@ def read_json(text: str | bytes) -> Any:
     except ValueError as exc:  # an integer too long to convert (Python's 4,300-digit limit)
         reason = "a number too long to be one" if "digits" in str(exc) else str(exc)[:80]
         raise JsonInputError(f"invalid JSON: {reason}") from None
-    escaped = b"\\u" if isinstance(text, bytes) else "\\u"
-    if escaped in text:  # only an escape can make a lone surrogate
+    escaped = b"\\u" in text if isinstance(text, bytes) else "\\u" in text
+    if escaped:  # only an escape can make a lone surrogate
         refuse_unwritable(value)
     return value
 

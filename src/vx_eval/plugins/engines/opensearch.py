@@ -194,7 +194,7 @@ def _connection_class() -> type:
 
     answered = threading.local()  # searches run in threads: each keeps the headers of its own last answer
 
-    class RetryAfterConnection(Urllib3HttpConnection):  # type: ignore[misc]
+    class RetryAfterConnection(Urllib3HttpConnection):  # type: ignore[misc, unused-ignore]
         def get_response_headers(self, response: Any) -> Any:
             headers = super().get_response_headers(response)
             answered.retry_after = headers.get("retry-after")
@@ -204,7 +204,7 @@ def _connection_class() -> type:
             try:
                 super()._raise_error(status_code, raw_data, content_type)
             except TransportError as exc:
-                exc.retry_after = getattr(answered, "retry_after", None)
+                exc.retry_after = getattr(answered, "retry_after", None)  # type: ignore[attr-defined]
                 raise
 
     return RetryAfterConnection
