@@ -25,6 +25,7 @@ from vx_eval.format import (
     is_share,
     judge_line,
     measures_shown,
+    pick_doubts,
     sources_note,
     tie_notes,
     timing_note,
@@ -388,10 +389,8 @@ def show_run(console: Console, report: Report, location: str | None, *, wide: bo
     console.print()
     for line in pick_lines(report):
         console.print(line, highlight=False)
-    if report.picking and report.picking.sure:
-        console.print(f"[yellow]how sure:[/] {escape(report.picking.sure)}", highlight=False)
-    if report.picking and report.picking.judge_sure:
-        console.print(f"[yellow]under the judge:[/] {escape(report.picking.judge_sure)}", highlight=False)
+    for label, doubt in pick_doubts(report):
+        console.print(f"[yellow]{label}:[/] {escape(doubt)}", highlight=False)
     for line in neighbour_lines(report):
         console.print(line, highlight=False)
     detectable = report.detectable_difference

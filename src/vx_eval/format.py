@@ -93,7 +93,36 @@ def timing_note(report: Report) -> str | None:
         parts.append(f"a {timing.sample} of {timing.questions_timed} of {timing.questions} questions")
     if timing.concurrent > 1:
         parts.append(f"{timing.concurrent} searches at once: each time is a caller's under that load")
+    if timing.loaded and timing.others_cores is not None:
+        parts.append(
+            f"taken while other processes kept {timing.others_cores:.1f} of {timing.cores} cores busy: "
+            "a quiet machine may give other times"
+        )
+    if timing.unsteady:
+        shown = ", ".join(f"{key} {ratio:.1f}×" for key, ratio in list(timing.unsteady.items())[:3])
+        more = f" and {len(timing.unsteady) - 3} more" if len(timing.unsteady) > 3 else ""
+        parts.append(f"did not repeat (later half of the questions against the earlier half): {shown}{more}")
     return "; ".join(parts) or None
+
+
+def pick_doubts(report: Report) -> list[tuple[str, str]]:
+    """What may overturn the picks, each with its label: the paired test, the times, the judge's noise."""
+    picking = report.picking
+    doubts = [
+        ("how sure", picking.sure if picking else None),
+        ("times", timing_doubt(report)),
+        ("under the judge", picking.judge_sure if picking else None),
+    ]
+    return [(label, text) for label, text in doubts if text]
+
+
+def timing_doubt(report: Report) -> str | None:
+    """Why the picks decided by time may not hold, where the times were taken under load or did not repeat."""
+    timing = report.settings.timing
+    if not (timing.loaded or timing.unsteady):
+        return None
+    why = "the machine was loaded while they were timed" if timing.loaded else "some setups' times did not repeat"
+    return f"the balance and time picks are uncertain: {why}; run again on a quiet machine to confirm them"
 
 
 def judge_line(judge: JudgeInfo) -> str:

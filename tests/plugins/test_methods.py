@@ -195,12 +195,14 @@ def test_a_timing_sample_times_only_its_questions_and_says_so(folder, plugins):
     path = folder / "sampled.yaml"
     path.write_text(yaml.safe_dump(config))
     report = run_experiment(load_config(path, plugins), plugins, RunOptions(save=False)).report.model_dump(mode="json")
-    assert report["settings"]["timing"] == {
+    timing = report["settings"]["timing"]
+    assert {k: timing[k] for k in ("questions_timed", "questions", "sample", "concurrent")} == {
         "questions_timed": 5,
         "questions": 42,
-        "sample": "seeded sample (seed 1)",
+        "sample": "sample (evaluation.seed 0)",
         "concurrent": 1,
     }
+    assert timing["cores"] >= 1 and set(timing["unsteady"]) <= {s["key"] for s in report["setups"]}
     for setup in report["setups"]:
         assert sum(t is not None for t in setup["per_question"]["times_ms"]) == 5
         assert setup["counts"]["evaluated"] == 42

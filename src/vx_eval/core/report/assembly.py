@@ -32,6 +32,7 @@ from vx_eval.core.report.views import (
     JudgeInfo,
     Tuning,
 )
+from vx_eval.core.run.load import Load, loaded
 from vx_eval.core.run.ranking import Ranking
 from vx_eval.core.run.targets import missing_notes
 
@@ -47,6 +48,7 @@ def run_settings(
     questions: int,
     graded: bool,
     concurrent: int = 1,
+    load: Load | None = None,
 ) -> Settings:
     ev = experiment.config.evaluation
     return Settings(
@@ -64,8 +66,12 @@ def run_settings(
         timing=Timing(
             questions_timed=len(timed) if timed is not None else questions,
             questions=questions,
-            sample="all" if timed is None else f"seeded sample (seed {ev.seed + 1})",
+            sample="all" if timed is None else f"sample (evaluation.seed {ev.seed})",
             concurrent=concurrent,
+            others_cores=None if load is None or load.others is None else round(load.others, 2),
+            cores=0 if load is None else load.cores,
+            loaded=load is not None and loaded(load.others, load.cores),
+            unsteady={} if load is None else dict(load.unsteady),
         ),
         search=experiment.config.search.model_dump(mode="json"),
         models=experiment.config.models.model_dump(mode="json"),

@@ -107,6 +107,17 @@ class Timing(Frozen):
     sample: str = "all"
     concurrent: int = 1
     """Searches that ran at once while times were taken (1: one at a time, as a caller alone sees it)."""
+    others_cores: float | None = None
+    """Cores other processes kept busy on average while the searches were timed (Linux's counters; None
+    where they cannot be read or the searches ran on a cluster's workers)."""
+    cores: int = 0
+    """Cores this run could use."""
+    loaded: bool = False
+    """Other processes kept a quarter of the cores or more busy (at least half a core): a search waited
+    for a core, so the times, and the picks they decide, may differ on a quiet machine."""
+    unsteady: dict[str, float] = Field(default_factory=dict)
+    """Setups whose timings did not repeat: the median over the later half of their questions against
+    the earlier half's, where it is beyond 1.5x either way."""
 
 
 class Settings(Frozen):

@@ -27,6 +27,7 @@ from vx_eval.core.run.checkpoints import Checkpoints, new_manifest, start_checkp
 from vx_eval.core.run.cluster import DaskExecutor
 from vx_eval.core.run.engine import FUSION, Progress, SilentProgress, Target
 from vx_eval.core.run.executors import Executor, SerialExecutor, ShardPart, ThreadExecutor, throughput
+from vx_eval.core.run.load import Load, LoadMeter, cpus, unsteady
 from vx_eval.core.run.search import SearchPlan, SetupRun, search_all
 from vx_eval.core.run.selection import enumerate_setups, futile_setups, measures_for, timing_sample
 from vx_eval.core.run.targets import check_missing, close_targets, describe, missing_notes, open_targets, run_corpus
@@ -125,6 +126,7 @@ class Searching:
     checkpoints: Checkpoints | None
     started: dt.datetime
     concurrent: int
+    load: Load | None = None
 
 
 def _search(
@@ -162,7 +164,13 @@ def _search(
         done=done,
         save_shard=checkpoints.save if checkpoints else None,
     )
+    meter = None if isinstance(executor, DaskExecutor) else LoadMeter.start()  # a cluster's workers: not here
     runs = search_all(setups, golden.questions, plan, options.progress, executor)
+    load = Load(
+        meter.others() if meter else None,
+        cpus(),
+        tuple((r.setup.key, round(ratio, 2)) for r in runs if (ratio := unsteady(r.times_ms)) is not None),
+    )
     for worker, sent in executor.served():  # what searches on a cluster's workers sent to served models
         if targets:
             targets[0].models.absorb(f"{worker} searches", [sent])
@@ -174,7 +182,7 @@ def _search(
             if run.searched:
                 run.throughput = throughput(run.setup, texts, ev.depth, ev.throughput)
             advance(1)
-    return Searching(runs, timed, checkpoints, started, executor.concurrent)
+    return Searching(runs, timed, checkpoints, started, executor.concurrent, load)
 
 
 def _judge(
@@ -335,6 +343,7 @@ def run_experiment(experiment: Experiment, plugins: Plugins, options: RunOptions
             len(golden.questions),
             graded=judged is not None or assembly.enough_graded(golden.questions),
             concurrent=searching.concurrent,
+            load=searching.load,
         )
         results = [scoring.score_setup(r, questions, measures, settings) for r in runs]
         tuned, tuning_info = _tune(experiment, plugins, targets, runs, results, questions, measures, settings, timed)
