@@ -60,7 +60,7 @@ def test_the_graded_view_states_its_coverage_or_says_it_has_too_little(evaluatio
     lines = shown(evaluations.newest, 120)
     golden = evaluations.newest.golden
     assert f"  graded: {golden.graded} of {golden.labelled} questions carry grades above 1" in lines
-    assert any(line.startswith("  strongest (DCG@10): ") for line in lines)
+    assert any(line.startswith("  strongest (DCG@10) of ") for line in lines)
     code, out, err = call(capsys, "run", str(project.write_config()), "--no-save")  # one graded question of five
     assert code == 0, err
     assert "Graded: 1 of 5 questions carry grades above 1, too few for the graded view" in " ".join(out.split())

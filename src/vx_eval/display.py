@@ -482,13 +482,13 @@ def graded_lines(report: Report) -> list[str]:
             f"mean relevance@10 {_maybe(graded.mean_rel, 2)}; with grade ≥ {strict} as relevant{over}: "
             f"p@10 {_maybe(graded.p_strict, 3)}, mrr {_maybe(graded.mrr_strict, 3)}"
         )
-    if dashboard.strongest:
-        lines.append("  strongest (DCG@10): " + ", ".join(f"{escape(q.id)} {q.dcg:.2f}" for q in dashboard.strongest))
-    if dashboard.weakest:
-        lines.append("  weakest (DCG@10): " + ", ".join(f"{escape(q.id)} {q.dcg:.2f}" for q in dashboard.weakest))
+    of = f"of {escape(best.key)}"  # the questions below are that setup's
+    for name, shown in (("strongest", dashboard.strongest), ("weakest", dashboard.weakest)):
+        if shown:
+            lines.append(f"  {name} (DCG@10) {of}: " + ", ".join(f"{escape(q.id)} {q.dcg:.2f}" for q in shown))
     failed = dashboard.failed
     lines.append(
-        f"  failed (first result graded 0 or ungraded): {len(failed)}"
+        f"  failed (first result graded 0 or ungraded) {of}: {len(failed)}"
         + (": " + ", ".join(escape(f) for f in failed[:10]) + (" …" if len(failed) > 10 else "") if failed else "")
     )
     return lines

@@ -183,7 +183,8 @@ class Picker:
     def _fast_text(self, chosen: Scored, points: float, versus: TimeComparison | None, ties: tuple[str, ...]) -> str:
         value = chosen.value(self.measure, self.primary)
         top = max(r.value(self.measure, self.primary) for r in self.rows)
-        text = f"the fastest within {points:g} points of the best {self.measure} ({value:.3f} against {top:.3f}; "
+        text = f"the fastest within {points:g} points ({points / 100:g}) of the best {self.measure} "
+        text += f"({value:.3f} against {top:.3f}; "
         text += f"median {chosen.median_ms:.1f} ms)"
         if versus is not None:
             lo, hi = versus.ci
