@@ -129,7 +129,11 @@ def test_the_command_line_shows_the_graded_dashboard_and_judge_check_measures(ju
     html = page.read_text()
     assert 'id="judge-line"' in html and "from the cross-encoder judge" in html and 'id="graded-measures"' in html
     assert "Graded relevance (0–3), grades from" in out and "from the cross-encoder judge" in out
-    assert "best DCG@10" in out and "strongest (DCG@10) of " in out and "failed (first result graded 0 or ungraded) of " in out
+    assert (
+        "best DCG@10" in out
+        and "strongest (DCG@10) of " in out
+        and "failed (first result graded 0 or ungraded) of " in out
+    )
     # no check in this store yet: vx-eval's own check of the default judge on TREC DL 2019 is stated, as such
     said = " ".join(out.split())
     assert "whose agreement with people has not been measured on this data; on TREC DL 2019" in said

@@ -34,7 +34,15 @@ import yaml
 from vx_eval.core.config.experiment import load_config
 from vx_eval.core.errors import EngineError, VxEvalError
 from vx_eval.core.plugins import load_plugins
-from vx_eval.core.run.engine import OpenContext, Query, Setup, SilentProgress, Target, TargetDescription
+from vx_eval.core.run.engine import (
+    OpenContext,
+    Query,
+    Setup,
+    SilentProgress,
+    Target,
+    TargetDescription,
+    reuse_allowed,
+)
 from vx_eval.core.run.selection import enumerate_setups
 from vx_eval.core.run.targets import close_targets, open_targets
 from vx_eval.core.stores import Stores
@@ -60,10 +68,14 @@ def copy_collection(folder: Path) -> None:
             shutil.copy(source, folder / name)
 
 
-def write_project(folder: Path, engine: str, options: dict[str, Any], reference: dict[str, Any]) -> Path:
-    """A config with the suite's corpus and golden file, the embedded reference and the engine under test."""
+def write_project(
+    folder: Path, engine: str, options: dict[str, Any], reference: dict[str, Any], cache: Path | None = None
+) -> Path:
+    """A config with the suite's corpus and golden file, the embedded reference and the engine under test.
+    `cache`: a folder for the vectors and the reranker's scores, shared by every engine checked in a session
+    (the same documents and questions: each model's work is done once)."""
     copy_collection(folder)
-    config = {
+    config: dict[str, Any] = {
         "name": "conformance",
         "golden": "golden.jsonl",
         "corpus": "docs.jsonl",
@@ -73,6 +85,8 @@ def write_project(folder: Path, engine: str, options: dict[str, Any], reference:
         ],
         "evaluation": {"depth": 10},
     }
+    if cache is not None:
+        config["models"] = {"embeddings": str(cache / "embeddings.db"), "scores": str(cache / "scores.db")}
     path = folder / "conformance.yaml"
     path.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
     return path
@@ -81,20 +95,26 @@ def write_project(folder: Path, engine: str, options: dict[str, Any], reference:
 class Opened:
     """The reference and candidate targets opened once for a test class, with their setups."""
 
-    def __init__(self, folder: Path, engine: str, options: dict[str, Any], reference: dict[str, Any]) -> None:
+    def __init__(
+        self, folder: Path, engine: str, options: dict[str, Any], reference: dict[str, Any], cache: Path | None = None
+    ) -> None:
         self.plugins = load_plugins()
-        self.config_path = write_project(folder, engine, options, reference)
+        self.config_path = write_project(folder, engine, options, reference, cache)
         self.experiment = load_config(self.config_path, self.plugins)
         stores = Stores(self.plugins, options=self.experiment.stores)
         self.targets = open_targets(self.experiment, self.plugins, stores, SilentProgress())
         self.reference, self.candidate = self.targets
         self.setups = enumerate_setups(self.targets, self.plugins)
         self.docs, self.golden = collection()
+        # no search here is timed: what a model scored once (kept in `cache`) is reused, as in a run's
+        # untimed searches
+        self._reuse = reuse_allowed.set(True)
 
     def setups_of(self, target: Target) -> list[Setup]:
         return [s for s in self.setups if s.target == target.name]
 
     def close(self) -> None:
+        reuse_allowed.reset(self._reuse)
         close_targets(self.targets)
 
 
@@ -124,7 +144,9 @@ class EngineConformance:
     @classmethod
     def opened(cls, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Opened]:
         folder = tmp_path_factory.mktemp(f"conformance-{cls.engine}")
-        opened = Opened(folder, cls.engine, dict(cls.options), dict(cls.reference_options))
+        cache = tmp_path_factory.getbasetemp() / "conformance-cache"  # one per session: models work once
+        cache.mkdir(exist_ok=True)
+        opened = Opened(folder, cls.engine, dict(cls.options), dict(cls.reference_options), cache)
         yield opened
         opened.close()
 
