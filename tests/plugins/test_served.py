@@ -47,6 +47,8 @@ def project(folder: Path, endpoints: dict[str, Any], dense: list[str], reranker:
                 "options": {"mode": "hybrid", "dense_models": dense, "reranker": reranker, "chunk_words": 0},
             }
         ],
+        # the cross-encoder reads the top 5 (20 by default): the same check, a quarter of its CPU time
+        "search": {"rerank_depth": 5},
         "evaluation": {"depth": 10, "bootstrap": 0, "permutations": 0},
         "models": {"endpoints": endpoints, **models},
     }
