@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -86,30 +87,27 @@ def _absent_ids(file: str, config: Path, expected: set[str], plugins: Plugins, s
     experiment = load_config(config, plugins)
     wanted = {document_of(u) for u in expected}
     source = experiment.config.corpus_source
-    held: dict[str, list[str]] = {}
+    lacks: list[tuple[str, list[str], Sequence[str]]] = []  # where, the ids it lacks, the ids it holds
     if source is not None:
         corpus = read_corpus(CorpusSource(path=source.path), stores)  # the whole file: a slice keeps what is expected
         ids = [doc.id for doc in corpus]
-        held[f"the corpus {corpus.source}"] = ids
+        lacks.append((f"the corpus {corpus.source}", sorted(wanted.difference(ids)), ids))
         said = f"{file}: ids checked against {shown_path(corpus.source)} ({len(ids):,} documents); no index built"
         err.print(escape(said), highlight=False)
     else:
         targets = open_targets(experiment, plugins, stores, RichProgress(err), build=False)
         try:
             for target in targets:
-                lacking = target.handle.missing(wanted)
-                held[target.name] = list(target.handle.document_ids()) if lacking else sorted(wanted)
+                absent = sorted(target.handle.missing(wanted))
+                lacks.append((target.name, absent, target.handle.document_ids() if absent else ()))
         finally:
             close_targets(targets)
-    problems = 0
-    for name, ids in held.items():
-        absent = sorted(wanted - set(ids))
-        nearest = nearest_ids(absent, ids) if absent else {}
+    for name, absent, held in lacks:
+        nearest = nearest_ids(absent, held) if absent else {}
         for doc in absent:
             meant = f"; did you mean {quoted(nearest[doc])}?" if doc in nearest else ""
             err.print(escape(f"{file}: expected document {quoted(doc)} is not in {name}{meant}"), highlight=False)
-        problems += len(absent)
-    return problems
+    return sum(len(absent) for _, absent, _ in lacks)
 
 
 @golden.command("template")

@@ -126,7 +126,7 @@ def left_out_of(
     stray = tuple(q for q in qrels if q not in known)
     found = (
         LeftOut(f"with no judgement in {qrels_name} (another split's, or never judged)", unjudged),
-        LeftOut(f"judged in {qrels_name} with no grade above 0 (nothing to find; trec_eval skips them too)", nothing),
+        LeftOut(f"judged in {qrels_name} with no grade above 0 (nothing to find)", nothing),
         LeftOut(f"of {qrels_name}'s judgements: their ids are not in {queries_name}", stray),
     )
     return tuple(f for f in found if f.ids)
