@@ -72,7 +72,7 @@ def test_progress_is_plain_lines_with_the_time_left_where_the_output_is_not_a_te
 
     from rich.console import Console
 
-    from vx_eval.display import RichProgress
+    from vx_eval.cli.progress import RichProgress
 
     out = io.StringIO()
     with RichProgress(Console(file=out, width=100), every=0) as progress:
@@ -92,9 +92,9 @@ def test_every_stage_of_a_run_says_how_far_it_is_in_plain_lines(project, plugins
 
     from rich.console import Console
 
+    from vx_eval.cli.progress import RichProgress
     from vx_eval.core.config.experiment import load_config
     from vx_eval.core.run.pipeline import RunOptions, run_experiment
-    from vx_eval.display import RichProgress
 
     path = project.write_config(
         targets=[
@@ -115,3 +115,21 @@ def test_every_stage_of_a_run_says_how_far_it_is_in_plain_lines(project, plugins
         said = [line for line in lines if line.startswith(stage)]
         assert said, (stage, lines)
         assert "started" in said[0] and said[-1].endswith("done"), said
+
+
+def test_the_summary_comes_first_then_the_table_and_a_legend_of_every_mark_and_measure(evaluations):
+    """One screen first: what ran, the picks and how sure; the per-setup table after it; then a legend that
+    says what the marks, the time columns, the points and each measure shown mean."""
+    report = evaluations.newest
+    lines = shown(report, 400)
+    assert lines[0].startswith(f"{report.name}: ") and lines[0].endswith(f"ranked by {report.settings.primary}")
+    header = next(i for i, line in enumerate(lines) if "setup" in line and "median ms" in line)
+    picks = [i for i, line in enumerate(lines) if line.startswith(("★ Finds the most", "◆ Best for", "⚡ Best for"))]
+    sure = next(i for i, line in enumerate(lines) if line.startswith("how sure:"))
+    assert picks and max(picks) < header and sure < header
+    assert len(lines[: header - 1]) <= 24  # a screen
+    after = "\n".join(lines[header:])
+    assert "★ finds the most · ◆ best for balance · ⚡ best for time" in after
+    assert "median ms, p95 ms: each search as the caller waits for it" in after and "4 points = 0.04" in after
+    for base in {m.split("@")[0] for m in measures_shown(report)}:
+        assert re.search(rf"^{re.escape(base)}(@\S+)?( \(.*\))?: ", after, re.M), base

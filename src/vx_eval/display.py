@@ -1,20 +1,12 @@
-"""How a run looks in a terminal: progress bars while it works, then the ranked table and the picks."""
+"""How a run looks in a terminal once it is done: the summary, the ranked table and the notes (the bars while it
+works: `vx_eval.cli.progress`)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Literal
 
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TaskProgressColumn,
-    TextColumn,
-    TimeRemainingColumn,
-)
 from rich.table import Table
 
 from vx_eval.format import (
@@ -24,6 +16,7 @@ from vx_eval.format import (
     fmt_ms,
     is_share,
     judge_line,
+    legend,
     measures_shown,
     pick_doubts,
     sources_note,
@@ -47,85 +40,6 @@ PICK_TEXT = {
 PICK_MARK = {"finds_the_most": "★", "best_for_balance": "◆", "best_for_time": "⚡"}
 CIRCULAR_MARK = "○"
 """A setup the judge's own model ranks: its grades are circular, it is never picked."""
-
-
-class RichProgress:
-    """The `Progress` the CLI passes to the core: a bar per stage, notes printed above the bars; where the
-    output is not a terminal (a CI log, a file), plain lines instead: each stage's start, then how far it is
-    with an estimate of the time left every `every` seconds, and its end."""
-
-    def __init__(self, console: Console, every: float = 15.0) -> None:
-        self.console = console
-        self.plain = not console.is_terminal
-        self.every = every
-        self.bars = Progress(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TaskProgressColumn(),
-            TextColumn("{task.fields[rate]}"),
-            TimeRemainingColumn(),
-            console=console,
-            transient=False,
-            disable=self.plain,
-        )
-
-    def __enter__(self) -> RichProgress:
-        self.bars.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.bars.stop()
-
-    def start(self, description: str, total: int | None) -> Callable[[int], None]:
-        if self.plain:
-            return self._lines(description, total)
-        task = self.bars.add_task(description, total=total, rate="")
-
-        def advance(n: int) -> None:
-            self.bars.advance(task, n)
-            speed = self.bars.tasks[task].speed
-            if speed:
-                self.bars.update(task, rate=f"{speed:,.0f}/s")
-
-        return advance
-
-    def _lines(self, description: str, total: int | None) -> Callable[[int], None]:
-        import time
-
-        began = last = time.monotonic()
-        done = 0
-        self.console.print(f"{description}: started{f' ({total:,})' if total else ''}", highlight=False)
-
-        def advance(n: int) -> None:
-            nonlocal done, last
-            done += n
-            now = time.monotonic()
-            finished = total is not None and done >= total
-            if not finished and now - last < self.every:
-                return
-            last = now
-            spent = now - began
-            text = f"{description}: {done:,}" + (f"/{total:,} ({done / total:.0%})" if total else "")
-            text += f", {_duration(spent)}"
-            if total and not finished and done:
-                text += f", about {_duration(spent / done * (total - done))} left"
-            self.console.print(text + (", done" if finished else ""), highlight=False)
-
-        return advance
-
-    def note(self, message: str) -> None:
-        self.bars.console.print(f"[yellow]warning:[/] {escape(message)}", highlight=False)
-
-
-def _duration(seconds: float) -> str:
-    """``42 s``, ``3 min 5 s``, ``1 h 2 min``."""
-    s = round(seconds)
-    if s < 60:
-        return f"{s} s"
-    if s < 3600:
-        return f"{s // 60} min {s % 60} s"
-    return f"{s // 3600} h {s % 3600 // 60} min"
 
 
 def _interval(metric: str, ci: tuple[float, float] | None) -> str:
@@ -364,7 +278,13 @@ def call_lines(report: Report) -> list[str]:
 
 
 def show_run(console: Console, report: Report, location: str | None, *, wide: bool = False) -> None:
+    """The one screen a reader needs first (what ran, the picks and how sure they are), then the ranked table
+    with its legend, then what else the run found."""
+    print_summary(console, report)
+    console.print()
     print_table(console, report, wide=wide)
+    for line in legend(report):
+        console.print(f"[dim]{escape(line)}[/]", highlight=False)
     measured = throughput_table(report)
     if measured is not None:
         console.print(measured)
@@ -386,28 +306,10 @@ def show_run(console: Console, report: Report, location: str | None, *, wide: bo
     circular = circular_note(report)
     if circular:
         console.print(f"[yellow]circular:[/] {escape(circular)}", highlight=False)
-    console.print()
-    for line in pick_lines(report):
-        console.print(line, highlight=False)
-    for label, doubt in pick_doubts(report):
-        console.print(f"[yellow]{label}:[/] {escape(doubt)}", highlight=False)
     for line in neighbour_lines(report):
         console.print(line, highlight=False)
-    detectable = report.detectable_difference
-    if detectable.value is None and report.picks.finds_the_most:
-        console.print(
-            f"\nEvery setup scored every question alike on {detectable.metric}: these questions cannot tell the "
-            "setups apart on it; add harder questions or choose another primary measure.",
-            highlight=False,
-        )
-    if detectable.value is not None:
-        metric = detectable.metric
-        size = f"{detectable.value * 100:.1f} points" if is_share(metric) else f"{detectable.value:.3f}"
-        console.print(
-            f"\nWith {scored_questions(report)} questions, differences in {metric} smaller than about {size} "
-            "cannot be told from noise (paired test, 5%, 80% power).",
-            highlight=False,
-        )
+    for line in _detectable_lines(report):
+        console.print(line, highlight=False)
     for line in graded_lines(report):
         console.print(line, highlight=False)
     for line in headroom_lines(report):
@@ -419,6 +321,33 @@ def show_run(console: Console, report: Report, location: str | None, *, wide: bo
         console.print(f"\n{derived.how.capitalize()} from run {escape(derived.run)}: {escape(derived.note)}.")
     if location:
         console.print(f"\nReport: {escape(location)}", highlight=False)
+
+
+def print_summary(console: Console, report: Report) -> None:
+    """What ran, the picks with their reasons, and what may overturn them (how sure, the times, the judge)."""
+    console.print(f"[bold]{escape(_title(report))}[/], ranked by {escape(report.settings.primary)}", highlight=False)
+    for line in pick_lines(report):
+        console.print(line, highlight=False)
+    for label, doubt in pick_doubts(report):
+        console.print(f"[yellow]{label}:[/] {escape(doubt)}", highlight=False)
+
+
+def _detectable_lines(report: Report) -> list[str]:
+    """The smallest difference these questions can tell from noise, or that they tell none apart."""
+    detectable = report.detectable_difference
+    if detectable.value is None and report.picks.finds_the_most:
+        return [
+            f"\nEvery setup scored every question alike on {detectable.metric}: these questions cannot tell the "
+            "setups apart on it; add harder questions or choose another primary measure."
+        ]
+    if detectable.value is None:
+        return []
+    metric = detectable.metric
+    size = f"{detectable.value * 100:.1f} points" if is_share(metric) else f"{detectable.value:.3f}"
+    return [
+        f"\nWith {scored_questions(report)} questions, differences in {metric} smaller than about {size} "
+        "cannot be told from noise (paired test, 5%, 80% power)."
+    ]
 
 
 def headroom_lines(report: Report) -> list[str]:

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from vx_eval.core.measures import metrics
 
 if TYPE_CHECKING:
     from vx_eval.core.report.schema import Report
     from vx_eval.core.report.views import JudgeInfo
+    from vx_eval.core.run.plan import Plan
 
 SHARES = ("found", "hit", "recall", "p", "judged")
 
@@ -21,6 +25,29 @@ def fmt(metric: str, value: float | None) -> str:
     if value is None or value != value:  # None or NaN
         return "–"
     return f"{value * 100:.1f}%" if is_share(metric) else f"{value:.3f}"
+
+
+def duration(seconds: float) -> str:
+    """``42 s``, ``3 min 5 s``, ``1 h 2 min``."""
+    s = round(seconds)
+    if s < 60:
+        return f"{s} s"
+    if s < 3600:
+        return f"{s // 60} min {s % 60} s"
+    return f"{s // 3600} h {s % 3600 // 60} min"
+
+
+def plan_lines(plan: Plan) -> list[str]:
+    """The run's plan as the terminal says it: a line per piece of long work, its estimate and how it was
+    made, then the total; nothing where the run has no long work."""
+    lines = []
+    for work in plan.work:
+        estimate = f"about {duration(work.seconds)}" if work.seconds is not None else "no time estimate"
+        lines.append(f"{work.what}: {estimate}, {work.basis}")
+    if len(plan.work) > 1 and plan.seconds:
+        more = " and the work with no estimate" if plan.unmeasured else ""
+        lines.append(f"in all: about {duration(plan.seconds)}{more}, before searching")
+    return lines
 
 
 def fmt_ms(value: float | None) -> str:
@@ -198,3 +225,99 @@ def circular_note(report: Report) -> str | None:
         "grading its own ranking favours it (Clarke & Dietz 2024), so their scores are circular; they are ranked "
         "last, marked ○, and left out of the picks. A judge on another model compares them fairly."
     )
+
+
+# What each measure means in plain words, and the names it goes by in papers and RAG tools.
+MEANINGS = {
+    "found": (
+        "Found in the top {k}",
+        "share of questions with a right answer among the first {k} results",
+        "hit rate@k, success@k",
+    ),
+    "recall": (
+        "Recall in the top {k}",
+        "share of all the right answers a question has that came back in the first {k}",
+        "recall@k",
+    ),
+    "p": ("Precision in the top {k}", "share of the first {k} results that are right answers", "precision@k"),
+    "mrr": (
+        "How far down the answer was",
+        "the average of 1 over the first right answer's place: 1 when it is first every time",
+        "MRR, mean reciprocal rank",
+    ),
+    "ndcg": (
+        "Order quality in the top {k}",
+        "how close the first {k} come to the best possible order, grades weighed by place (1 = ideal)",
+        "nDCG@k",
+    ),
+    "dcg": (
+        "Graded gain in the top {k}",
+        "the sum of each result's grade divided by log2(place + 1), over the first {k}",
+        "DCG@k",
+    ),
+    "map": ("Average precision", "precision at each right answer's place, averaged, then over questions", "MAP"),
+    "mean_rel": (
+        "Mean relevance",
+        "the average grade of the first {k} results (ungraded counts 0)",
+        "mean relevance@k",
+    ),
+    "f1": ("F1 in the top {k}", "harmonic mean of precision and recall in the first {k}", "F1@k"),
+    "f2": (
+        "F2 in the top {k}",
+        "precision and recall in the first {k}, a missed answer weighed four times a wrong one",
+        "F2@k",
+    ),
+    "rprec": ("R-precision", "precision at R, R being how many right answers the question has", "R-Prec"),
+    "judged": ("Judged in the top {k}", "share of the first {k} results that carry a grade", "judged@k"),
+}
+
+
+@dataclass(frozen=True)
+class Meaning:
+    """A measure in words: its name on the page, what it is, and the names it goes by elsewhere."""
+
+    metric: str
+    plain: str
+    sentence: str
+    elsewhere: str
+
+
+def meaning(metric: str) -> Meaning:
+    """The plain name, the sentence and the names elsewhere of a measure written as in the report."""
+    parsed = metrics.parse(metric)
+    base = parsed.definition.name
+    k = "" if parsed.k is None else str(parsed.k)
+    plain, sentence, elsewhere = MEANINGS.get(base, (metric, metric, metric))
+    if not k:
+        plain, sentence = (
+            plain.replace(" in the top {k}", "").replace(" {k}", ""),
+            sentence.replace("first {k}", "results"),
+        )
+    return Meaning(
+        metric=metric,
+        plain=plain.format(k=k),
+        sentence=sentence.format(k=k),
+        elsewhere=elsewhere.replace("@k", f"@{k}" if k else ""),
+    )
+
+
+def legend(report: Report) -> list[str]:
+    """What the table's marks, columns and measures mean, a line each (the terminal's legend)."""
+    lines = [
+        "★ finds the most · ◆ best for balance · ⚡ best for time (the picks, said above the table)",
+        "median ms, p95 ms: each search as the caller waits for it (half take less than the median, 1 in 20 more "
+        "than p95); points: hundredths of the measure (4 points = 0.04)",
+    ]
+    by_base: dict[str, list[str]] = {}
+    for name in measures_shown(report):
+        by_base.setdefault(metrics.parse(name).definition.name, []).append(name)
+    for base, names in by_base.items():
+        if base not in MEANINGS:
+            continue
+        if len(names) == 1:
+            said = meaning(names[0])
+            lines.append(f"{said.metric}: {said.sentence}")
+        else:
+            sentence = MEANINGS[base][1].format(k="k")
+            lines.append(f"{base}@k ({', '.join(names)}): {sentence}")
+    return lines

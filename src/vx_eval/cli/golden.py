@@ -76,12 +76,12 @@ def _absent_ids(file: str, config: Path, expected: set[str], plugins: Plugins, s
     the index that is there, building none."""
     from rich.markup import escape
 
+    from vx_eval.cli.progress import RichProgress
     from vx_eval.core.config.experiment import CorpusSource, load_config
     from vx_eval.core.errors import quoted
     from vx_eval.core.golden.sources import read_corpus
     from vx_eval.core.run.targets import close_targets, nearest_ids, open_targets
     from vx_eval.core.run.units import document_of
-    from vx_eval.display import RichProgress
 
     err = err_console()
     experiment = load_config(config, plugins)
@@ -130,10 +130,10 @@ def golden_template(
     """Rows to fill in from the collections of CONFIGS (one file for all): expected filled, a hint saying
     where the unit is and how it starts."""
     from vx_eval.api import template_rows
+    from vx_eval.cli.progress import RichProgress
     from vx_eval.core.golden.files import dump_rows
     from vx_eval.core.plugins import load_plugins
     from vx_eval.core.stores import Stores
-    from vx_eval.display import RichProgress
 
     stores = Stores(load_plugins())
     target = new_file(stores, out_file, force)
@@ -170,11 +170,11 @@ def golden_write(
     model, check each, let a critic judge it (rows marked draft: true); the writer's options come from the
     first config. Answers are cached: a rerun costs nothing and an interrupted one resumes."""
     from vx_eval.api import write_golden_rows
+    from vx_eval.cli.progress import RichProgress
     from vx_eval.core.errors import GoldenError
     from vx_eval.core.golden.files import dump_rows
     from vx_eval.core.plugins import load_plugins
     from vx_eval.core.stores import Stores
-    from vx_eval.display import RichProgress
     from vx_eval.llm.drafting import parse_mix
 
     shares = parse_mix(mix) if mix else None  # before anything is indexed

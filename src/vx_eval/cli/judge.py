@@ -23,11 +23,11 @@ def judge_check(config: Path, name: str, depth: int, as_json: bool) -> None:
     """Measure a judge against the human grades of CONFIG's golden file: weighted kappa, the confusion matrix,
     and whether it orders the setups as people's grades do (Kendall's tau on DCG@10). No run is saved; what
     was measured is kept in CONFIG's store, and every run graded by this judge there states it."""
+    from vx_eval.cli.progress import RichProgress
     from vx_eval.core.config.experiment import load_config
     from vx_eval.core.judging.check import check_judge, keep_check
     from vx_eval.core.plugins import load_plugins
     from vx_eval.core.stores import Stores
-    from vx_eval.display import RichProgress
     from vx_eval.tables import show_judge_check
 
     plugins = load_plugins()

@@ -14,6 +14,7 @@ from vx_eval.cli.common import config_argument, err_console, location, out_conso
 if TYPE_CHECKING:
     from vx_eval.autoconfig import AutoConfig, Source, WriterChoice
     from vx_eval.core.config.experiment import Experiment
+    from vx_eval.core.plugins import Plugins
     from vx_eval.core.report.schema import Report
 
 
@@ -85,6 +86,12 @@ if TYPE_CHECKING:
     type=click.Path(dir_okay=False, path_type=Path),
     help="Keep how far the run is in this JSON file.",
 )
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="Say what the run would embed and judge, with estimates at this machine's measured speed (served "
+    "models: requests and cost), and stop: nothing is indexed, searched or saved.",
+)
 @wide_option
 def run(
     config: Path | None,
@@ -112,6 +119,7 @@ def run(
     k_values: tuple[int, ...],
     allow_failures: bool,
     progress_file: Path | None,
+    dry_run: bool,
     wide: bool,
 ) -> None:
     """Index what CONFIG declares, search every setup, print the ranking and the picks, save the report.
@@ -124,17 +132,22 @@ def run(
     opensearch:URL/INDEX; credentials from the environment), with every method what it holds allows. The
     config it used is printed and kept (--save-config writes it where you say): run it again for the same
     numbers."""
-    from vx_eval.cli.progress import FileProgress
+    from vx_eval.cli.progress import FileProgress, RichProgress
     from vx_eval.core.config.experiment import load_config, with_overrides
     from vx_eval.core.plugins import load_plugins
     from vx_eval.core.run.pipeline import RunOptions, run_experiment
     from vx_eval.core.stores import Stores
-    from vx_eval.display import RichProgress, show_run
+    from vx_eval.display import show_run
 
     if sum(given is not None for given in (config, docs, target_spec)) != 1:
         raise click.UsageError("name a CONFIG, or give --docs FILE or --target ENGINE:WHERE to run with none (one)")
     if config is not None and save_config is not None:
         raise click.UsageError("--save-config goes with --docs or --target (a CONFIG is already a file)")
+    if config is None and dry_run:
+        raise click.UsageError(
+            "--dry-run goes with a CONFIG (--docs and --target draft questions first): keep a config with "
+            "--save-config, or write one (docs/how-to/own-collection.md), and dry-run that"
+        )
     if config is not None and most_questions is not None:
         raise click.UsageError("--most-questions goes with --docs or --target (a config's golden file is as it is)")
     plugins = load_plugins()
@@ -149,6 +162,9 @@ def run(
         made = _without_config(source, questions, chosen, save_to, save_config)
         config = made.path
     experiment = with_overrides(load_config(config, plugins), location(golden), metrics, k_values)
+    if dry_run:
+        _dry_run(experiment, plugins)
+        return
     with RichProgress(err_console()) as shown:
         progress = FileProgress(progress_file, also=shown) if progress_file else shown
         options = RunOptions(
@@ -163,6 +179,7 @@ def run(
             executor=executor,
             address=address,
             run_id=run_id,
+            on_plan=shown.show_plan,
         )
         if made is None or chosen is None or golden is not None:
             result = run_experiment(experiment, plugins, options)
@@ -195,6 +212,21 @@ def run(
         )
         sys.exit(1)
     _failed_searches(result.report, allow_failures)
+
+
+def _dry_run(experiment: Experiment, plugins: Plugins) -> None:
+    """`run --dry-run`: the plan alone, on the standard output."""
+    from vx_eval.core.run.pipeline import plan_experiment
+    from vx_eval.format import plan_lines
+
+    plan = plan_experiment(experiment, plugins)
+    out = out_console()
+    lines = plan_lines(plan) or ["nothing to embed or judge: every index is up to date"]
+    for line in lines:
+        out.print(f"plan: {escape(line)}", highlight=False)
+    for warning in plan.warnings:
+        out.print(f"warning: {escape(warning)}", highlight=False)
+    out.print("dry run: nothing was indexed, searched or saved", highlight=False)
 
 
 def _failed_searches(report: Report, allowed: bool) -> None:
@@ -232,7 +264,7 @@ def _without_config(
     from rich.syntax import Syntax
 
     from vx_eval.autoconfig import prepare, refusals
-    from vx_eval.display import RichProgress
+    from vx_eval.cli.progress import RichProgress
 
     err = err_console()
     with RichProgress(err) as progress:
@@ -282,10 +314,11 @@ def _without_config(
 @click.option("--once", is_flag=True, help="Look once (settling if it is new), run if needed, and stop.")
 def watch(config: Path, settle: float, poll: float, once: bool) -> None:
     """Run CONFIG whenever its golden file (a path, s3://…, a Blob address) has new content."""
+    from vx_eval.cli.progress import RichProgress
     from vx_eval.core.plugins import load_plugins
     from vx_eval.core.run.pipeline import RunOptions
     from vx_eval.core.run.watch import Outcome, Watcher
-    from vx_eval.display import RichProgress, show_run
+    from vx_eval.display import show_run
 
     plugins = load_plugins()
 

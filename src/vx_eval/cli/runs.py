@@ -176,9 +176,10 @@ def runs_rescore(
 ) -> None:
     """Score RUN again from the rankings it kept, searching nothing: new measures, another relevance
     threshold or primary measure, or a judge's grades. The new report names RUN and keeps its times."""
+    from vx_eval.cli.progress import RichProgress
     from vx_eval.core.errors import VxEvalError
     from vx_eval.core.report.history import read_report
-    from vx_eval.display import RichProgress, show_run
+    from vx_eval.display import show_run
     from vx_eval.evaluation import rescore
 
     if not (measures or threshold or primary or judge):

@@ -16,6 +16,7 @@ from vx_eval.format import (
     circular_note,
     corpus_note,
     fmt,
+    meaning,
     measures_shown,
     sources_note,
     tie_notes,
@@ -31,7 +32,6 @@ from vx_eval.html.view import (
     fmt_ms,
     found_metrics,
     graded_view,
-    meaning,
     setup_views,
 )
 

@@ -12,7 +12,6 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from vx_eval.core.measures import metrics
 from vx_eval.core.report.schema import Graded, Report, Settings, SetupResult, TargetInfo
 from vx_eval.core.report.views import JudgeInfo
 from vx_eval.format import fmt_ms as display_ms
@@ -31,79 +30,6 @@ PICKS = (
     ),
 )
 PER_PAGE = 7
-
-# What each measure means in plain words, and the names it goes by in papers and RAG tools.
-MEANINGS = {
-    "found": (
-        "Found in the top {k}",
-        "share of questions with a right answer among the first {k} results",
-        "hit rate@k, success@k",
-    ),
-    "recall": (
-        "Recall in the top {k}",
-        "share of all the right answers a question has that came back in the first {k}",
-        "recall@k",
-    ),
-    "p": ("Precision in the top {k}", "share of the first {k} results that are right answers", "precision@k"),
-    "mrr": (
-        "How far down the answer was",
-        "the average of 1 over the first right answer's place: 1 when it is first every time",
-        "MRR, mean reciprocal rank",
-    ),
-    "ndcg": (
-        "Order quality in the top {k}",
-        "how close the first {k} come to the best possible order, grades weighed by place (1 = ideal)",
-        "nDCG@k",
-    ),
-    "dcg": (
-        "Graded gain in the top {k}",
-        "the sum of each result's grade divided by log2(place + 1), over the first {k}",
-        "DCG@k",
-    ),
-    "map": ("Average precision", "precision at each right answer's place, averaged, then over questions", "MAP"),
-    "mean_rel": (
-        "Mean relevance",
-        "the average grade of the first {k} results (ungraded counts 0)",
-        "mean relevance@k",
-    ),
-    "f1": ("F1 in the top {k}", "harmonic mean of precision and recall in the first {k}", "F1@k"),
-    "f2": (
-        "F2 in the top {k}",
-        "precision and recall in the first {k}, a missed answer weighed four times a wrong one",
-        "F2@k",
-    ),
-    "rprec": ("R-precision", "precision at R, R being how many right answers the question has", "R-Prec"),
-    "judged": ("Judged in the top {k}", "share of the first {k} results that carry a grade", "judged@k"),
-}
-
-
-@dataclass(frozen=True)
-class Meaning:
-    """A measure in words: its name on the page, what it is, and the names it goes by elsewhere."""
-
-    metric: str
-    plain: str
-    sentence: str
-    elsewhere: str
-
-
-def meaning(metric: str) -> Meaning:
-    """The plain name, the sentence and the names elsewhere of a measure written as in the report."""
-    parsed = metrics.parse(metric)
-    base = parsed.definition.name
-    k = "" if parsed.k is None else str(parsed.k)
-    plain, sentence, elsewhere = MEANINGS.get(base, (metric, metric, metric))
-    if not k:
-        plain, sentence = (
-            plain.replace(" in the top {k}", "").replace(" {k}", ""),
-            sentence.replace("first {k}", "results"),
-        )
-    return Meaning(
-        metric=metric,
-        plain=plain.format(k=k),
-        sentence=sentence.format(k=k),
-        elsewhere=elsewhere.replace("@k", f"@{k}" if k else ""),
-    )
 
 
 def fmt_ms(value: float | None) -> str:

@@ -116,7 +116,10 @@ LateModel = Annotated[str, AfterValidator(checked_name(LATE))]
 
 
 class DenseEncoder(Protocol):
-    """Texts to unit-length vectors; questions may be encoded differently from documents (a prefix)."""
+    """Texts to unit-length vectors; questions may be encoded differently from documents (a prefix).
+
+    Optionally ``token_limit`` (the tokens it reads of a text) and ``truncates(texts) -> int`` (how many of
+    `texts` are longer): the run's plan warns where a model would read only the start of most chunks."""
 
     name: str
     dim: int

@@ -262,6 +262,12 @@ class Engine(Generic[OptionsT]):
         index says of itself: its fields, vectors and models. None: this engine cannot (write a config)."""
         return None
 
+    def embeds(self, options: OptionsT, context: OpenContext) -> dict[str, str] | None:
+        """What `open` would embed the corpus with, before it is called: each model's name and kind
+        (``dense``, ``late``); empty where it would build nothing (its index is up to date). None: this
+        engine cannot tell, and the run's plan assumes it embeds for every ``dense_models`` it names."""
+        return None
+
 
 def slug(name: str) -> str:
     """A stable key fragment from a name people read: ``"Azure AI Search"`` -> ``"azure-ai-search"``."""

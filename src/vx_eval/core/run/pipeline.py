@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -28,9 +29,18 @@ from vx_eval.core.run.cluster import DaskExecutor
 from vx_eval.core.run.engine import FUSION, Progress, SilentProgress, Target
 from vx_eval.core.run.executors import Executor, SerialExecutor, ShardPart, ThreadExecutor, throughput
 from vx_eval.core.run.load import Load, LoadMeter, cpus, unsteady
+from vx_eval.core.run.plan import Plan, plan_run
 from vx_eval.core.run.search import SearchPlan, SetupRun, search_all
 from vx_eval.core.run.selection import enumerate_setups, futile_setups, measures_for, timing_sample
-from vx_eval.core.run.targets import check_missing, close_targets, describe, missing_notes, open_targets, run_corpus
+from vx_eval.core.run.targets import (
+    check_missing,
+    close_targets,
+    describe,
+    missing_notes,
+    open_targets,
+    run_corpus,
+    run_models,
+)
 from vx_eval.core.run.units import units_for
 from vx_eval.core.stores import StoreFull, Stores
 
@@ -65,6 +75,9 @@ class RunOptions:
     """`vx-eval judge check`: the judge grades human-labelled pairs too, and the report lists every verdict."""
     run_id: str | None = None
     """The id a new saved run takes (the server names its runs before they start); None: made from the time."""
+    on_plan: Callable[[Plan], None] | None = None
+    """Told the run's plan (what it will embed and judge, with estimates) before that work starts; None: no
+    plan is made (measuring it loads the models the run embeds with)."""
 
 
 @dataclass(frozen=True)
@@ -297,6 +310,15 @@ def _with_calls(described: dict[str, TargetInfo], calls: dict[str, dict[str, int
     }
 
 
+def plan_experiment(experiment: Experiment, plugins: Plugins) -> Plan:
+    """What a run of `experiment` would embed and judge, with estimates; nothing is built, searched or saved
+    (`vx-eval run --dry-run`)."""
+    stores = Stores(plugins, options=experiment.stores)
+    golden, _ = _questions(experiment, stores)
+    corpus = run_corpus(experiment, stores, golden)
+    return plan_run(experiment, plugins, run_models(experiment, plugins), golden, corpus)
+
+
 def run_experiment(experiment: Experiment, plugins: Plugins, options: RunOptions | None = None) -> RunResult:
     """Everything `vx-eval run` does, without printing: returns the report and where it was saved."""
     options = options or RunOptions()
@@ -314,6 +336,8 @@ def run_experiment(experiment: Experiment, plugins: Plugins, options: RunOptions
         judge_maker(plugins, ev.judge, experiment.judges.get(ev.judge))  # its options, checked before any work
     measures = measures_for(experiment)
     corpus = run_corpus(experiment, stores, golden)
+    if options.on_plan is not None:
+        options.on_plan(plan_run(experiment, plugins, run_models(experiment, plugins), golden, corpus))
     executor = make_executor(experiment, options)  # a cluster embeds the corpus too: it starts first
     try:
         targets = open_targets(

@@ -33,6 +33,22 @@ def run_corpus(experiment: Experiment, stores: Stores, golden: GoldenSet | None 
     return read_corpus(source, stores, keep)
 
 
+def run_models(experiment: Experiment, plugins: Plugins, work: ModelWork | None = None) -> Models:
+    """The models the config's targets load, as its `models:` block sets them (a GPU that is not there is
+    refused before any work)."""
+    settings = experiment.config.models
+    check_device(ModelSettings(device=settings.device))
+    return Models(
+        plugins.models,
+        ModelSettings(settings.threads, settings.batch_size, settings.passage_tokens, settings.device),
+        PairScores(settings.scores),
+        settings.embeddings,
+        settings.endpoints,
+        plugins.providers,
+        work,
+    )
+
+
 def open_targets(
     experiment: Experiment,
     plugins: Plugins,
@@ -52,17 +68,7 @@ def open_targets(
     config = experiment.config
     if corpus is None and build:
         corpus = run_corpus(experiment, stores, golden)
-    settings = config.models
-    check_device(ModelSettings(device=settings.device))  # a GPU that is not there: refused before any work
-    models = Models(
-        plugins.models,
-        ModelSettings(settings.threads, settings.batch_size, settings.passage_tokens, settings.device),
-        PairScores(settings.scores),
-        settings.embeddings,
-        settings.endpoints,
-        plugins.providers,
-        work,
-    )
+    models = run_models(experiment, plugins, work)
     targets: list[Target] = []
     try:
         for target_config, options in zip(config.targets, experiment.options, strict=True):

@@ -35,6 +35,7 @@ def read_grade(answer: str) -> int | None:
 
 class ChatJudge:
     name = "chat"
+    served = True  # each grade is a request: the run's plan counts them and never measures by asking
     Options = ChatOptions
 
     def __init__(self, options: ChatOptions, models: Any = None) -> None:

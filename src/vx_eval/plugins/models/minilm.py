@@ -64,6 +64,17 @@ class SentenceTransformerEncoder:
                 torch.cuda.empty_cache()
                 self.batch //= 2
 
+    @property
+    def token_limit(self) -> int:
+        """Tokens the model reads of a text; the rest is cut off."""
+        limit = self.model.max_seq_length
+        return int(limit) if limit is not None else 512
+
+    def truncates(self, texts: Sequence[str]) -> int:
+        """How many of `texts` are longer than `token_limit` (the model reads only their start)."""
+        ids = self.model.tokenizer(list(texts), add_special_tokens=True, truncation=False)["input_ids"]
+        return sum(len(row) > self.token_limit for row in ids)
+
     def encode_documents(self, texts: Sequence[str]) -> np.ndarray:
         return self._encode(texts)
 

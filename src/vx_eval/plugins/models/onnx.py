@@ -77,6 +77,11 @@ class OnnxModel:
     def truncate(self, length: int) -> None:
         """Cut longer inputs at `length` tokens (each model says its own; passage_tokens is the cross-encoder's)."""
         self.tokenizer.enable_truncation(max_length=length)
+        self.token_limit = length
+
+    def truncates(self, texts: Sequence[str]) -> int:
+        """How many of `texts` are longer than `token_limit` (the model reads only their start)."""
+        return sum(bool(e.overflowing) for e in self.tokenizer.encode_batch(list(texts)))
 
 
 def _unit(rows: np.ndarray) -> np.ndarray:

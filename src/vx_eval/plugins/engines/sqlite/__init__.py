@@ -87,7 +87,7 @@ class SqliteEngine(Engine[SqliteOptions]):
     Options: ClassVar[type[EngineOptions]] = SqliteOptions
 
     def open(self, options: SqliteOptions, context: OpenContext) -> SqliteHandle:
-        path = options.path or context.config_dir / ".vx" / f"{slug(context.target_name)}.db"
+        path = self._path(options, context)
         sweep_building(path)  # a build killed earlier leaves its partial file; a fresh index needs no build
         cache = options.cache or default_cache(context)
         corpus = context.corpus
@@ -110,6 +110,24 @@ class SqliteEngine(Engine[SqliteOptions]):
                 )
         build_index(path, cache, corpus, options, fingerprint, context)
         return SqliteHandle(path, options, context.models)
+
+    def embeds(self, options: SqliteOptions, context: OpenContext) -> dict[str, str]:
+        """What `open` would embed: nothing where the index at the path is up to date or is never built."""
+        path = self._path(options, context)
+        corpus = context.corpus
+        if corpus is None or options.build == "never":
+            return {}
+        if (
+            options.build == "auto"
+            and path.exists()
+            and _read_meta(path).get("fingerprint") == self._fingerprint(corpus, options)
+        ):
+            return {}
+        settings = options.indexing()
+        wanted = dict.fromkeys(settings["dense_models"], "dense")
+        if settings["late_model"]:
+            wanted[settings["late_model"]] = "late"
+        return wanted
 
     def discover(self, where: str) -> Discovered:
         """An index this engine built, searched as it is (``build: never``) with every method its contents
@@ -139,6 +157,10 @@ class SqliteEngine(Engine[SqliteOptions]):
             + ("yes" if settings.get("graph") else "no"),
         )
         return Discovered(options, path.stem, found)
+
+    @staticmethod
+    def _path(options: SqliteOptions, context: OpenContext) -> Path:
+        return options.path or context.config_dir / ".vx" / f"{slug(context.target_name)}.db"
 
     @staticmethod
     def _fingerprint(corpus: Corpus, options: SqliteOptions) -> str:
