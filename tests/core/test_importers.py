@@ -8,7 +8,8 @@ import pytest
 
 from vx_eval.core.errors import GoldenError
 from vx_eval.core.golden.files import parse_golden
-from vx_eval.core.golden.importers import bedrock_golden_bytes, read_topics, trec_golden_bytes
+from vx_eval.core.golden.importers import bedrock_golden_bytes
+from vx_eval.core.golden.sources import read_topics, trec_golden_bytes
 
 BEDROCK = "\n".join(
     json.dumps(c)

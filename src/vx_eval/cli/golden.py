@@ -30,11 +30,12 @@ def golden() -> None:
 )
 @click.option("--split", default="test", show_default=True, help="A BEIR folder: the qrels split to read.")
 def golden_check(file: str, config: Path | None, split: str) -> None:
-    """Lint a golden FILE (or a BEIR folder's queries and qrels): every defect on every line, at once."""
+    """Lint a golden FILE (or a BEIR folder's queries and qrels, or a TREC folder's topics and qrels): every
+    defect on every line, at once."""
     from rich.markup import escape
 
     from vx_eval.core.golden.files import lint
-    from vx_eval.core.golden.sources import beir_golden_bytes, is_beir_folder
+    from vx_eval.core.golden.sources import folder_golden
     from vx_eval.core.plugins import load_plugins
     from vx_eval.core.stores import Stores
 
@@ -42,8 +43,9 @@ def golden_check(file: str, config: Path | None, split: str) -> None:
     stores = Stores(plugins)
     where = location(file) or file
     err = err_console()
-    if is_beir_folder(where):
-        raw, left_out = beir_golden_bytes(where, split)
+    folder = folder_golden(where, split)
+    if folder is not None:
+        raw, left_out, _ = folder
         for part in left_out:
             err.print(escape(f"{file}: {part.render()}"), highlight=False)
     else:
@@ -220,11 +222,11 @@ def golden_import(
 ) -> None:
     """Convert SOURCE into a golden file: a BEIR folder (queries.jsonl + qrels/SPLIT.tsv), a Bedrock evaluation
     dataset (JSONL conversations: questions with reference answers, unscored until labelled), or TREC topics
-    (with --qrels)."""
+    (with --qrels, or a folder holding one topics and one qrels file)."""
     from vx_eval.core.errors import GoldenError
     from vx_eval.core.golden.files import LeftOut
-    from vx_eval.core.golden.importers import bedrock_golden_bytes, trec_golden_bytes
-    from vx_eval.core.golden.sources import beir_golden_bytes
+    from vx_eval.core.golden.importers import bedrock_golden_bytes
+    from vx_eval.core.golden.sources import beir_golden_bytes, trec_folder_bytes, trec_golden_bytes
     from vx_eval.core.plugins import load_plugins
     from vx_eval.core.stores import Stores, local_folder
 
@@ -239,9 +241,13 @@ def golden_import(
     elif fmt == "bedrock":
         data, _ = bedrock_golden_bytes(source.read_bytes(), str(source))
         note = " with reference answers and no expected ids yet: they are counted, not scored, until labelled"
+    elif qrels is None and local_folder(str(source)):
+        data, left_out, _ = trec_folder_bytes(str(source), field)
     else:
         if qrels is None:
-            raise GoldenError("--from trec needs --qrels QRELS (the judgements for these topics)")
+            raise GoldenError(
+                "--from trec needs --qrels QRELS (the judgements for these topics), or a TREC folder as SOURCE"
+            )
         try:
             qrels_text = qrels.read_text(encoding="utf-8")
         except UnicodeDecodeError:

@@ -1,7 +1,9 @@
 """Golden datasets the server keeps, by name, every version kept by its sha256.
 
-A dataset arrives as vx-eval's golden rows or in Mixpeek's shape (``query_id``, ``query_input.query``,
-``relevant_documents``, ``relevance_scores``, ``relevance_field``), is checked strictly (at least one query;
+A dataset arrives as vx-eval's golden rows, in Mixpeek's shape (``query_id``, ``query_input.query``,
+``relevant_documents``, ``relevance_scores``, ``relevance_field``), or as the text of a BEIR folder's files
+(``queries.jsonl`` and a ``qrels`` split) or of TREC topics and qrels: what an import leaves out (queries
+with no judgement, or none above 0) is said in the answer. It is checked strictly (at least one query;
 each with at least one relevant document; scores covering the relevant documents, whole numbers 0-5) and
 then as any golden file is (`core.golden.files.parse_golden`: the same messages as ``vx-eval golden check``), and
 is kept at ``<store>/datasets/<name>/<sha256>.jsonl`` with ``index.json`` beside (the versions and the
@@ -14,12 +16,14 @@ import datetime as dt
 import hashlib
 import json
 import re
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from vx_eval.core.errors import GoldenError, StoreError
-from vx_eval.core.golden.files import dump_rows, parse_golden
+from vx_eval.core.golden.files import LeftOut, dump_rows, parse_golden
+from vx_eval.core.golden.sources import beir_text_bytes, trec_golden_bytes
 from vx_eval.core.stores import StoreNotFound, Stores, join
 
 
@@ -61,8 +65,36 @@ class MixpeekQuery(BaseModel):
         return self
 
 
+class BeirFiles(BaseModel):
+    """A BEIR folder's files, as text: ``queries.jsonl`` and one qrels split (``qrels/test.tsv``)."""
+
+    model_config = ConfigDict(extra="forbid")
+    queries: str = Field(min_length=1)
+    qrels: str = Field(min_length=1)
+
+
+class TrecFiles(BaseModel):
+    """TREC topics (``<top>`` blocks or ``id<TAB>text`` lines) and qrels, as text; `field`: which topic field
+    is the question."""
+
+    model_config = ConfigDict(extra="forbid")
+    topics: str = Field(min_length=1)
+    qrels: str = Field(min_length=1)
+    field: Literal["title", "desc"] = "title"
+
+
+@dataclass(frozen=True)
+class Converted:
+    """A dataset as golden rows, the shape it came in, and what its import left out."""
+
+    rows: list[dict[str, Any]]
+    shape: Literal["vx-eval", "mixpeek", "beir", "trec"]
+    left_out: tuple[LeftOut, ...] = ()
+
+
 class DatasetIn(BaseModel):
-    """A dataset to keep: ``rows`` (vx-eval golden rows) or ``queries`` (Mixpeek's shape)."""
+    """A dataset to keep: ``rows`` (vx-eval golden rows), ``queries`` (Mixpeek's shape), ``beir`` or ``trec``
+    (their files' text)."""
 
     model_config = ConfigDict(
         extra="forbid",
@@ -85,18 +117,37 @@ class DatasetIn(BaseModel):
     name: str = Field(min_length=1, max_length=64, pattern=NAME.pattern)
     rows: list[dict[str, Any]] | None = None
     queries: list[MixpeekQuery] | None = None
+    beir: BeirFiles | None = None
+    trec: TrecFiles | None = None
 
     @model_validator(mode="after")
     def _one_shape(self) -> DatasetIn:
-        if (self.rows is None) == (self.queries is None):
-            raise ValueError("give the questions once: rows (vx-eval's golden rows) or queries (Mixpeek's shape)")
-        if not (self.rows or self.queries):
+        given = [x for x in (self.rows, self.queries, self.beir, self.trec) if x is not None]
+        if len(given) != 1:
+            raise ValueError(
+                "give the questions once: rows (vx-eval's golden rows), queries (Mixpeek's shape), beir "
+                "(queries.jsonl and qrels text) or trec (topics and qrels text)"
+            )
+        if (self.rows is not None and not self.rows) or (self.queries is not None and not self.queries):
             raise ValueError("a dataset holds at least one query")
         return self
 
-    def golden_rows(self) -> tuple[list[dict[str, Any]], Literal["vx-eval", "mixpeek"]]:
+    @property
+    def given_as(self) -> str:
+        """The field the questions came in (where a message about them points)."""
+        return next(n for n in ("rows", "queries", "beir", "trec") if getattr(self, n) is not None)
+
+    def golden_rows(self) -> Converted:
+        """The questions as golden rows (GoldenError: BEIR or TREC text that cannot be read)."""
         if self.rows is not None:
-            return self.rows, "vx-eval"
+            return Converted(self.rows, "vx-eval")
+        if self.beir is not None:
+            data, left_out = beir_text_bytes(self.beir.queries, self.beir.qrels, "beir.queries", "beir.qrels")
+            return Converted([json.loads(line) for line in data.splitlines()], "beir", left_out)
+        if self.trec is not None:
+            t = self.trec
+            data, left_out = trec_golden_bytes(t.topics, t.qrels, "trec.topics", "trec.qrels", t.field)
+            return Converted([json.loads(line) for line in data.splitlines()], "trec", left_out)
         rows = []
         for q in self.queries or []:
             row: dict[str, Any] = {"id": q.query_id, "question": q.query_input.query, "expected": q.relevant_documents}
@@ -105,7 +156,7 @@ class DatasetIn(BaseModel):
             if q.relevance_field:
                 row["metadata"] = {"relevance_field": q.relevance_field}
             rows.append(row)
-        return rows, "mixpeek"
+        return Converted(rows, "mixpeek")
 
 
 class Version(BaseModel):
@@ -133,10 +184,12 @@ class Datasets:
     def location(self, name: str, sha: str) -> str:
         return join(self.root, name, f"{sha}.jsonl")
 
-    def keep(self, given: DatasetIn) -> DatasetInfo:
-        """Check and keep a dataset's new version (the same bytes again are the same version)."""
-        rows, shape = given.golden_rows()
-        raw = dump_rows(rows)
+    def keep(self, given: DatasetIn) -> tuple[DatasetInfo, tuple[LeftOut, ...]]:
+        """Check and keep a dataset's new version (the same bytes again are the same version); with what its
+        import left out."""
+        converted = given.golden_rows()
+        shape = converted.shape
+        raw = dump_rows(converted.rows)
         golden = parse_golden(raw, f"dataset {given.name}")  # GoldenError: the messages of `golden check`
         if not golden.questions:
             raise GoldenError(f"dataset {given.name} holds no labelled question")
@@ -152,7 +205,7 @@ class Datasets:
         versions.append(Version(sha256=sha, created_at=stamp, questions=len(golden.questions), shape=shape))
         info = DatasetInfo(name=given.name, current=sha, versions=versions)
         self.stores.write(self._index(given.name), info.model_dump_json(indent=1).encode())
-        return info
+        return info, converted.left_out
 
     def info(self, name: str) -> DatasetInfo:
         if not NAME.match(name):

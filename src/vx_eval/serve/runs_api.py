@@ -200,13 +200,13 @@ def add_run_routes(app: FastAPI, service: Any) -> None:
         if not isinstance(who, Principal):
             return who
         try:
-            info = service.datasets.keep(dataset)
+            info, left_out = service.datasets.keep(dataset)
         except GoldenError as exc:
-            return _invalid("rows" if dataset.rows is not None else "queries", str(exc))
+            return _invalid(dataset.given_as, str(exc))
         except StoreError as exc:
             return _cannot_keep("the dataset", exc)
         service.log.write(event="dataset kept", dataset=info.name, sha256=info.current, caller=who.kind, name=who.name)
-        return JSONResponse(info.model_dump(), status_code=201)
+        return JSONResponse({**info.model_dump(), "left_out": [p.render() for p in left_out]}, status_code=201)
 
     @app.get("/api/v1/datasets", summary="The datasets kept: names, current versions, question counts")
     def datasets(request: Request) -> Response:

@@ -53,7 +53,8 @@ class GoldenSource(Strict):
     """A golden source spelled out: ``{path: …, format: beir, split: test}``."""
 
     path: Location
-    format: Literal["auto", "jsonl", "beir"] = "auto"
+    format: Literal["auto", "jsonl", "beir", "trec"] = "auto"
+    """auto: a BEIR folder (queries.jsonl + qrels/), a TREC folder (one topics and one qrels file) or a file."""
     split: str = "test"
     limit: int | None = Field(None, ge=1)
     """Only the first `limit` questions (a slice for quick runs); the report keeps exactly those."""

@@ -1,4 +1,5 @@
-"""Where golden questions and documents come from: JSONL files, BEIR folders, any store."""
+"""Where golden questions and documents come from: JSONL files, BEIR folders, TREC topics + qrels (files or a
+folder), any store."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import dataclasses
 import hashlib
 import io
 import random
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,17 +33,22 @@ def is_beir_folder(location: str) -> bool:
 
 
 def read_golden(source: GoldenSource | str, stores: Stores) -> GoldenSet:
-    """Read golden questions from a JSONL file in any store, or import a BEIR folder's queries and qrels."""
+    """Read golden questions from a JSONL file in any store, or import a BEIR folder's queries and qrels or a
+    TREC folder's topics and qrels."""
     if isinstance(source, str):
         source = GoldenSource(path=source)
     beir = source.format == "beir" or (source.format == "auto" and is_beir_folder(source.path))
+    trec = source.format == "trec" or (source.format == "auto" and trec_folder(source.path) is not None)
     left_out: tuple[LeftOut, ...] = ()
     if beir:
         raw, left_out = beir_golden_bytes(source.path, source.split)
         where = f"{source.path} (BEIR {source.split})"
+    elif trec:
+        raw, left_out, where = trec_folder_bytes(source.path)
     elif local_folder(source.path):
         raise GoldenError(
-            f"golden {source.path} is a folder without queries.jsonl; name a .jsonl file or a BEIR folder"
+            f"golden {source.path} is a folder with neither queries.jsonl (BEIR) nor one topics and one qrels "
+            "file (TREC); name a .jsonl file, a BEIR folder or a TREC folder"
         )
     else:
         raw, where = stores.read(source.path), source.path
@@ -85,32 +92,44 @@ def beir_golden_bytes(folder: str, split: str) -> tuple[bytes, tuple[LeftOut, ..
     if not local_file(str(qrels_path)):
         splits = sorted(p.stem for p in (root / "qrels").glob("*.tsv"))
         raise GoldenError(f"{qrels_path} does not exist; this BEIR folder has splits: {', '.join(splits) or 'none'}")
-    qrels = read_qrels(qrels_path.read_text(encoding="utf-8"), str(qrels_path))
+    queries = (root / "queries.jsonl").read_text(encoding="utf-8")
+    qrels = qrels_path.read_text(encoding="utf-8")
+    return beir_text_bytes(
+        queries, qrels, str(root / "queries.jsonl"), str(qrels_path), said=("queries.jsonl", f"qrels/{split}.tsv")
+    )
+
+
+def beir_text_bytes(
+    queries_text: str, qrels_text: str, queries_name: str, qrels_name: str, said: tuple[str, str] | None = None
+) -> tuple[bytes, tuple[LeftOut, ...]]:
+    """BEIR's queries.jsonl and a qrels split's TSV, given as text (`beir_golden_bytes` reads a folder's),
+    as golden JSONL and what was left out (the files named as `said` says there, else by their names)."""
+    qrels = read_qrels(qrels_text, qrels_name)
     rows = []
     ids: list[str] = []
-    with (root / "queries.jsonl").open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                query = read_json(line)
-                qid, text = str(query["_id"]), query["text"]
-            except JsonInputError as exc:
-                raise GoldenError(f"{root / 'queries.jsonl'}:{number}: {exc.message}") from None
-            except (KeyError, TypeError) as exc:
-                raise GoldenError(
-                    f"{root / 'queries.jsonl'}:{number}: not a BEIR query ({type(exc).__name__} {brief(exc.args)}); "
-                    'each line is {"_id": …, "text": …}'
-                ) from None
-            ids.append(qid)
-            judged = qrels.get(qid, {})
-            expected = [doc for doc, grade in judged.items() if grade > 0]
-            if expected:
-                grades = {doc: g for doc, g in judged.items() if g != 1}
-                rows.append({"id": qid, "question": text, "expected": expected, "grades": grades})
+    for number, line in enumerate(queries_text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            query = read_json(line)
+            qid, text = str(query["_id"]), query["text"]
+        except JsonInputError as exc:
+            raise GoldenError(f"{queries_name}:{number}: {exc.message}") from None
+        except (KeyError, TypeError) as exc:
+            raise GoldenError(
+                f"{queries_name}:{number}: not a BEIR query ({type(exc).__name__} {brief(exc.args)}); "
+                'each line is {"_id": …, "text": …}'
+            ) from None
+        ids.append(qid)
+        judged = qrels.get(qid, {})
+        expected = [doc for doc, grade in judged.items() if grade > 0]
+        if expected:
+            grades = {doc: g for doc, g in judged.items() if g != 1}
+            rows.append({"id": qid, "question": text, "expected": expected, "grades": grades})
     if not rows:
-        raise GoldenError(f"no query in {root / 'queries.jsonl'} has a relevant judgement in {qrels_path}")
-    return dump_rows(rows), left_out_of(ids, qrels, f"qrels/{split}.tsv", "queries.jsonl")
+        raise GoldenError(f"no query in {queries_name} has a relevant judgement in {qrels_name}")
+    queries_said, qrels_said = said or (queries_name, qrels_name)
+    return dump_rows(rows), left_out_of(ids, qrels, qrels_said, queries_said)
 
 
 def left_out_of(
@@ -246,3 +265,103 @@ def _document_id(line: bytes, location: str, number: int) -> str:
         return str(found.get("id", found.get("_id")))
     except (JsonInputError, AttributeError):
         raise CorpusError(f"{location}:{number}: each line is one JSON object with id and text") from None
+
+
+# ---------------------------------------------------------------------------------------------- TREC
+
+TOP = re.compile(r"<top>(.*?)</top>", re.S | re.I)
+FIELD = re.compile(r"<(num|title|desc|narr)>(.*?)(?=<(?:num|title|desc|narr)>|$)", re.S | re.I)
+CLOSING = re.compile(r"</\w+>")  # some collections close each field (Vaswani: <num>1</num>)
+LABEL = re.compile(r"^\s*(number|description|narrative)\s*:\s*", re.I)
+
+
+def read_topics(text: str, source: str, field: str = "title") -> dict[str, str]:
+    """TREC topics: the classic ``<top> <num> <title> <desc> <narr> </top>`` format, or ``qid<TAB>text``
+    lines (as TREC Deep Learning ships them). `field` picks title or desc from the classic format."""
+    topics: dict[str, str] = {}
+    if "<top>" in text.lower():
+        for number, block in enumerate(TOP.findall(text), start=1):
+            fields = {
+                name.lower(): LABEL.sub("", " ".join(CLOSING.sub(" ", value).split()))
+                for name, value in FIELD.findall(block)
+            }
+            if "num" not in fields or not fields.get(field):
+                raise GoldenError(f"{source}: topic {number} has no <num> or no <{field}>")
+            topics[fields["num"].strip()] = fields[field].strip()
+        return topics
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        qid, sep, query = line.partition("\t")
+        if not sep or not query.strip():
+            raise GoldenError(f"{source}:{number}: a topic line is 'id<TAB>text' (or use the <top> format)")
+        topics[qid.strip()] = query.strip()
+    return topics
+
+
+def trec_golden_bytes(
+    topics_text: str, qrels_text: str, topics_source: str, qrels_source: str, field: str = "title"
+) -> tuple[bytes, tuple[LeftOut, ...]]:
+    """TREC topics + qrels: grade > 0 is expected, other grades kept in `grades`; topics no judgement
+    finds relevant are left out (they could not be scored). Returns the golden bytes and what was left out."""
+    topics = read_topics(topics_text, topics_source, field)
+    qrels = read_qrels(qrels_text, qrels_source)
+    rows = []
+    for qid, text in topics.items():
+        judged = qrels.get(qid, {})
+        expected = [doc for doc, grade in judged.items() if grade > 0]
+        if expected:
+            rows.append(
+                {
+                    "id": qid,
+                    "question": text,
+                    "expected": expected,
+                    "grades": {d: g for d, g in judged.items() if g != 1},
+                }
+            )
+    if not rows:
+        raise GoldenError(
+            f"no topic of {topics_source} has a relevant judgement in {qrels_source}; are they the same track?"
+        )
+    return dump_rows(rows), left_out_of(topics, qrels, qrels_source, topics_source)
+
+
+def trec_folder(location: str) -> tuple[Path, Path] | None:
+    """A folder of TREC files, as collections ship them: exactly one topics file (a name with ``topic``,
+    ``quer`` or ``qry`` in it, not a BEIR ``queries.jsonl``) and one qrels file (``qrel`` in its name);
+    (topics, qrels), or None where `location` is not such a folder."""
+    if not local_folder(location) or is_beir_folder(location):
+        return None
+    files = [p for p in sorted(Path(location).iterdir()) if p.is_file() and "readme" not in p.name.lower()]
+    qrels = [p for p in files if "qrel" in p.name.lower()]
+    topics = [p for p in files if p not in qrels and any(w in p.name.lower() for w in ("topic", "quer", "qry"))]
+    return (topics[0], qrels[0]) if len(topics) == 1 and len(qrels) == 1 else None
+
+
+def trec_folder_bytes(location: str, field: str = "title") -> tuple[bytes, tuple[LeftOut, ...], str]:
+    """A TREC folder's topics and qrels as golden JSONL, what was left out, and what was read (for messages)."""
+    found = trec_folder(location)
+    if found is None:
+        raise GoldenError(
+            f"{location} is not a TREC folder: it holds exactly one topics file (a name with 'topic', 'quer' or "
+            "'qry' in it) and one qrels file ('qrel' in its name); name the files with golden import --from trec"
+        )
+    topics, qrels = found
+    try:
+        qrels_text = qrels.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise GoldenError(f"{qrels} is not UTF-8 text; save the qrels as UTF-8") from None
+    topics_text = topics.read_text(encoding="utf-8", errors="replace")
+    data, left_out = trec_golden_bytes(topics_text, qrels_text, str(topics), str(qrels), field)
+    return data, left_out, f"{location} (TREC {topics.name} + {qrels.name})"
+
+
+def folder_golden(location: str, split: str = "test") -> tuple[bytes, tuple[LeftOut, ...], str] | None:
+    """A BEIR or TREC folder's questions as golden JSONL, what was left out and what was read; None where
+    `location` is neither (a file, or a store's address)."""
+    if is_beir_folder(location):
+        raw, left_out = beir_golden_bytes(location, split)
+        return raw, left_out, f"{location} (BEIR {split})"
+    if trec_folder(location) is not None:
+        return trec_folder_bytes(location)
+    return None
