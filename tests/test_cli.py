@@ -124,6 +124,33 @@ def test_golden_check_with_a_config_looks_every_expected_id_up_in_the_corpus_fil
     assert not (tmp_path / ".vx").exists() and not (cache_dir / "embeddings.db").exists()
 
 
+def test_golden_check_with_a_config_and_no_corpus_asks_the_index_that_is_there_and_builds_none(
+    capsys, project, monkeypatch
+):
+    """With no `corpus:` the ids are looked up on each target's existing index (opened, never built); an
+    index that is not there is said, with what to do, and nothing is made in its place."""
+    monkeypatch.chdir(project.root)
+    built = project.write_config("built.yaml")
+    code, _, err = call(capsys, "run", str(built), "--no-save")  # builds .vx/tiny.db (keyword only)
+    assert code == 0, err
+    index = project / ".vx" / "tiny.db"
+    stamp = index.stat().st_mtime_ns
+    no_corpus = project.write_config("nocorpus.yaml")
+    text = no_corpus.read_text().replace("corpus: docs.jsonl\n", "")
+    no_corpus.write_text(text)
+    bad = project / "bad.jsonl"
+    bad.write_text('{"question": "wire?", "expected": ["Wire", "wire"]}\n')
+    code, _, err = call(capsys, "golden", "check", str(bad), "--config", str(no_corpus))
+    said = " ".join(err.split())
+    assert code == 2 and "expected document 'Wire' is not in Local; did you mean 'wire'?" in said
+    assert index.stat().st_mtime_ns == stamp  # opened as it was, not rebuilt
+    elsewhere = project.write_config("elsewhere.yaml")
+    elsewhere.write_text(text.replace(".vx/tiny.db", ".vx/none.db"))
+    code, _, err = call(capsys, "golden", "check", str(bad), "--config", str(elsewhere))
+    assert code == 2 and "no index at" in err and "declares no corpus" in " ".join(err.split())
+    assert not (project / ".vx" / "none.db").exists()
+
+
 def test_golden_check_reads_a_beir_folder_and_says_which_queries_it_leaves_out(capsys, tmp_path):
     (tmp_path / "qrels").mkdir()
     (tmp_path / "queries.jsonl").write_text('{"_id": "1", "text": "first?"}\n{"_id": "2", "text": "second?"}\n')

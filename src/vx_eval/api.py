@@ -189,6 +189,7 @@ def draft_rows(
             endpoints=config_models.endpoints,
             providers=plugins.providers,
         ),
+        tried=progress.start(f"Writing ({writer_plugin}) · drafts tried", None),
         advance=progress.start(f"Writing ({writer_plugin})", n),
     )
     outcome = writer.write(units, request)

@@ -144,8 +144,17 @@ def test_failed_checks_are_asked_again_with_the_reason_and_nothing_passes_unjudg
         ]
     )
     critic = Scripted(["standalone=5 clear=4 answered=5", "great question!", "standalone=2 clear=4 answered=5"])
-    outcome = write_questions(units, writer, model_critic(critic), WriteSettings(n=5, mix={"fact": 1}, attempts=1))
+    tries, accepted = [], []
+    outcome = write_questions(
+        units,
+        writer,
+        model_critic(critic),
+        WriteSettings(n=5, mix={"fact": 1}, attempts=1),
+        accepted.append,
+        tries.append,
+    )
     assert [r.question for r in outcome.rows] == ["How long can I put off my loan payments after a flood?"]
+    assert sum(tries) == 4 and len(tries) >= 2 and accepted == [1]  # every draft said, the refused ones too
     row = outcome.rows[0]
     assert row.expected == ["deferment"] and row.draft is True
     assert row.evidence == [
@@ -250,3 +259,31 @@ def test_the_plain_install_carries_everything_the_offline_writer_loads_with() ->
         if "extra ==" not in requirement.replace("extra==", "extra ==")
     }
     assert wanted <= plain, f"the plain install lacks {sorted(wanted - plain)}"
+
+
+def test_every_draft_tried_moves_the_progress_not_only_the_accepted_ones(project, plugins):
+    """Drafting says each try as the model gives it back (a stage of its own), so a writer whose drafts
+    keep failing its checks is seen working."""
+    from vx_eval.api import draft_rows
+    from vx_eval.core.config.experiment import load_config
+    from vx_eval.core.run.engine import Document
+
+    moved: dict[str, int] = {}
+
+    class Counting:
+        def start(self, description, total):
+            moved.setdefault(description, 0)
+
+            def advance(n):
+                moved[description] += n
+
+            return advance
+
+        def note(self, message):
+            pass
+
+    docs = [Document(id=f"d{i}", title="", text=text) for i, text in enumerate([DEFERMENT, WIRE] * 3)]
+    models = load_config(project.write_config(), plugins).config.models
+    rows, summary = draft_rows(plugins, [("docs", docs)], "keywords", None, models, 3, progress=Counting())
+    assert moved["Writing (keywords) · drafts tried"] == summary.tries >= len(rows)
+    assert moved["Writing (keywords)"] == len(rows)

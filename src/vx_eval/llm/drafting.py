@@ -269,6 +269,7 @@ def write_questions(
     critic: Critic,
     settings: WriteSettings,
     advance: Callable[[int], None] = lambda n: None,
+    tried: Callable[[int], None] = lambda n: None,
 ) -> WriteOutcome:
     """Draft, check and judge questions from `units` (already sampled, more than needed) until `settings.n`
     are accepted or the passages run out.
@@ -291,6 +292,7 @@ def write_questions(
             break
         answers = _drafts(writer, open_, settings.max_tokens)
         outcome.tried += len(open_)
+        tried(len(open_))
         for slot, answer in zip(open_, answers, strict=True):
             slot.tries += 1
             slot.draft = _checked(slot, answer, [*accepted, *shown], outcome)
@@ -352,6 +354,6 @@ def write_with(writer: ChatModel, critic: Critic, units: Sequence[Unit], request
     settings = WriteSettings(
         n=request.n, seed=request.seed, mix=dict(request.mix or DEFAULT_MIX), threshold=request.threshold
     )
-    outcome = write_questions(units, writer, critic, settings, request.advance)
+    outcome = write_questions(units, writer, critic, settings, request.advance, request.tried)
     outcome.asked = getattr(writer, "asked", None)
     return outcome

@@ -54,7 +54,8 @@ class Unit:
 class WriteRequest:
     """What a question writer is asked for: how many rows, with which seed and mix of kinds, the critic's
     lowest score, where model answers are cached, the run's models (for a cross-encoder critic), and where
-    to report progress (one step per accepted row)."""
+    to report progress: `advance` one step per accepted row, `tried` one per draft the model gave back
+    (accepted or not), so a writer whose drafts fail its checks is seen working."""
 
     n: int
     seed: int = 0
@@ -63,6 +64,7 @@ class WriteRequest:
     answers: Path | None = None
     models: Any = None
     advance: Callable[[int], None] = lambda n: None
+    tried: Callable[[int], None] = lambda n: None
 
 
 @dataclass

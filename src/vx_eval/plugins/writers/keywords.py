@@ -54,6 +54,7 @@ class KeywordQueryWriter:
             if len(outcome.rows) >= request.n:
                 break
             outcome.tried += 1
+            request.tried(1)
             draft = self._draft(unit, seen, len(usable), rng)
             if draft is None:
                 tally(outcome.failed_checks, "no sentence with enough words")
