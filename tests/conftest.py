@@ -78,6 +78,16 @@ GOLDEN = [
 ]
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_xdist_auto_num_workers(config) -> int:
+    """`-n auto` (the default): a worker a core, at least 2 and at most 4, and no more than a worker per 3 GiB
+    of memory (each loads the models it tests). A machine with more cores finishes sooner; one with 2 runs
+    as before."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 2)
+    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30 if hasattr(os, "sysconf") else 8
+    return max(2, min(cores, 4, int(memory // 3)))
+
+
 def pytest_collection_modifyitems(items) -> None:
     """The conformance suite's whole-collection search of every setup is slow: out of the quick loop here
     (a third party's own run of the suite keeps it, unmarked)."""

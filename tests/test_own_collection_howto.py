@@ -29,12 +29,13 @@ def _steps() -> tuple[str, list[tuple[str, list[str]]]]:
 
 def test_the_howto_shows_a_check_a_run_and_an_import_each_with_what_it_prints():
     _, steps = _steps()
-    assert [c.split()[1:3] for c, _ in steps] == [
-        ["golden", "check"],
+    assert [c.split()[1:] for c, _ in steps] == [
+        ["golden", "check", "my-collection", "--config", "my-collection.yaml"],
+        ["run", "my-collection.yaml", "--dry-run"],
         ["run", "my-collection.yaml"],
-        ["golden", "import"],
+        ["golden", "import", "--from", "beir", "my-collection", "--out", "golden.jsonl"],
     ]
-    assert [bool(lines) for _, lines in steps] == [True, False, True]
+    assert [bool(lines) for _, lines in steps] == [True, True, False, True]
 
 
 @pytest.mark.slow
@@ -51,6 +52,9 @@ def test_the_howto_commands_run_as_written_and_print_what_it_shows(tmp_path):
             assert " ".join(line.split()) in said, (command, line, said)
         if "golden check" in command:
             assert not (tmp_path / ".vx").exists()  # the check indexed and embedded nothing
+        if "--dry-run" in command:
+            assert "plan: embed 95 chunks with MiniLM: about" in said and "measured here on" in said
+            assert not (tmp_path / ".vx" / "my-collection.db").exists() and not (tmp_path / "runs").exists()
     # the run kept its report; the import wrote every judged question
     assert list((tmp_path / "runs").rglob("report.json"))
     assert (tmp_path / "golden.jsonl").read_text().count("\n") == 42
