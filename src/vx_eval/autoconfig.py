@@ -19,7 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -324,17 +324,20 @@ def prepare(
     save_to: Path | None = None,
     save_config: Path | None = None,
     progress: Any = None,
+    before: Callable[[Path, int | None], None] | None = None,
 ) -> AutoConfig:
     """The config for `source` (written to its workspace, and to `save_config` when given) with its golden
-    questions drafted by `writer` (`choose_writer`'s default when None) if the workspace has none yet."""
+    questions drafted by `writer` (`choose_writer`'s default when None) if the workspace has none yet.
+    `before` is told the config's path and how many questions will be drafted (None: none) before any work
+    (indexing for the drafts, drafting)."""
     from vx_eval.api import write_golden_rows
 
     writer = writer or choose_writer(None)
-    work = workspace(source, Path.cwd())
-    runs = save_to or Path.cwd() / "runs"
-    path = work / "config.yaml"
-    _write(path, config_data(source, work, runs, work, writer=writer))
+    path = write_config(source, writer, save_to)
+    work, runs = path.parent, save_to or Path.cwd() / "runs"
     golden = work / GOLDEN
+    if before is not None:
+        before(path, None if golden.exists() else questions)
     summary = None
     if not golden.exists():
         rows, summary = write_golden_rows([path], questions, writer_plugin=writer.name, mix=MIX, progress=progress)
@@ -352,6 +355,14 @@ def prepare(
         _write(save_config, config_data(source, work, runs, save_config.parent, writer=writer))
     found = source.discovered.found if source.discovered else ()
     return AutoConfig(path, path.read_text(encoding="utf-8"), summary, count, found)
+
+
+def write_config(source: Source, writer: WriterChoice, save_to: Path | None = None) -> Path:
+    """The config for `source`, written to its workspace (its golden file beside it, drafted or not yet)."""
+    work = workspace(source, Path.cwd())
+    path = work / "config.yaml"
+    _write(path, config_data(source, work, save_to or Path.cwd() / "runs", work, writer=writer))
+    return path
 
 
 def refusals(summary: WriteSummary) -> str:

@@ -5,8 +5,6 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-import pytest
-
 from tests.conftest import Project, call, write_jsonl
 from vx_eval.core.config.experiment import load_config
 from vx_eval.core.run.pipeline import RunOptions, plan_experiment, run_experiment
@@ -118,8 +116,29 @@ def test_a_run_says_its_plan_before_it_embeds(project, capsys, monkeypatch):
     assert err.index("plan: embed 8 chunks with BGE") < err.index("Indexing Local")
 
 
-@pytest.mark.parametrize("given", [["--docs", "docs.jsonl"], ["--target", "sqlite:.vx/x.db"]])
-def test_dry_run_without_a_config_is_refused_with_what_to_do(project, capsys, monkeypatch, given):
+def test_dry_run_with_documents_only_says_the_drafting_the_embedding_and_the_judging_and_does_none(
+    project, capsys, monkeypatch
+):
     monkeypatch.chdir(project.root)
-    code, _, err = call(capsys, "run", *given, "--dry-run")
-    assert code == 2 and "--dry-run goes with a CONFIG" in err and "--save-config" in err
+    code, out, err = call(
+        capsys, "run", "--docs", "docs.jsonl", "--writer", "keywords", "--questions", "6", "--dry-run"
+    )
+    assert code == 0, err
+    said = " ".join(out.split())
+    assert "the configuration it would use:" in said
+    assert "plan: draft 6 questions with the keywords writer" in said
+    assert "plan: embed 8 chunks with MiniLM: about" in said and "plan: embed 8 chunks with BGE: about" in said
+    assert "plan: grade up to 60 (question, passage) pairs per setup with the cross-encoder judge" in said
+    assert "dry run: nothing was indexed, searched or saved" in said
+    [config] = (project / ".vx" / "auto").glob("*/config.yaml")
+    kept = {p.name.split(".")[0] for p in config.parent.iterdir()}
+    assert kept <= {"config", "embeddings", "scores"}  # no golden file, no index: the sample's vectors only
+    assert not (project / "runs").exists()
+
+
+def test_a_run_with_documents_only_says_its_plan_before_it_drafts(project, capsys, monkeypatch):
+    monkeypatch.chdir(project.root)
+    _, _, err = call(capsys, "run", "--docs", "docs.jsonl", "--writer", "keywords", "--questions", "3", "--no-save")
+    said = " ".join(err.split())
+    assert "plan: draft 3 questions with the keywords writer" in said, said
+    assert said.index("plan: draft 3 questions") < said.index("Writing (keywords)")

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from vx_eval.core.config.experiment import Experiment
     from vx_eval.core.plugins import Plugins
     from vx_eval.core.report.schema import Report
+    from vx_eval.core.run.plan import Plan
 
 
 @click.command()
@@ -143,11 +144,6 @@ def run(
         raise click.UsageError("name a CONFIG, or give --docs FILE or --target ENGINE:WHERE to run with none (one)")
     if config is not None and save_config is not None:
         raise click.UsageError("--save-config goes with --docs or --target (a CONFIG is already a file)")
-    if config is None and dry_run:
-        raise click.UsageError(
-            "--dry-run goes with a CONFIG (--docs and --target draft questions first): keep a config with "
-            "--save-config, or write one (docs/how-to/own-collection.md), and dry-run that"
-        )
     if config is not None and most_questions is not None:
         raise click.UsageError("--most-questions goes with --docs or --target (a config's golden file is as it is)")
     plugins = load_plugins()
@@ -159,7 +155,10 @@ def run(
             raise click.UsageError("--model goes with --target (a config names its models itself)")
         source = from_docs(docs) if docs is not None else from_target(str(target_spec), plugins, tuple(field_models))
         chosen = choose_writer(writer)
-        made = _without_config(source, questions, chosen, save_to, save_config)
+        if dry_run:
+            _dry_run_without_config(source, questions, chosen, save_to, plugins)
+            return
+        made = _without_config(source, questions, chosen, save_to, save_config, plugins)
         config = made.path
     experiment = with_overrides(load_config(config, plugins), location(golden), metrics, k_values)
     if dry_run:
@@ -217,9 +216,39 @@ def run(
 def _dry_run(experiment: Experiment, plugins: Plugins) -> None:
     """`run --dry-run`: the plan alone, on the standard output."""
     from vx_eval.core.run.pipeline import plan_experiment
+
+    _say_plan(plan_experiment(experiment, plugins))
+
+
+def _zero_config_plan(path: Path, drafts: int | None, chosen: WriterChoice, plugins: Plugins) -> Plan:
+    """The plan of a run with no config: the config filled in at `path`, `drafts` questions to draft first."""
+    import dataclasses
+
+    from vx_eval.core.config.experiment import load_config
+    from vx_eval.core.run.pipeline import plan_experiment
+    from vx_eval.core.run.plan import drafting
+
+    plan = plan_experiment(load_config(path, plugins), plugins, drafts)
+    if drafts is None:
+        return plan
+    return dataclasses.replace(plan, work=(drafting(drafts, chosen.said), *plan.work))
+
+
+def _dry_run_without_config(
+    source: Source, questions: int, chosen: WriterChoice, save_to: str | None, plugins: Plugins
+) -> None:
+    """`run --docs/--target --dry-run`: the config is filled in (and said where), nothing drafted or built."""
+    from vx_eval.autoconfig import GOLDEN, write_config
+
+    path = write_config(source, chosen, Path(save_to) if save_to and not location(save_to) else None)
+    drafts = None if path.with_name(GOLDEN).exists() else questions
+    out_console().print(f"the configuration it would use: {path}", highlight=False)
+    _say_plan(_zero_config_plan(path, drafts, chosen, plugins))
+
+
+def _say_plan(plan: Plan) -> None:
     from vx_eval.format import plan_lines
 
-    plan = plan_experiment(experiment, plugins)
     out = out_console()
     lines = plan_lines(plan) or ["nothing to embed or judge: every index is up to date"]
     for line in lines:
@@ -257,7 +286,12 @@ def beside(report: str, name: str) -> str:
 
 
 def _without_config(
-    source: Source, questions: int, chosen: WriterChoice, save_to: str | None, save_config: Path | None
+    source: Source,
+    questions: int,
+    chosen: WriterChoice,
+    save_to: str | None,
+    save_config: Path | None,
+    plugins: Plugins,
 ) -> AutoConfig:
     """`run --docs` / `--target`: the config filled in for `source` (its questions drafted when none are
     kept yet), printed with where it is kept and what the target's engine found in its index."""
@@ -268,6 +302,11 @@ def _without_config(
 
     err = err_console()
     with RichProgress(err) as progress:
+
+        def plan(path: Path, drafts: int | None) -> None:
+            if drafts is not None:  # a later run on the same documents plans as a run with a config does
+                progress.show_plan(_zero_config_plan(path, drafts, chosen, plugins))
+
         made = prepare(
             source,
             questions=questions,
@@ -275,6 +314,7 @@ def _without_config(
             save_to=Path(save_to) if save_to and not location(save_to) else None,
             save_config=save_config,
             progress=progress,
+            before=plan,
         )
     for line in made.found:
         err.print(f"found in {source.name}: {line}", highlight=False)

@@ -310,13 +310,16 @@ def _with_calls(described: dict[str, TargetInfo], calls: dict[str, dict[str, int
     }
 
 
-def plan_experiment(experiment: Experiment, plugins: Plugins) -> Plan:
+def plan_experiment(experiment: Experiment, plugins: Plugins, drafts: int | None = None) -> Plan:
     """What a run of `experiment` would embed and judge, with estimates; nothing is built, searched or saved
-    (`vx-eval run --dry-run`)."""
+    (`vx-eval run --dry-run`). `drafts`: the golden file is not there yet, this many questions will be drafted."""
     stores = Stores(plugins, options=experiment.stores)
-    golden, _ = _questions(experiment, stores)
-    corpus = run_corpus(experiment, stores, golden)
-    return plan_run(experiment, plugins, run_models(experiment, plugins), golden, corpus)
+    if drafts is None:
+        golden, _ = _questions(experiment, stores)
+        questions, corpus = [q.question for q in golden.questions], run_corpus(experiment, stores, golden)
+    else:
+        questions, corpus = ["a question about it"] * drafts, run_corpus(experiment, stores)
+    return plan_run(experiment, plugins, run_models(experiment, plugins), questions, corpus)
 
 
 def run_experiment(experiment: Experiment, plugins: Plugins, options: RunOptions | None = None) -> RunResult:
@@ -337,7 +340,8 @@ def run_experiment(experiment: Experiment, plugins: Plugins, options: RunOptions
     measures = measures_for(experiment)
     corpus = run_corpus(experiment, stores, golden)
     if options.on_plan is not None:
-        options.on_plan(plan_run(experiment, plugins, run_models(experiment, plugins), golden, corpus))
+        asked = [q.question for q in golden.questions]
+        options.on_plan(plan_run(experiment, plugins, run_models(experiment, plugins), asked, corpus))
     executor = make_executor(experiment, options)  # a cluster embeds the corpus too: it starts first
     try:
         targets = open_targets(

@@ -22,7 +22,6 @@ import numpy as np
 from vx_eval.core.config.experiment import Experiment
 from vx_eval.core.corpus.embeddings import EmbeddingCache, content_key, quantize
 from vx_eval.core.corpus.prepare import IndexOptions, chunks_of, default_cache
-from vx_eval.core.golden.files import GoldenSet
 from vx_eval.core.judging.grading import judge_maker
 from vx_eval.core.models.endpoints import price_of
 from vx_eval.core.models.loading import DENSE, Models
@@ -84,12 +83,13 @@ def plan_run(
     experiment: Experiment,
     plugins: Plugins,
     models: Models,
-    golden: GoldenSet,
+    questions: Sequence[str],
     corpus: Corpus | None,
     *,
     measure: bool = True,
 ) -> Plan:
-    """What the run of `experiment` will embed and judge, with estimates (`measure` False: counts only)."""
+    """What the run of `experiment` on these questions will embed and judge, with estimates (`measure`
+    False: counts only)."""
     wanted = _to_embed(experiment, plugins, models, corpus)
     work: list[Work] = []
     warnings: list[str] = []
@@ -101,7 +101,7 @@ def plan_run(
             warning = _truncation(name, label, job.bodies, models)
             if warning:
                 warnings.append(warning)
-    judged = _judging(experiment, plugins, models, golden, corpus, measure)
+    judged = _judging(experiment, plugins, models, questions, corpus, measure)
     if judged is not None:
         work.append(judged)
     return Plan(tuple(work), tuple(warnings))
@@ -233,7 +233,7 @@ def _judging(
     experiment: Experiment,
     plugins: Plugins,
     models: Models,
-    golden: GoldenSet,
+    questions: Sequence[str],
     corpus: Corpus | None,
     measure: bool,
 ) -> Work | None:
@@ -243,14 +243,14 @@ def _judging(
     if not ev.judge:
         return None
     judge = judge_maker(plugins, ev.judge, experiment.judges.get(ev.judge))(models)
-    pairs = len(golden.questions) * ev.judge_depth
+    pairs = len(questions) * ev.judge_depth
     what = f"grade up to {pairs:,} (question, passage) pairs per setup with the {ev.judge} judge"
     if getattr(judge, "served", False):
         return Work(what, pairs, None, f"served: one request a pair, up to {pairs:,} per setup")
     if not measure or corpus is None:
         return Work(what, pairs, None, "not measured")
     passages = _spread([doc.text for doc in corpus], SAMPLE // 2)
-    asked = [(q.question, p) for q, p in zip(_spread(golden.questions, len(passages)), passages, strict=False)]
+    asked = list(zip(_spread(questions, len(passages)), passages, strict=False))
     if not asked:
         return Work(what, pairs, None, "not measured")
     judge.grade(asked[:1])  # loads its model: not what a pair costs
@@ -258,3 +258,14 @@ def _judging(
     judge.grade(asked)
     rate = len(asked) / max(time.perf_counter() - started, 1e-6)
     return Work(what, pairs, pairs / rate, f"at {rate:,.1f} pairs/s, measured here on {len(asked)} pairs; per setup")
+
+
+def drafting(count: int, writer: str) -> Work:
+    """Drafting `count` questions with `writer` (how it is said): no estimate before the model has drafted
+    (its progress says each try, and the time left once tries have come back)."""
+    return Work(
+        f"draft {count:,} questions with {writer}",
+        count,
+        None,
+        "each try one model call, refused drafts tried again; its progress says each try as it comes back",
+    )
