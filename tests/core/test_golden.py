@@ -79,7 +79,7 @@ def test_read_golden_through_the_store(plugins, tmp_path):
     path.write_bytes(b'{"id": "1", "question": "q?", "expected": ["d"]}\n')
     golden = read_golden(str(path), Stores(plugins))
     assert golden.source == str(path) and golden.labelled == 1
-    with pytest.raises(GoldenError, match="is a folder without queries.jsonl"):
+    with pytest.raises(GoldenError, match="is a folder with neither queries.jsonl .BEIR. nor one topics"):
         read_golden(str(tmp_path), Stores(plugins))
 
 
