@@ -10,7 +10,7 @@ import yaml
 
 from vx_eval.cli import main
 
-from .conftest import call, quickstart_copy
+from .conftest import REPO, call, quickstart_copy
 
 
 @pytest.fixture
@@ -252,3 +252,17 @@ def test_prose_is_wrapped_between_words_at_the_terminals_width(quickstart, capsy
     code, out, err = call(capsys, "run", str(quickstart), "--no-save")
     assert code == 0, err
     assert max(len(line) for line in out.splitlines()) > 80  # piped: one line a note, at 150 columns
+
+
+@pytest.mark.slow
+def test_golden_check_of_scifact_with_its_config_builds_no_index(capsys, scifact):
+    """The shipped SciFact config and its BEIR folder: every judged id looked up in the 5,183-document corpus
+    file; the config's index and embeddings cache are left as they were (`benchmarks/golden_check.py` times it)."""
+    config = REPO / "configs" / "scifact.yaml"
+    made = [REPO / ".vx" / "scifact.db", REPO / ".vx" / "embeddings.db"]
+    before = {p: p.stat().st_mtime_ns if p.exists() else None for p in made}
+    code, out, err = call(capsys, "golden", "check", str(scifact), "--config", str(config))
+    assert code == 0, err
+    assert "(5,183 documents); no index built" in " ".join(err.split())
+    assert out.strip().endswith("300 questions ok")
+    assert {p: p.stat().st_mtime_ns if p.exists() else None for p in made} == before
