@@ -142,3 +142,15 @@ def test_a_run_with_documents_only_says_its_plan_before_it_drafts(project, capsy
     said = " ".join(err.split())
     assert "plan: draft 3 questions with the keywords writer" in said, said
     assert said.index("plan: draft 3 questions") < said.index("Writing (keywords)")
+
+
+def test_golden_write_says_its_drafting_first(project, capsys, monkeypatch):
+    monkeypatch.chdir(project.root)
+    config = _dense(project, project / "emb.db")
+    code, _, err = call(
+        capsys, "golden", "write", str(config), "--out", "drafts.jsonl", "-n", "2", "--writer", "keywords"
+    )
+    said = " ".join(err.split())
+    assert code == 0, err
+    assert said.index("plan: draft 2 questions with the keywords writer") < said.index("Writing (keywords)")
+    assert "plan: embed" not in said  # the corpus file is read: nothing is indexed to draft from it

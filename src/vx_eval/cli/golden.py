@@ -176,6 +176,7 @@ def golden_write(
     from vx_eval.core.errors import GoldenError
     from vx_eval.core.golden.files import dump_rows
     from vx_eval.core.plugins import load_plugins
+    from vx_eval.core.run.plan import Plan, drafting
     from vx_eval.core.stores import Stores
     from vx_eval.llm.drafting import parse_mix
 
@@ -185,6 +186,7 @@ def golden_write(
     if stores.exists(target):
         raise GoldenError(f"{out_file} exists; a written golden file is never overwritten: choose another --out")
     with RichProgress(err_console()) as progress:
+        progress.show_plan(Plan((drafting(count, f"the {writer} writer"),)))  # a corpus is read, never indexed
         rows, summary = write_golden_rows(
             configs, count, writer_plugin=writer, seed=seed, by=by, mix=shares, threshold=threshold, progress=progress
         )

@@ -33,7 +33,7 @@ def judge_check(config: Path, name: str, depth: int, as_json: bool) -> None:
     plugins = load_plugins()
     experiment = load_config(config, plugins)
     with RichProgress(err_console()) as progress:
-        result = check_judge(experiment, plugins, name, depth, progress)
+        result = check_judge(experiment, plugins, name, depth, progress, on_plan=progress.show_plan)
     if result.agreement.pairs:
         kept = keep_check(Stores(plugins, options=experiment.stores), experiment.config.save_to, result)
         err_console().print(f"kept what was measured at {kept}", highlight=False)

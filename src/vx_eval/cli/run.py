@@ -178,7 +178,7 @@ def run(
             executor=executor,
             address=address,
             run_id=run_id,
-            on_plan=shown.show_plan,
+            on_plan=None if made is not None and made.drafted_now else shown.show_plan,  # said before drafting
         )
         if made is None or chosen is None or golden is not None:
             result = run_experiment(experiment, plugins, options)
@@ -374,4 +374,5 @@ def watch(config: Path, settle: float, poll: float, once: bool) -> None:
             f"watching the golden file of {config} (settle {settle:g} s, every {poll:g} s); Ctrl-C stops",
             highlight=False,
         )
-        Watcher(config, plugins, settle, options=RunOptions(progress=progress)).watch(poll, until=report)
+        options = RunOptions(progress=progress, on_plan=progress.show_plan)
+        Watcher(config, plugins, settle, options=options).watch(poll, until=report)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from vx_eval.core.config.experiment import Experiment
     from vx_eval.core.plugins import Plugins
     from vx_eval.core.run.engine import Progress
+    from vx_eval.core.run.plan import Plan
     from vx_eval.core.stores import Stores
 
 
@@ -154,11 +155,16 @@ def same_order(human: Sequence[float], judged: Sequence[float]) -> tuple[float |
 
 
 def check_judge(
-    experiment: Experiment, plugins: Plugins, name: str, depth: int = 10, progress: Progress | None = None
+    experiment: Experiment,
+    plugins: Plugins,
+    name: str,
+    depth: int = 10,
+    progress: Progress | None = None,
+    on_plan: Callable[[Plan], None] | None = None,
 ) -> JudgeCheck:
     """Search every setup of the experiment (nothing saved), let the judge grade every result in the first
     `depth` places, and compare it with the human grades of the golden file (an unjudged result counts as
-    grade 0, as in DCG)."""
+    grade 0, as in DCG). `on_plan` is told what the run will embed and judge before it starts."""
     import numpy as np
 
     from vx_eval.core.golden.sources import read_golden
@@ -171,7 +177,7 @@ def check_judge(
     config = experiment.config
     evaluation = config.evaluation.model_copy(update={"judge": name, "judge_depth": depth})
     checked = dataclasses.replace(experiment, config=config.model_copy(update={"evaluation": evaluation}))
-    options = RunOptions(save=False, progress=progress or SilentProgress(), judge_everything=True)
+    options = RunOptions(save=False, progress=progress or SilentProgress(), judge_everything=True, on_plan=on_plan)
     report = run_experiment(checked, plugins, options).report
     graded = report.judge or JudgeInfo(judge=name, depth=depth)
     golden = read_golden(config.golden_source, Stores(plugins, options=experiment.stores))

@@ -240,7 +240,7 @@ def _judging(
     """The judge's grading: at most questions x judge depth pairs per setup (setups finding the same
     passage for a question share its grade, and grades kept from earlier runs are not asked again)."""
     ev = experiment.config.evaluation
-    if not ev.judge:
+    if not ev.judge or not questions:
         return None
     judge = judge_maker(plugins, ev.judge, experiment.judges.get(ev.judge))(models)
     pairs = len(questions) * ev.judge_depth
