@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.markup import escape
@@ -16,7 +18,71 @@ if TYPE_CHECKING:
     from vx_eval.core.config.experiment import Experiment
     from vx_eval.core.plugins import Plugins
     from vx_eval.core.report.schema import Report
+    from vx_eval.core.run.engine import Progress
+    from vx_eval.core.run.pipeline import RunOptions, RunResult
     from vx_eval.core.run.plan import Plan
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """`vx-eval run` as typed: every option of the command line, checked together (`check`) before any work."""
+
+    config: Path | None
+    docs: Path | None
+    target_spec: str | None
+    field_models: tuple[str, ...]
+    save_config: Path | None
+    questions: int
+    most_questions: int | None
+    writer: str | None
+    save_to: str | None
+    only: tuple[str, ...]
+    skip: tuple[str, ...]
+    balance: float | None
+    time_points: float | None
+    as_json: bool
+    no_save: bool
+    resume: str | None
+    executor: str | None
+    address: str | None
+    html_file: str | None
+    run_id: str | None
+    golden: str | None
+    metrics: tuple[str, ...]
+    k_values: tuple[int, ...]
+    allow_failures: bool
+    progress_file: Path | None
+    dry_run: bool
+    wide: bool
+
+    def check(self) -> None:
+        """Options that do not go together: a usage error (exit 2) naming them."""
+        if sum(given is not None for given in (self.config, self.docs, self.target_spec)) != 1:
+            raise click.UsageError("name a CONFIG, or give --docs FILE or --target ENGINE:WHERE to run with none (one)")
+        if self.config is not None and self.save_config is not None:
+            raise click.UsageError("--save-config goes with --docs or --target (a CONFIG is already a file)")
+        if self.config is not None and self.most_questions is not None:
+            raise click.UsageError("--most-questions goes with --docs or --target (a config's golden file is as it is)")
+        if self.field_models and self.target_spec is None:
+            raise click.UsageError("--model goes with --target (a config names its models itself)")
+
+    def options(self, progress: Progress, on_plan: Callable[[Plan], None] | None) -> RunOptions:
+        from vx_eval.core.run.pipeline import RunOptions
+
+        return RunOptions(
+            save_to=location(self.save_to),
+            only=self.only,
+            skip=self.skip,
+            balance=self.balance,
+            time=self.time_points,
+            save=not self.no_save,
+            progress=progress,
+            resume=self.resume,
+            executor=self.executor,
+            address=self.address,
+            run_id=self.run_id,
+            on_plan=on_plan,
+        )
 
 
 @click.command()
@@ -94,35 +160,7 @@ if TYPE_CHECKING:
     "models: requests and cost), and stop: nothing is indexed, searched or saved.",
 )
 @wide_option
-def run(
-    config: Path | None,
-    docs: Path | None,
-    target_spec: str | None,
-    field_models: tuple[str, ...],
-    save_config: Path | None,
-    questions: int,
-    most_questions: int | None,
-    writer: str | None,
-    save_to: str | None,
-    only: tuple[str, ...],
-    skip: tuple[str, ...],
-    balance: float | None,
-    time_points: float | None,
-    as_json: bool,
-    no_save: bool,
-    resume: str | None,
-    executor: str | None,
-    address: str | None,
-    html_file: str | None,
-    run_id: str | None,
-    golden: str | None,
-    metrics: tuple[str, ...],
-    k_values: tuple[int, ...],
-    allow_failures: bool,
-    progress_file: Path | None,
-    dry_run: bool,
-    wide: bool,
-) -> None:
+def run(**given: Any) -> None:
     """Index what CONFIG declares, search every setup, print the ranking and the picks, save the report.
 
     With --docs FILE and no CONFIG, nothing else is needed: the documents are indexed for every method the
@@ -133,74 +171,90 @@ def run(
     opensearch:URL/INDEX; credentials from the environment), with every method what it holds allows. The
     config it used is printed and kept (--save-config writes it where you say): run it again for the same
     numbers."""
-    from vx_eval.cli.progress import FileProgress, RichProgress
-    from vx_eval.core.config.experiment import load_config, with_overrides
     from vx_eval.core.plugins import load_plugins
-    from vx_eval.core.run.pipeline import RunOptions, run_experiment
+
+    request = RunRequest(**given)
+    request.check()
+    plugins = load_plugins()
+    made, chosen = _zero_config(request, plugins) if request.config is None else (None, None)
+    if request.dry_run and made is None and request.config is None:
+        return  # --docs/--target --dry-run: said by _zero_config
+    experiment = _experiment(request, made.path if made else request.config, plugins)
+    if request.dry_run:
+        _dry_run(experiment, plugins)
+        return
+    result = _searched(request, experiment, plugins, made, chosen)
+    _shown(request, result, experiment, plugins)
+
+
+def _zero_config(request: RunRequest, plugins: Plugins) -> tuple[AutoConfig | None, WriterChoice | None]:
+    """`--docs` / `--target`: the config filled in and its questions drafted (with `--dry-run`: only the plan)."""
+    from vx_eval.autoconfig import choose_writer, from_docs, from_target
+
+    if request.docs is not None:
+        source = from_docs(request.docs)
+    else:
+        source = from_target(str(request.target_spec), plugins, tuple(request.field_models))
+    chosen = choose_writer(request.writer)
+    if request.dry_run:
+        _dry_run_without_config(source, request.questions, chosen, request.save_to, plugins)
+        return None, chosen
+    made = _without_config(source, request.questions, chosen, request.save_to, request.save_config, plugins)
+    return made, chosen
+
+
+def _experiment(request: RunRequest, config: Path | None, plugins: Plugins) -> Experiment:
+    from vx_eval.core.config.experiment import load_config, with_overrides
+
+    if config is None:  # neither given nor filled in: `check` refuses that before any work
+        raise click.UsageError("name a CONFIG, or give --docs FILE or --target ENGINE:WHERE")
+    return with_overrides(load_config(config, plugins), location(request.golden), request.metrics, request.k_values)
+
+
+def _searched(
+    request: RunRequest,
+    experiment: Experiment,
+    plugins: Plugins,
+    made: AutoConfig | None,
+    chosen: WriterChoice | None,
+) -> RunResult:
+    """The run: once, or (documents only) in rounds that draft more while the pick is not sure."""
+    from vx_eval.cli.progress import FileProgress, RichProgress
+    from vx_eval.core.run.pipeline import run_experiment
+
+    with RichProgress(err_console()) as shown:
+        progress = FileProgress(request.progress_file, also=shown) if request.progress_file else shown
+        said_before = made is not None and made.drafted_now  # the plan was said before drafting
+        options = request.options(progress, None if said_before else shown.show_plan)
+        if made is None or chosen is None or request.golden is not None:
+            return run_experiment(experiment, plugins, options)
+        from vx_eval.core.config.experiment import load_config, with_overrides
+        from vx_eval.drafted import MOST, run_drafted
+
+        def load() -> Experiment:
+            return with_overrides(load_config(made.path, plugins), None, request.metrics, request.k_values)
+
+        def say(line: str) -> None:
+            err_console().print(f"[yellow]note:[/] {escape(line)}", highlight=False)
+
+        most = max(request.questions, request.most_questions or MOST * request.questions)
+        return run_drafted(made, chosen, load, plugins, options, most=most, say=say)
+
+
+def _shown(request: RunRequest, result: RunResult, experiment: Experiment, plugins: Plugins) -> None:
+    """The run printed (or its JSON), its page written beside its report, and the exit code it earns."""
     from vx_eval.core.stores import Stores
     from vx_eval.display import show_run
 
-    if sum(given is not None for given in (config, docs, target_spec)) != 1:
-        raise click.UsageError("name a CONFIG, or give --docs FILE or --target ENGINE:WHERE to run with none (one)")
-    if config is not None and save_config is not None:
-        raise click.UsageError("--save-config goes with --docs or --target (a CONFIG is already a file)")
-    if config is not None and most_questions is not None:
-        raise click.UsageError("--most-questions goes with --docs or --target (a config's golden file is as it is)")
-    plugins = load_plugins()
-    made = chosen = None
-    if config is None:
-        from vx_eval.autoconfig import choose_writer, from_docs, from_target
-
-        if field_models and target_spec is None:
-            raise click.UsageError("--model goes with --target (a config names its models itself)")
-        source = from_docs(docs) if docs is not None else from_target(str(target_spec), plugins, tuple(field_models))
-        chosen = choose_writer(writer)
-        if dry_run:
-            _dry_run_without_config(source, questions, chosen, save_to, plugins)
-            return
-        made = _without_config(source, questions, chosen, save_to, save_config, plugins)
-        config = made.path
-    experiment = with_overrides(load_config(config, plugins), location(golden), metrics, k_values)
-    if dry_run:
-        _dry_run(experiment, plugins)
-        return
-    with RichProgress(err_console()) as shown:
-        progress = FileProgress(progress_file, also=shown) if progress_file else shown
-        options = RunOptions(
-            save_to=location(save_to),
-            only=only,
-            skip=skip,
-            balance=balance,
-            time=time_points,
-            save=not no_save,
-            progress=progress,
-            resume=resume,
-            executor=executor,
-            address=address,
-            run_id=run_id,
-            on_plan=None if made is not None and made.drafted_now else shown.show_plan,  # said before drafting
-        )
-        if made is None or chosen is None or golden is not None:
-            result = run_experiment(experiment, plugins, options)
-        else:
-            from vx_eval.drafted import MOST, run_drafted
-
-            def load() -> Experiment:
-                return with_overrides(load_config(made.path, plugins), None, metrics, k_values)
-
-            def say(line: str) -> None:
-                err_console().print(f"[yellow]note:[/] {escape(line)}", highlight=False)
-
-            most = max(questions, most_questions or MOST * questions)
-            result = run_drafted(made, chosen, load, plugins, options, most=most, say=say)
-    if as_json:
+    if request.as_json:
         click.echo(result.report.to_json())
     else:
-        show_run(out_console(), result.report, result.location, wide=wide)
-    if not html_file and result.location and not as_json:
+        show_run(out_console(), result.report, result.location, wide=request.wide)
+    html_file = request.html_file
+    if not html_file and result.location and not request.as_json:
         html_file = beside(result.location, "page.html")  # the run's page, always kept with its report
     if html_file:
-        where = location(save_to) or experiment.config.save_to
+        where = location(request.save_to) or experiment.config.save_to
         write_page(
             Stores(plugins, options=experiment.stores), html_file, result.report, where if result.location else None
         )
@@ -210,7 +264,7 @@ def run(
             "(every search failed, or every question was skipped; the reasons are above)"
         )
         sys.exit(1)
-    _failed_searches(result.report, allow_failures)
+    _failed_searches(result.report, request.allow_failures)
 
 
 def _dry_run(experiment: Experiment, plugins: Plugins) -> None:
