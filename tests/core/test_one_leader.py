@@ -99,3 +99,27 @@ def test_a_lead_inside_the_noise_is_said_with_the_questions_that_would_settle_it
     assert sure is not None and "cannot tell a from 1 other setup (b)" in sure and "questions would tell it" in sure
     alone = ranking.rank([setup("a", [3, 3, 3, 3, 3, 3, 3, 3, 3, 3], 5), setup("c", far, 5)], SETTINGS)
     assert alone.picking.sure is None
+
+
+def test_a_run_that_is_not_sure_picks_for_balance_and_time_only_within_the_group_it_cannot_separate():
+    """A leader in doubt (a rival level with it within the noise) and a fast setup surely worse than it on
+    every question, yet within the balance points: the balance and time picks come from the group the paired
+    test cannot separate, and the run names that group's fastest member; with no paired test (permutations
+    0) the fast setup is picked as before."""
+    rng = np.random.default_rng(0)
+    leader = rng.uniform(0.5, 1.0, 40)
+    level = leader - 0.01 + np.tile([-0.1, 0.1], 20)  # a rival in the noise: differs both ways
+    worse = leader - 0.03  # surely worse (every question), yet within 4 points
+    setups = [setup("a", leader, ms=50.0), setup("b", level, ms=20.0), setup("c", worse, ms=1.0)]
+    ranked = ranking.rank(setups, SETTINGS)
+    assert ranked.picks.finds_the_most == "a"
+    assert {s.key for s in ranked.setups if s.tied_with_best} == {"a", "b"}
+    assert ranked.picks.best_for_balance == ranked.picks.best_for_time == "b"
+    sure = ranked.picking.sure or ""
+    assert "the 2 setups cannot be told apart here, the fastest of them is b" in sure
+    assert (
+        "among the 2 setups a paired test cannot tell from the leader"
+        in ranked.picking.reasons["best_for_balance"].text
+    )
+    untested = ranking.rank(setups, SETTINGS.model_copy(update={"permutations": 0}))
+    assert untested.picks.best_for_balance == untested.picks.best_for_time == "c"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -159,7 +159,10 @@ class Picker:
         top = max(r.value(self.measure, self.primary) for r in self.rows)
         return [r for r in self.rows if (top - r.value(self.measure, self.primary)) * scale <= points + EPS]
 
-    def choose(self, balance: float, time: float) -> Choice:
+    def choose(self, balance: float, time: float, among: Collection[str] | None = None) -> Choice:
+        """The three picks. `among`: where the run is not sure, the setups a paired test cannot tell from the
+        leader; the balance and time picks are made within them only (a setup surely worse than the leader is
+        never picked for being fast while the leader itself is in doubt)."""
         if not self.rows:
             return Choice(dict.fromkeys(("finds_the_most", "best_for_balance", "best_for_time")), {}, self.measure)
         top_quality = max(self.quality(r) for r in self.rows)
@@ -168,9 +171,17 @@ class Picker:
         reasons = {"finds_the_most": Reason(self._most_text(most, leaders), self.measure, None, most_ties)}
         picked: dict[str, str | None] = {"finds_the_most": most.key}
         for name, points in (("best_for_balance", balance), ("best_for_time", time)):
-            chosen, versus, ties = self.fastest(self.within(points))
+            candidates = self.within(points)
+            if among is not None:
+                candidates = [r for r in candidates if r.key in among or r is most]
+            chosen, versus, ties = self.fastest(candidates)
             picked[name] = chosen.key
-            reasons[name] = Reason(self._fast_text(chosen, points, versus, ties), self.measure, versus, ties)
+            text = self._fast_text(chosen, points, versus, ties)
+            if among is not None:
+                text += (
+                    f"; not sure: chosen among the {len(among)} setups a paired test cannot tell from the leader only"
+                )
+            reasons[name] = Reason(text, self.measure, versus, ties)
         return Choice(picked, reasons, self.measure, self.note)
 
     def _most_text(self, most: Scored, leaders: Sequence[Scored]) -> str:

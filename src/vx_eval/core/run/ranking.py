@@ -83,18 +83,29 @@ def rank(setups: Sequence[SetupResult], settings: Settings, left_out: Collection
         key=lambda s: s.rank,
     )
     tested, detectable = compare_with_best(ranked, chosen.finds_the_most, settings)
-    sure, needed = how_sure(tested, chosen.finds_the_most, set(left_out))
+    group = [s.key for s in tested if s.tied_with_best and s.key not in left_out]
+    if len(group) > 1:  # not sure: the balance and time picks come from the group the test cannot separate
+        choice = picker.choose(settings.balance_points, settings.time_points, among=set(group))
+        chosen, picking = _picks(choice)
+    sure, needed = how_sure(tested, chosen.finds_the_most, set(left_out), fastest=_fastest(picker, group))
     picking = picking.model_copy(update={"sure": sure, "questions_needed": needed})
     return Ranking(tested, chosen, picks.frontier(scored, choice.measure, settings.primary), detectable, picking)
 
 
+def _fastest(picker: picks.Picker, group: Sequence[str]) -> str | None:
+    """The cheapest setup of a group the paired test cannot separate: the fastest, time ties to quality."""
+    rows = [r for r in picker.rows if r.key in group]
+    return picker.fastest(rows)[0].key if len(rows) > 1 else None
+
+
 def how_sure(
-    setups: Sequence[SetupResult], best: str | None, left_out: Collection[str]
+    setups: Sequence[SetupResult], best: str | None, left_out: Collection[str], fastest: str | None = None
 ) -> tuple[str | None, int | None]:
     """When the paired tests cannot tell the leader from the setup ranked next, in words: which setups are
-    level with it within the noise and, where the two differ at all, about how many questions would tell the
-    leader from the next at the difference seen (the detectable difference shrinks with the square root of
-    the questions); and that number. (None, None) when the leader is surely ahead."""
+    level with it within the noise (and `fastest`, the group's cheapest member) and, where the two differ at
+    all, about how many questions would tell the leader from the next at the difference seen (the
+    detectable difference shrinks with the square root of the questions); and that number. (None, None)
+    when the leader is surely ahead."""
     level = [s for s in setups if s.tied_with_best and s.key != best and s.key not in left_out]
     if best is None or not level:
         return None, None
@@ -118,7 +129,13 @@ def how_sure(
         text += f"; about {needed} questions would tell it from {runner.key} at the difference seen ({gap:.3f})"
     elif n and np.allclose(a, b, equal_nan=True):
         text += f"; {runner.key} scores the same on every question"
-    return text + ". The pick leads on these questions, not surely.", needed
+    text += ". The pick leads on these questions, not surely"
+    if fastest is not None:
+        text += (
+            f"; the {len(level) + 1} setups cannot be told apart here, the fastest of them is {fastest}, and the "
+            "balance and time picks are made among them only"
+        )
+    return text + ".", needed
 
 
 def compare_with_best(
