@@ -73,7 +73,8 @@ def test_a_run_with_the_chat_judge_reports_unreadable_answers_and_never_grades_w
     typed = run_experiment(load_config(config, plugins), plugins, RunOptions(save=False)).report
     report = typed.model_dump(mode="json")
     judge = report["judge"]
-    assert judge["judge"] == "chat" and judge["model"] == MODEL and "0, 1, 2 or 3" in judge["rubric"]
+    assert judge["judge"] == "chat" and judge["model"] == MODEL and "##final score" in judge["rubric"]
+    assert judge["details"]["rubric_name"] == "umbrela"
     assert judge["pairs"] == judge["asked"] > 0
     assert judge["grades_from"]["judge"] + judge["unparsable"] >= judge["pairs"] - judge["grades_from"]["human"]
     from vx_eval.html.render import render_page
@@ -188,3 +189,27 @@ def test_the_local_writer_drafts_offline_and_every_row_passes_the_checks(tmp_pat
 
     written = parse_golden(out.read_bytes(), str(out))  # a valid golden file, every row counted as a draft
     assert written.drafts == 4 and written.labelled == 4
+
+
+def test_the_chat_judge_grades_by_umbrela_unless_told_plain_and_reads_its_final_score_line():
+    """UMBRELA's steps and final-score line by default; the plain rubric on asking; a grade is read from one
+    digit alone or exactly one ``##final score: N`` line, never from an answer that gives two."""
+    from vx_eval.plugins.judges.chat import PLAIN, UMBRELA, JudgeOptions
+
+    default = ChatJudge(JudgeOptions(url="http://127.0.0.1:9/v1", model="m"))
+    plain = ChatJudge(JudgeOptions(url="http://127.0.0.1:9/v1", model="m", rubric="plain"))
+    assert default.describe()["rubric_name"] == "umbrela" and default.describe()["rubric"] == UMBRELA
+    assert plain.describe()["rubric"] == PLAIN and plain.fingerprint() != default.fingerprint()
+    assert "##final score: N" in UMBRELA and "(M)" in UMBRELA and "(T)" in UMBRELA
+    assert [read_grade(a) for a in ("##final score: 2", "M: 2\nT: 1\n##final score: 3", "## Final Score: 0")] == [
+        2,
+        3,
+        0,
+    ]
+    assert [
+        read_grade(a) for a in ("##final score: 4", "##final score: 2\n##final score: 3", "##final score: 2.5")
+    ] == [
+        None,
+        None,
+        None,
+    ]
