@@ -52,6 +52,14 @@ def test_each_check_names_what_is_wrong():
     elsewhere = Draft("What is the best way to prepare for a wedding?", [])
     assert any("shares no word" in r for r in reasons(elsewhere))
     assert check(Draft("Is there an ATM fee abroad?", []), [DEFERMENT], [], "fact") != []
+    vague = Draft("Can they defer the loan payments after the disaster?", ["defer loan payments for up to 90 days"])
+    assert any('needs its passage to make sense: "they" names nothing' in r for r in reasons(vague))
+    named = Draft("Can FEMA customers defer loan payments?", ["defer loan payments for up to 90 days"])
+    assert not any("needs its passage" in r for r in reasons(named))
+    generic = Draft("2024 loan report", ["defer loan payments for up to 90 days"])
+    assert not any("needs its passage" in r for r in reasons(generic, kind="keyword"))  # "loan" is specific
+    bare = Draft("1991 album", [])
+    assert any("names nothing that one passage would hold" in r for r in reasons(bare, kind="keyword"))
 
 
 def test_a_draft_naming_its_source_or_borrowing_the_prompts_example_is_refused():
@@ -287,3 +295,52 @@ def test_every_draft_tried_moves_the_progress_not_only_the_accepted_ones(project
     rows, summary = draft_rows(plugins, [("docs", docs)], "keywords", None, models, 3, progress=Counting())
     assert moved["Writing (keywords) · drafts tried"] == summary.tries >= len(rows)
     assert moved["Writing (keywords)"] == len(rows)
+
+
+def test_the_mix_asked_for_is_the_mix_written_when_one_kind_fails_more():
+    """Half keyword queries asked for: keyword drafts that fail on some passages are asked again on others
+    while the facts, which pass at once, stop at their half (a run once wrote 4 keyword queries of 18)."""
+    from vx_eval.llm.drafting import KINDS
+
+    topics = [
+        ("garden", "tomatoes"),
+        ("kitchen", "sourdough"),
+        ("workshop", "chisels"),
+        ("harbour", "sailboats"),
+        ("orchard", "apricots"),
+        ("studio", "pottery"),
+        ("library", "manuscripts"),
+        ("stable", "ponies"),
+        ("apiary", "honeybees"),
+        ("vineyard", "grapevines"),
+    ]
+    units = [
+        Unit(
+            f"u{i}",
+            "",
+            f"Our {place} guide explains how {thing} do best in spring. Check the {thing} twice a week and keep "
+            f"everything around them tidy. Most {thing} need six hours of light and a little care every month "
+            "to stay healthy.",
+        )
+        for i, (place, thing) in enumerate(topics)
+    ]
+
+    class Writer:
+        def fingerprint(self):
+            return "mix"
+
+        def complete(self, messages, max_tokens):
+            if "standalone" in messages[0]["content"]:
+                return "standalone=5 clear=5 answered=5"
+            place, thing = next((p, t) for p, t in topics if t in messages[-1]["content"])
+            if KINDS["keyword"] in messages[0]["content"]:
+                if thing in ("tomatoes", "sourdough", "chisels", "sailboats"):  # these never pass as keywords
+                    return f"QUESTION: What is the single best way to look after {thing} in every season?"
+                return f"QUESTION: {thing} {place} care"
+            return f"QUESTION: How often should {thing} get checked in a {place}?"
+
+    outcome = write_questions(
+        units, Writer(), model_critic(Writer()), WriteSettings(n=4, mix={"fact": 0.5, "keyword": 0.5}, attempts=0)
+    )
+    kinds = sorted(row.metadata["kind"] for row in outcome.rows)
+    assert kinds == ["fact", "fact", "keyword", "keyword"], [r.question for r in outcome.rows]

@@ -1,8 +1,9 @@
 """The deterministic checks every drafted question passes before a critic reads it, and the text helpers
-they share: it must not point at "the passage", copy a run of its words, name what the source does not,
-name its source's title, borrow the prompt's example, quote evidence the passage lacks, have the wrong
-length for its kind, repeat itself, stray off the passage, or nearly repeat another question. Also what no
-question can come from (`unusable`) and how a model's answer is read (`parse_draft`)."""
+they share: it must not point at "the passage" or lean on it ("the series", "he", with nothing named), copy
+a run of its words, name what the source does not, name its source's title, borrow the prompt's example,
+quote evidence the passage lacks, have the wrong length for its kind, repeat itself, stray off the passage,
+or nearly repeat another question. Also what no question can come from (`unusable`) and how a model's answer
+is read (`parse_draft`)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,16 @@ POINTING = re.compile(
     re.IGNORECASE,
 )
 WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'’-]*")
+REFERENTS = frozenset(
+    "series album film movie book novel song band company organisation organization team show character author "
+    "writer director player game city town country event war study paper product person man woman group "
+    "episode season building school university station river artist singer club league party village region "
+    "species programme program project device drug treatment patient patients trial report".split()
+)
+"""Nouns a question may lean on as "the series", "this study": they name nothing unless the question also
+names what they are."""
+LEANING = re.compile(r"\b(?:the|this|that|these|those)\s+(" + "|".join(sorted(REFERENTS)) + r")\b", re.IGNORECASE)
+PERSONAL = re.compile(r"\b(he|she|him|his|her|hers|they|them|their)\b", re.IGNORECASE)
 MIN_WORDS = 25
 COPY_RUN = 6
 NEAR_DUPLICATE = 0.7
@@ -191,6 +202,24 @@ def copied_example(question: str, passages: Sequence[str]) -> str | None:
     return None
 
 
+def leans_on_its_passage(question: str, kind: str) -> str | None:
+    """Why the question needs its passage to make sense, or None: it says "the series" or "he" and names
+    nothing (no name, no number) a reader of the question alone would know; a keyword query of nothing but
+    such nouns and numbers ("1991 album") finds no one passage."""
+    named = any(w[:1].isupper() for w in WORD.findall(question)[1:]) or any(c.isdigit() for c in question)
+    if kind == "keyword":
+        specific = [w for w in content_words(question) if w not in REFERENTS and not w.isdigit()]
+        if not specific:
+            return f'"{question.strip()}" names nothing that one passage would hold; add what it is about'
+        return None
+    if named:
+        return None
+    leaning = LEANING.search(question) or PERSONAL.search(question)
+    if leaning:
+        return f'"{leaning[0]}" names nothing a reader of the question alone would know; say who or what it is'
+    return None
+
+
 def check(
     draft: Draft,
     passages: Sequence[str],
@@ -207,6 +236,8 @@ def check(
         failed.append(("copies the prompt's example", f'it borrows from the example "{example}"; ask about this'))
     if POINTING.search(draft.question):
         failed.append(("points at the passage", "it points at the passage; ask as if the reader has never seen it"))
+    elif leaning := leans_on_its_passage(draft.question, kind):
+        failed.append(("needs its passage", f"it needs its passage to make sense: {leaning}"))
     source = "\n".join(passages)
     run = longest_shared_run(draft.question, source)
     if run >= COPY_RUN:

@@ -11,10 +11,10 @@ then dropped: nothing is accepted unjudged.
 
 from __future__ import annotations
 
-import itertools
 import math
 import random
 import re
+from collections import Counter, deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -284,10 +284,11 @@ def write_questions(
     accepted: list[str] = []
     shown = list(EXAMPLE_QUESTIONS)  # a copied example is a near duplicate too
     waiting = _slots(usable, kinds_for(len(usable), settings.mix, settings.seed))
+    queue = _Waiting(waiting, Counter(kinds_for(settings.n, settings.mix, settings.seed)))
     width = width_of(writer)
     open_: list[_Slot] = []
     while len(outcome.rows) < settings.n:
-        open_ += list(itertools.islice(waiting, max(0, width - len(open_))))
+        open_ += queue.take(open_, width, outcome.rows, settings.n)
         if not open_:
             break
         answers = _drafts(writer, open_, settings.max_tokens)
@@ -317,6 +318,33 @@ def write_questions(
                 done.append(slot)
         open_ = [slot for slot in open_ if slot not in done]
     return outcome
+
+
+class _Waiting:
+    """The passages not asked yet, in their sampled order, handed out so that the mix asked for is the mix
+    written: a passage of a kind whose share is accepted or being asked already is set aside, and asked only
+    once no passage of a kind still short is left (a kind the model cannot write does not leave the rest
+    short)."""
+
+    def __init__(self, slots: Iterator[_Slot], quota: Counter[str]) -> None:
+        self.slots, self.quota, self.aside = slots, quota, deque[_Slot]()
+
+    def take(self, open_: Sequence[_Slot], width: int, rows: Sequence[GoldenRow], n: int) -> list[_Slot]:
+        busy = Counter(slot.kind for slot in open_)
+        busy.update(str(row.metadata.get("kind")) for row in rows)
+        more: list[_Slot] = []
+        while len(open_) + len(more) < width:
+            slot = next(self.slots, None)
+            if slot is None:
+                break
+            if busy[slot.kind] < self.quota[slot.kind]:
+                more.append(slot)
+                busy[slot.kind] += 1
+            else:
+                self.aside.append(slot)
+        while self.aside and len(open_) + len(more) < width and len(rows) + len(open_) + len(more) < n:
+            more.append(self.aside.popleft())  # every kind still short has run out of passages
+        return more
 
 
 def _drafts(writer: ChatModel, slots: Sequence[_Slot], most: int) -> list[str]:
