@@ -20,7 +20,8 @@ may pick from (by its DCG@10, and by its nDCG@10 on the judge's grades), how ste
 is (tau between the orders two random halves of the human questions give, the mean of 50 splits: a ceiling
 for any tau against it), how many pairs of setups people's questions tell apart (paired t-test, p < 0.05)
 and how many of those the zero-configuration run orders the same way, whether its `finds_the_most` is the
-human run's best (or tied with it under the human run's paired test), whether the run said it is not sure,
+human run's best (or tied with it under the human run's paired test), whether all three picks are among the
+setups people's judgements cannot tell from their best, whether the run said it is not sure,
 the judge's kappa, and the wall times.
 
     python benchmarks/zero_config_validity.py [--collections scifact,msmarco-dl19-5k,vaswani] [--writer local]
@@ -212,6 +213,9 @@ def one(name: str, args: argparse.Namespace, plugins) -> dict[str, object]:
         "human_best": best,
         "same_pick": pick == best,
         "pick_tied_with_human_best": bool(pick and human.setup(pick).tied_with_best),
+        "balance_pick": zero.picks.best_for_balance,
+        "time_pick": zero.picks.best_for_time,
+        "picks_inside_people_group": inside_people_group(zero, human),
         "sure": zero.picking.sure if zero.picking else None,
         "says_not_sure": bool(zero.picking and (zero.picking.sure or (noise is not None and not noise.sure))),
         "under_the_judge": zero.picking.judge_sure if zero.picking else None,
@@ -224,6 +228,17 @@ def one(name: str, args: argparse.Namespace, plugins) -> dict[str, object]:
         "order_by_judge": [k for _, k in sorted(zip(by_judge, keys, strict=True), reverse=True)],
         "order_by_people": [k for _, k in sorted(zip(by_people, keys, strict=True), reverse=True)],
     }
+
+
+def inside_people_group(zero, human) -> bool | None:
+    """Whether every pick of the zero-configuration run is one of the setups people's judgements cannot tell
+    from their best (the human run's best, or tied with it under its paired test); None where a pick is a
+    setup the human run does not compare (a circular one)."""
+    chosen = [k for k in (zero.picks.finds_the_most, zero.picks.best_for_balance, zero.picks.best_for_time) if k]
+    if any(k not in human.by_key for k in chosen):
+        return None
+    group = {s.key for s in human.setups if s.tied_with_best} | {human.picks.finds_the_most}
+    return all(k in group for k in chosen)
 
 
 def split_half(keys: list[str], per_question: dict[str, np.ndarray], seed: int, splits: int = 50) -> float:
@@ -276,7 +291,7 @@ def main() -> None:
         print(json.dumps(result, indent=1), flush=True)
     print(
         "\ncollection       drafts setups  tau   tau(ndcg) human halves  separated  same pick  tied   "
-        "says not sure  judge kappa  judge tau  zero-config wall"
+        "says not sure  picks in people's group  judge kappa  judge tau  zero-config wall"
     )
     for r in results:
         kappa = r["judge_kappa_quadratic"]
@@ -285,6 +300,7 @@ def main() -> None:
             f"{r['collection']:<16} {r['drafted']:>6} {r['setups']:>6}  {r['tau']:+.2f}  {r['tau_ndcg']:+.2f}     "
             f"{r['human_split_half_tau']:+.2f}        {r['of_those_ordered_the_same']}/{r['pairs_people_separate']:<7} "
             f"{r['same_pick']!s:<9}  {r['pick_tied_with_human_best']!s:<5}  {r['says_not_sure']!s:<13} "
+            f"{r['picks_inside_people_group']!s:<21} "
             f"{kappa if kappa is None else f'{kappa:.2f}':>11}  {jtau if jtau is None else f'{jtau:+.2f}':>9}  "
             f"{r['zero_config_wall_s'] / 60:.1f} min"
         )

@@ -9,7 +9,7 @@ from vx_eval.core.measures import metrics
 
 if TYPE_CHECKING:
     from vx_eval.core.report.schema import Report
-    from vx_eval.core.report.views import JudgeInfo
+    from vx_eval.core.report.views import Gullibility, JudgeInfo
     from vx_eval.core.run.plan import Plan
 
 SHARES = ("found", "hit", "recall", "p", "judged")
@@ -187,7 +187,22 @@ def sources_note(report: Report) -> str | None:
                 else f"{who}, which agreed with people at {kappa} on {agreed.golden} when `vx-eval judge check` "
                 f"measured it ({agreed.checked_at[:10]})"
             )
+            fooled = gullibility_line(agreed.gullibility)
+            if fooled:
+                said.append(fooled)
     return "; ".join(said) + "." if said else None
+
+
+def gullibility_line(found: Gullibility | None) -> str | None:
+    """How easily the judge was fooled by stuffed passages, in the words of the terminal and the page."""
+    if found is None or found.share is None:
+        return None
+    return (
+        f"stuffed with the question's words and an instruction to rate it relevant, {found.raised} of "
+        f"{found.pairs} unrelated passages it had graded below 2 were graded 2 or more ({found.share:.0%}: "
+        + ("it can be fooled; prefer grades from people where a setup could profit" if found.raised else "not fooled")
+        + ")"
+    )
 
 
 def corpus_note(report: Report) -> str | None:

@@ -11,7 +11,7 @@ from rich.table import Table
 
 from vx_eval.core.errors import brief
 from vx_eval.display import Justify
-from vx_eval.format import fmt_ms, judge_line
+from vx_eval.format import fmt_ms, gullibility_line, judge_line
 
 if TYPE_CHECKING:
     from vx_eval.core.judging.check import JudgeCheck
@@ -191,6 +191,9 @@ def show_judge_check(console: Console, result: JudgeCheck) -> None:
             ),
             highlight=False,
         )
+    fooled = gullibility_line(result.gullibility)
+    if fooled:
+        console.print(f"Gullibility: {fooled[0].upper()}{fooled[1:]}.", highlight=False)
     if order.tau is None:
         console.print("One setup only: no order to compare.", highlight=False)
         return

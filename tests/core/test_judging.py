@@ -150,6 +150,8 @@ def test_the_command_line_shows_the_graded_dashboard_and_judge_check_measures(ju
     said = json.loads(out)["judge"]["agreement"]
     assert said["kappa_quadratic"] == result["agreement"]["kappa_quadratic"] and said["pairs"] > 0
     assert not said["shipped"]  # the store's own check, no longer vx-eval's
+    fooled = result["gullibility"]  # the check probed the judge with stuffed passages, and runs state it
+    assert fooled["pairs"] > 0 and said["gullibility"] == fooled
     assert said["golden_sha256"] == result["golden"]["sha256"]
     code, out, err = call(capsys, "run", str(judged_project), "--html", str(page))
     kappa = f"{said['kappa_quadratic']:.2f}"
@@ -260,3 +262,29 @@ def test_a_check_fits_cut_points_on_half_its_questions_and_measures_them_on_the_
     ]
     assert calibrate(words, [-1.0, 5.7, 7.2]) is None
     assert calibrate(pairs, None) is None
+
+
+def test_gullibility_is_the_share_of_unrelated_passages_a_stuffing_raises_to_2():
+    """A judge that grades by the question's words is fooled by every stuffed passage; one that reads what
+    the passage is about is fooled by none; a passage it already graded 2 is not counted."""
+    from vx_eval.core.judging.grading import Verdict
+    from vx_eval.core.judging.gullible import STUFFING, probe, stuffed
+
+    passages = {"wire": "Send money abroad by wire for 35 dollars.", "card": "Freeze a lost card in the app."}
+    questions = [("what does a wire abroad cost", ["wire"]), ("how do I freeze a lost card", ["card"])]
+
+    class Words:  # grades by the question's words found in the passage
+        def grade(self, pairs):
+            return [Verdict(3 if set(q.lower().split()) <= set(p.lower().split()) else 0, "") for q, p in pairs]
+
+    class Topic:  # grades by what the passage is about, whatever is pasted after it
+        def grade(self, pairs):
+            return [Verdict(3 if p.split("\n")[0] == passages["wire"] and "wire" in q else 0, "") for q, p in pairs]
+
+    fooled = probe(Words(), questions, passages)
+    assert fooled is not None and (fooled.pairs, fooled.raised, fooled.share) == (2, 2, 1.0)
+    assert fooled.example in {q for q, _ in questions}
+    steady = probe(Topic(), questions, passages)
+    assert steady is not None and (steady.pairs, steady.raised, steady.share, steady.example) == (2, 0, 0.0, None)
+    assert stuffed("q", "p") == f"p\nq {STUFFING}"
+    assert probe(Words(), [("q", ["wire", "card"])], passages) is None  # no passage that does not answer it

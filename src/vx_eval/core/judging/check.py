@@ -18,11 +18,13 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel, Field
 
 from vx_eval.core.judging.grading import GRADES
+from vx_eval.core.judging.gullible import probe
 from vx_eval.core.report.schema import GoldenInfo
-from vx_eval.core.report.views import JudgeInfo, MeasuredAgreement
+from vx_eval.core.report.views import Gullibility, JudgeInfo, MeasuredAgreement
 
 if TYPE_CHECKING:
     from vx_eval.core.config.experiment import Experiment
+    from vx_eval.core.golden.files import Question
     from vx_eval.core.plugins import Plugins
     from vx_eval.core.run.engine import Progress
     from vx_eval.core.run.plan import Plan
@@ -82,6 +84,8 @@ class JudgeCheck(BaseModel):
     order: Order
     calibration: Calibration | None = None
     """Where the judge cuts a score into grades and every grade has pairs: cut points fitted from this check."""
+    gullibility: Gullibility | None = None
+    """How easily stuffed passages fooled it (`core.judging.gullible`; None where the config has no corpus)."""
 
 
 def midpoints(human: Sequence[int], scores: Sequence[float]) -> list[float] | None:
@@ -215,7 +219,9 @@ def check_judge(
         dcg_judge.append(float(np.mean(dcg.compute(metrics.Batch.of(rows_j)))))
     tau, p = same_order(dcg_human, dcg_judge)
     ordered = sorted(zip(keys, dcg_human, dcg_judge, strict=True), key=lambda t: -t[1])
+    gullibility = _gullibility(checked, plugins, name, golden.questions)
     return JudgeCheck(
+        gullibility=gullibility,
         judge=graded.model_copy(update={"verdicts": None}),
         golden=report.golden,
         agreement=agreement(human, judged).model_copy(update={"assumed_zero": assumed}),
@@ -223,6 +229,24 @@ def check_judge(
         order=Order(setups=[SetupOrder(key=k, dcg_human=h, dcg_judge=j) for k, h, j in ordered], tau=tau, p=p),
         calibration=calibrate(listed, graded.cut_points),
     )
+
+
+def _gullibility(
+    experiment: Experiment, plugins: Plugins, name: str, questions: Sequence[Question]
+) -> Gullibility | None:
+    """The judge probed with stuffed passages from the config's corpus (None where it declares none)."""
+    from vx_eval.core.judging.grading import judge_maker
+    from vx_eval.core.run.targets import run_corpus, run_models
+    from vx_eval.core.run.units import document_of
+    from vx_eval.core.stores import Stores
+
+    corpus = run_corpus(experiment, Stores(plugins, options=experiment.stores))
+    if corpus is None:
+        return None
+    passages = {doc.id: f"{doc.title}\n{doc.text}" if doc.title else doc.text for doc in corpus}
+    judge = judge_maker(plugins, name, experiment.judges.get(name))(run_models(experiment, plugins))
+    asked = [(q.question, [document_of(u) for u in q.expected]) for q in questions]
+    return probe(judge, asked, passages, seed=experiment.config.evaluation.seed)
 
 
 CHECKS = "judge-checks"
@@ -260,6 +284,7 @@ def agreement_of(check: JudgeCheck) -> MeasuredAgreement:
         golden_sha256=check.golden.sha256,
         checked_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         confusion=check.agreement.confusion,
+        gullibility=check.gullibility,
     )
 
 

@@ -180,6 +180,19 @@ class GradesFrom(Frozen):
     judge: int = 0
 
 
+class Gullibility(Frozen):
+    """How easily the judge is fooled (`core.judging.gullible`): unrelated passages it graded below 2, graded
+    again with the question's words and an instruction to rate it relevant pasted in."""
+
+    pairs: int = 0
+    """Unrelated passages the judge graded below 2 as they were."""
+    raised: int = 0
+    """Of those, how many it graded 2 or more once stuffed."""
+    share: float | None = None
+    example: str | None = None
+    """One question whose unrelated passage it was fooled on (where one was)."""
+
+
 class MeasuredAgreement(Frozen):
     """How far this judge (the same plugin, model, rubric and cut points) agreed with people when
     `vx-eval judge check` last measured it, on a golden file with human grades."""
@@ -200,6 +213,8 @@ class MeasuredAgreement(Frozen):
     shipped: bool = False
     """True where no check was run in this store and this is vx-eval's own check of the same judge, shipped
     with the package (measured on TREC DL 2019, not on the user's data)."""
+    gullibility: Gullibility | None = None
+    """How easily the same check fooled it with stuffed passages (None: not probed)."""
 
 
 class JudgeNoise(Frozen):
