@@ -4,9 +4,12 @@ grows past it is split along its data flow before it lands."""
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import vx_eval
+
+from .conftest import REPO
 
 LIMIT = 500
 
@@ -46,3 +49,20 @@ def test_under_three_percent_of_the_cores_parameters_are_any_or_untyped():
     total, anys = module.counts()
     assert total["all"] > 1000  # the script found the core
     assert anys["all"] / total["all"] < 0.03, f"{anys['all']} of {total['all']} parameters: python scripts/any_share.py"
+
+
+def test_no_two_modules_import_each_other_even_inside_a_function():
+    """The import graph of the package, every import that runs (at a module's top or inside a function;
+    those under TYPE_CHECKING never run), has no cycle: no room needs an import hidden in a function to
+    load at all (`python scripts/imports.py` prints the graph's size and the imports inside functions)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("imports", REPO / "scripts" / "imports.py")
+    assert spec is not None and spec.loader is not None
+    imports = importlib.util.module_from_spec(spec)
+    sys.modules["imports"] = imports  # its dataclasses read their own module
+    spec.loader.exec_module(imports)
+    graph, _ = imports.read()
+    assert len(graph) > 150 and sum(map(len, graph.values())) > 500  # the whole package was read
+    assert imports.cycle(graph) is None, " -> ".join(imports.cycle(graph))
+    assert imports.cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) is not None  # a cycle is found where there is one

@@ -12,7 +12,8 @@ import numpy as np
 
 from vx_eval.core.errors import MetricError, quoted
 from vx_eval.core.measures.batch import Batch, in_order, powers
-from vx_eval.core.measures.metrics import Cutoff, _count, _filled, _safe_div, average_precision, bpref, register
+from vx_eval.core.measures.registry import Cutoff, register
+from vx_eval.core.measures.standard import average_precision, bpref, filled_places, relevant_within, safe_div
 
 IPREC_LEVELS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
 """trec_eval's recall levels for iprec_at_recall when none are named (its standard 11-point graph)."""
@@ -34,7 +35,7 @@ def interpolated_precision(batch: Batch, k: Cutoff, level: float) -> np.ndarray:
     if width == 0:
         return np.zeros(len(batch.n_rel))
     ranks = np.arange(1, width + 1)[None, :]
-    inside = _filled(batch, None)
+    inside = filled_places(batch, None)
     precision = np.where(inside, batch.rel_cum / ranks, -np.inf)
     best_from = np.maximum.accumulate(precision[:, ::-1], axis=1)[:, ::-1]  # the best at this rank or below
     found = (batch.rel & inside).sum(axis=1)
@@ -49,21 +50,21 @@ def interpolated_precision(batch: Batch, k: Cutoff, level: float) -> np.ndarray:
 
 def _retrieved(batch: Batch) -> tuple[np.ndarray, np.ndarray]:
     """Each question's results and relevant results retrieved (its whole list)."""
-    return batch.length.astype(float), _count(batch, None).astype(float)
+    return batch.length.astype(float), relevant_within(batch, None).astype(float)
 
 
 @register("set_p", cutoff="none", trec=("set_p",))
 def set_precision(batch: Batch, k: Cutoff) -> np.ndarray:
     """Precision over the whole list: relevant retrieved / retrieved (trec_eval set_P)."""
     ret, rel_ret = _retrieved(batch)
-    return _safe_div(rel_ret, ret)
+    return safe_div(rel_ret, ret)
 
 
 @register("set_recall", cutoff="none", trec=("set_recall",))
 def set_recall(batch: Batch, k: Cutoff) -> np.ndarray:
     """Recall over the whole list: relevant retrieved / relevant (trec_eval set_recall)."""
     _, rel_ret = _retrieved(batch)
-    return _safe_div(rel_ret, batch.n_rel.astype(float))
+    return safe_div(rel_ret, batch.n_rel.astype(float))
 
 
 @register("set_relative_p", cutoff="none", trec=("set_relative_p",))
@@ -71,29 +72,29 @@ def set_relative_precision(batch: Batch, k: Cutoff) -> np.ndarray:
     """Set precision over the best it could be for a list this long: relevant retrieved / min(retrieved, R)
     (trec_eval set_relative_P)."""
     ret, rel_ret = _retrieved(batch)
-    return _safe_div(rel_ret, np.minimum(ret, batch.n_rel)) * ((ret > 0) & (batch.n_rel > 0))
+    return safe_div(rel_ret, np.minimum(ret, batch.n_rel)) * ((ret > 0) & (batch.n_rel > 0))
 
 
 @register("set_map", cutoff="none", trec=("set_map",))
 def set_map(batch: Batch, k: Cutoff) -> np.ndarray:
     """Unranked average precision: set precision x set recall (trec_eval set_map)."""
     ret, rel_ret = _retrieved(batch)
-    return _safe_div(rel_ret * rel_ret, ret * batch.n_rel)
+    return safe_div(rel_ret * rel_ret, ret * batch.n_rel)
 
 
 @register("set_f", cutoff="none", trec=("set_f",))
 def set_f(batch: Batch, k: Cutoff) -> np.ndarray:
     """The harmonic mean of set precision and set recall, 2PR / (P + R) (trec_eval set_F, beta 1)."""
     ret, rel_ret = _retrieved(batch)
-    p, r = _safe_div(rel_ret, ret), _safe_div(rel_ret, batch.n_rel.astype(float))
-    return np.where(rel_ret > 0, _safe_div(2 * p * r, p + r), 0.0)
+    p, r = safe_div(rel_ret, ret), safe_div(rel_ret, batch.n_rel.astype(float))
+    return np.where(rel_ret > 0, safe_div(2 * p * r, p + r), 0.0)
 
 
 @register("relative_p", cutoff="required", trec=("relative_p",))
 def relative_precision(batch: Batch, k: Cutoff) -> np.ndarray:
     """Relevant in the first k over the most there could be, min(k, R) (trec_eval relative_P)."""
     assert k is not None  # a cut-off is required
-    return _safe_div(_count(batch, k), np.minimum(k, batch.n_rel))
+    return safe_div(relevant_within(batch, k), np.minimum(k, batch.n_rel))
 
 
 @register("gm_bpref", cutoff="none", trec=("gm_bpref",), average="geometric")
@@ -137,14 +138,14 @@ def r_precision_multiple(batch: Batch, k: Cutoff, m: float) -> np.ndarray:
     """Precision at m x R results (R: the question's relevant units; m x R + 0.9 cut to a whole number, as
     trec_eval's Rprec_mult computes it); 0 where that is no result at all."""
     cut = np.floor(m * batch.n_rel + 0.9).astype(int)
-    return _safe_div(_count(batch, cut), cut)
+    return safe_div(relevant_within(batch, cut), cut)
 
 
 @register("unj", cutoff="required", trec=("unj",))
 def unjudged(batch: Batch, k: Cutoff) -> np.ndarray:
     """The share of the first k places that hold an unjudged result, over k (a list shorter than k counts
     its missing places as judged: trec_eval unj)."""
-    result: np.ndarray = (_filled(batch, k) & ~batch.judged).sum(axis=1) / np.asarray(k, dtype=float)
+    result: np.ndarray = (filled_places(batch, k) & ~batch.judged).sum(axis=1) / np.asarray(k, dtype=float)
     return result
 
 
@@ -174,7 +175,7 @@ def utility(batch: Batch, k: Cutoff, weights: tuple[float, ...] = (1.0, -1.0, 0.
 @register("num_nonrel_judged_ret", cutoff="none", trec=("num_nonrel_judged_ret",), average="sum")
 def nonrelevant_judged_retrieved(batch: Batch, k: Cutoff) -> np.ndarray:
     """Judged non-relevant results retrieved, a count; summed over the questions (trec_eval's)."""
-    result: np.ndarray = (_filled(batch, None) & batch.judged & ~batch.rel).sum(axis=1).astype(float)
+    result: np.ndarray = (filled_places(batch, None) & batch.judged & ~batch.rel).sum(axis=1).astype(float)
     return result
 
 
@@ -182,10 +183,10 @@ def nonrelevant_judged_retrieved(batch: Batch, k: Cutoff) -> np.ndarray:
 def binary_g(batch: Batch, k: Cutoff) -> np.ndarray:
     """trec_eval's binG: over the relevant units, 1 / log2(2 + the non-relevant results ranked above each one
     found), summed and divided by R; 0 when none is found."""
-    found = batch.rel & _filled(batch, None)
+    found = batch.rel & filled_places(batch, None)
     nonrel_above = np.arange(1, batch.grade.shape[1] + 1)[None, :] - batch.rel_cum
     terms = np.where(found, 1.0 / np.log2(2.0 + nonrel_above), 0.0)
-    return _safe_div(in_order(terms), batch.n_rel.astype(float))
+    return safe_div(in_order(terms), batch.n_rel.astype(float))
 
 
 @register("rbp_trec", cutoff="none", param=("p", 0.9))
@@ -195,7 +196,7 @@ def rbp_trec(batch: Batch, k: Cutoff, p: float) -> np.ndarray:
     gains into [0, 1]); an unjudged result gains nothing. ``vx-eval eval --trec-format -m rbp`` gives this."""
     top = batch.ideal[:, 0] if batch.ideal.shape[1] else np.zeros(len(batch.n_rel))
     scale = np.where(top > 1, top, 1.0)
-    gains = np.where(_filled(batch, None), batch.grade, 0.0) / scale[:, None]
+    gains = np.where(filled_places(batch, None), batch.grade, 0.0) / scale[:, None]
     return (1 - p) * in_order(gains * powers(p, batch.grade.shape[1])[None, :])
 
 
@@ -203,7 +204,7 @@ def rbp_trec(batch: Batch, k: Cutoff, p: float) -> np.ndarray:
 def rbp_trec_residual(batch: Batch, k: Cutoff, p: float) -> np.ndarray:
     """trec_eval's rbp_resid: where the list holds an unjudged result, p^n (n results) plus (1 - p) times the
     sum of p^(r-1) over the unjudged results' ranks r; 0 where every result is judged."""
-    unjudged = _filled(batch, None) & ~batch.judged
+    unjudged = filled_places(batch, None) & ~batch.judged
     weights = powers(p, batch.grade.shape[1] + 1)
     value = weights[batch.length] + (1 - p) * in_order(weights[None, :-1] * unjudged)
     return np.where(unjudged.any(axis=1), value, 0.0)
@@ -215,7 +216,7 @@ def _walks(batch: Batch) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray
     longer than the longer of the two, and what a gain is divided by at each place, log2(place + 2)."""
     width = max(batch.grade.shape[1], batch.ideal.shape[1]) + 1
     got = np.zeros((len(batch.n_rel), width))
-    got[:, : batch.grade.shape[1]] = np.where(_filled(batch, None) & batch.judged, batch.grade, 0.0)
+    got[:, : batch.grade.shape[1]] = np.where(filled_places(batch, None) & batch.judged, batch.grade, 0.0)
     ideal = np.zeros_like(got)
     ideal[:, : batch.ideal.shape[1]] = np.maximum(batch.ideal, 0.0)
     return got, ideal, np.log2(np.arange(width) + 2.0), (ideal > 0).sum(axis=1)
@@ -265,7 +266,7 @@ def _gained(batch: Batch, k: Cutoff, gains: dict[int, float] | None) -> tuple[np
     value; a gain may be 0 or below, lowering the DCG); the ideal list holds every judged unit's gain above
     0, best first."""
     table = gains or {}
-    judged = _filled(batch, None) & batch.judged
+    judged = filled_places(batch, None) & batch.judged
     got = np.where(judged, np.vectorize(lambda g: table.get(int(g), g), otypes=[float])(batch.grade), 0.0)
     rows = []
     for counts in _level_counts(batch):
@@ -288,7 +289,7 @@ def ndcg_gains(batch: Batch, k: Cutoff, gains: dict[int, float] | None = None) -
     """nDCG with a gain for each grade: ``ndcg_gains(1=3,2=9,4=4.5)`` is trec_eval's ``ndcg.1=3,2=9,4=4.5``
     (see `_gained`)."""
     dcg, ideal = _gained(batch, k, gains)
-    return _safe_div(dcg, ideal)
+    return safe_div(dcg, ideal)
 
 
 @register("dcg_gains", cutoff="optional", values=read_gains)
@@ -355,7 +356,7 @@ def normalized_gain(batch: Batch, k: Cutoff) -> np.ndarray:
     with np.errstate(divide="ignore", invalid="ignore"):
         g = in_order(np.where(got != 0, got / np.log2(2.0 + cost - gained), 0.0))
     total = ideal.sum(axis=1)
-    result: np.ndarray = _safe_div(g, total) * (total > 0)
+    result: np.ndarray = safe_div(g, total) * (total > 0)
     return result
 
 
@@ -367,7 +368,7 @@ def inferred_ap(batch: Batch, k: Cutoff) -> np.ndarray:
     """Inferred AP (Yilmaz & Aslam, 2006) as trec_eval computes it: precision at each relevant unit estimated
     from the judged results above it, results never pooled counting as non-relevant and those pooled but
     judged by nobody (graded below 0 in TREC qrels) left out as sampled; divided by R."""
-    inside = _filled(batch, None)
+    inside = filled_places(batch, None)
     pooled = (batch.pooled if batch.pooled is not None else np.zeros_like(batch.judged)) & inside
     judged = batch.judged & inside
     rel = judged & batch.rel
@@ -383,7 +384,7 @@ def inferred_ap(batch: Batch, k: Cutoff) -> np.ndarray:
         seen = (r + n + u) / j
         estimate = 1.0 / (j + 1) + (j / (j + 1)) * seen * ((r + INFAP_EPSILON) / (r + n + 2 * INFAP_EPSILON))
     total = in_order(np.where(rel, np.where(j == 0, 1.0, estimate), 0.0))
-    return np.where(batch.n_rel > 0, _safe_div(total, batch.n_rel.astype(float)), total)
+    return np.where(batch.n_rel > 0, safe_div(total, batch.n_rel.astype(float)), total)
 
 
 def relevance_strings(batch: Batch, length: int) -> list[str]:

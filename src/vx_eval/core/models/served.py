@@ -32,8 +32,7 @@ from vx_eval.core.models.endpoints import (
     price_of,
 )
 from vx_eval.core.run.engine import reuse_allowed
-from vx_eval.core.run.executors import RateLimit
-from vx_eval.core.run.remote import RemotePolicy
+from vx_eval.core.run.remote import RateLimit, RemotePolicy
 
 Answer = TypeVar("Answer", Embedded, Reranked)
 

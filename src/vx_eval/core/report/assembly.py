@@ -11,6 +11,7 @@ from vx_eval.core.config.experiment import Experiment
 from vx_eval.core.golden.files import GoldenSet, Question
 from vx_eval.core.measures import metrics
 from vx_eval.core.report import headroom
+from vx_eval.core.report.missing import missing_notes
 from vx_eval.core.report.schema import (
     FORMAT,
     ConfigInfo,
@@ -34,7 +35,6 @@ from vx_eval.core.report.views import (
 )
 from vx_eval.core.run.load import Load, loaded
 from vx_eval.core.run.ranking import Ranking
-from vx_eval.core.run.targets import missing_notes
 
 SHOWN_QUESTIONS = 5
 

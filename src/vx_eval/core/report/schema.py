@@ -15,6 +15,7 @@ from pydantic import Field, ValidationError
 
 from vx_eval.core.errors import StoreError
 from vx_eval.core.models.endpoints import ServedUsage
+from vx_eval.core.report.upgrade import upgrade
 from vx_eval.core.report.views import (
     AllPairs,
     CorpusCut,
@@ -469,7 +470,6 @@ def _views() -> ReportViews:
 def load_report(raw: bytes | str, where: str) -> Report:
     """A report from its JSON (any format up to `FORMAT`, upgraded first); `ReportError` saying why not."""
     from vx_eval.core.config.jsonio import JsonInputError, read_json
-    from vx_eval.core.report.upgrade import upgrade
 
     try:
         data = read_json(raw)

@@ -11,7 +11,10 @@ added with defaults.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
+
+from vx_eval.core.report.missing import missing_notes
 
 _GRADED_KEYS = {
     "dcg@10": "dcg",
@@ -99,18 +102,23 @@ def _judge(old: dict[str, Any]) -> dict[str, Any]:
     return new
 
 
-def _missing_notes(missing: dict[str, Any]) -> list[str]:
-    from vx_eval.core.report.schema import Missing
-    from vx_eval.core.run.targets import missing_notes
+@dataclass(frozen=True)
+class _Absent:
+    documents: list[str]
+    questions: list[str]
+    nearest: dict[str, str]
 
-    notes = {}
-    for name, info in missing.items():
-        if isinstance(info, dict):
-            notes[name] = Missing(
-                documents=[str(d) for d in info.get("documents") or []],
-                questions=[str(q) for q in info.get("questions") or []],
-                partly=[str(q) for q in info.get("partly") or []],
-            )
+
+def _missing_notes(missing: dict[str, Any]) -> list[str]:
+    notes = {
+        name: _Absent(
+            documents=[str(d) for d in info.get("documents") or []],
+            questions=[str(q) for q in info.get("questions") or []],
+            nearest={},
+        )
+        for name, info in missing.items()
+        if isinstance(info, dict)
+    }
     return missing_notes(notes)
 
 

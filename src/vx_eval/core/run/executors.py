@@ -31,6 +31,7 @@ from vx_eval.core.errors import service_text
 from vx_eval.core.models.endpoints import ServedUsage
 from vx_eval.core.report.schema import Result, ThroughputLevel
 from vx_eval.core.run.engine import Setup, reuse_allowed, server_time
+from vx_eval.core.run.remote import RateLimit
 from vx_eval.core.run.units import finest_unit
 
 if TYPE_CHECKING:
@@ -192,30 +193,6 @@ class SerialExecutor(ShardByShard):
 
     def close(self) -> None:
         return None
-
-
-class RateLimit:
-    """At most `rate` starts a second (a token bucket holding one second's worth), shared by threads."""
-
-    def __init__(self, rate: float | None) -> None:
-        self.rate = rate
-        self.lock = threading.Lock()
-        self.tokens = rate or 0.0
-        self.stamp = time.monotonic()
-
-    def wait(self) -> None:
-        if not self.rate:
-            return
-        while True:
-            with self.lock:
-                now = time.monotonic()
-                self.tokens = min(self.rate, self.tokens + (now - self.stamp) * self.rate)
-                self.stamp = now
-                if self.tokens >= 1:
-                    self.tokens -= 1
-                    return
-                delay = (1 - self.tokens) / self.rate
-            time.sleep(delay)
 
 
 @dataclass(frozen=True)

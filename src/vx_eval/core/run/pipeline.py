@@ -20,6 +20,7 @@ from vx_eval.core.judging.grading import GradeCache, judge_maker, judge_run
 from vx_eval.core.judging.noise import judge_noise, noise_words
 from vx_eval.core.measures import metrics
 from vx_eval.core.report import assembly
+from vx_eval.core.report.missing import missing_notes
 from vx_eval.core.report.saving import check_run_id, new_run_id, provenance, save_report
 from vx_eval.core.report.schema import CallCounts, Report, Settings, SetupResult, TargetInfo
 from vx_eval.core.report.views import JudgeInfo, Tuning
@@ -36,7 +37,6 @@ from vx_eval.core.run.targets import (
     check_missing,
     close_targets,
     describe,
-    missing_notes,
     open_targets,
     run_corpus,
     run_models,

@@ -216,3 +216,27 @@ class RemotePolicy:
                 "and the address right?"
             )
         return EngineError(f"{self.target}: {self.where} failed{tried} while {what}: {reason}")
+
+
+class RateLimit:
+    """At most `rate` starts a second (a token bucket holding one second's worth), shared by threads."""
+
+    def __init__(self, rate: float | None) -> None:
+        self.rate = rate
+        self.lock = threading.Lock()
+        self.tokens = rate or 0.0
+        self.stamp = time.monotonic()
+
+    def wait(self) -> None:
+        if not self.rate:
+            return
+        while True:
+            with self.lock:
+                now = time.monotonic()
+                self.tokens = min(self.rate, self.tokens + (now - self.stamp) * self.rate)
+                self.stamp = now
+                if self.tokens >= 1:
+                    self.tokens -= 1
+                    return
+                delay = (1 - self.tokens) / self.rate
+            time.sleep(delay)

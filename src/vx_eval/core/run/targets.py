@@ -3,7 +3,7 @@ documents looked up on each, and what each target is, for the report."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from vx_eval.core.config.experiment import Experiment
@@ -137,28 +137,6 @@ def check_missing(golden: GoldenSet, targets: Sequence[Target]) -> dict[str, Mis
             nearest = {}
         report[target.name] = Missing(documents=sorted(absent), questions=lost, partly=hurt, nearest=nearest)
     return report
-
-
-def missing_notes(missing: Mapping[str, Missing]) -> list[str]:
-    """The missing documents in the words the command line and the report page use."""
-    notes = []
-    for target, info in missing.items():
-        docs = info.documents
-        shown = ", ".join(f"{d} (did you mean {info.nearest[d]}?)" if d in info.nearest else d for d in docs[:10]) + (
-            f" and {len(docs) - 10} more" if len(docs) > 10 else ""
-        )
-        line = f"{target} does not hold {len(docs)} expected document{'s' * (len(docs) != 1)}: {shown}."
-        if info.questions:
-            qs = info.questions
-            line += (
-                f" {len(qs)} question{'s' * (len(qs) != 1)} cannot be found there: "
-                + ", ".join(qs[:10])
-                + (" …" if len(qs) > 10 else "")
-                + "."
-            )
-        line += " They stay in and score 0; correct the ids in the golden file, or add the documents."
-        notes.append(line)
-    return notes
 
 
 def describe(target: Target) -> TargetInfo:
