@@ -117,9 +117,8 @@ def _to_embed(experiment: Experiment, plugins: Plugins, models: Models, corpus: 
         engine = plugins.engines.get(target.engine, where=f"target {target.name}")()
         context = OpenContext(target.name, experiment.base_dir, corpus, models=models)
         said = engine.embeds(options, context)
-        if said is None:  # the engine cannot tell: it embeds for every dense model it names
-            building = isinstance(options, IndexOptions) and getattr(options, "build", "auto") != "never"
-            said = dict.fromkeys(options.dense_models, DENSE) if isinstance(options, IndexOptions) and building else {}
+        if said is None:  # the engine cannot tell
+            said = _assumed(options)
         if not said:
             continue
         cut = (getattr(options, "chunk_words", 300), getattr(options, "chunk_overlap", 50))
@@ -131,6 +130,13 @@ def _to_embed(experiment: Experiment, plugins: Plugins, models: Models, corpus: 
             job = out.setdefault(name, _ToEmbed(kind, cache_path, {}, 0, []))
             _add_missing(job, name, models, cache_path, bodies)
     return out
+
+
+def _assumed(options: Any) -> dict[str, str]:
+    """What an engine that cannot tell is taken to embed: every dense model it names, unless it never builds."""
+    if not isinstance(options, IndexOptions) or getattr(options, "build", "auto") == "never":
+        return {}
+    return dict.fromkeys(options.dense_models, DENSE)
 
 
 def _add_missing(job: _ToEmbed, name: str, models: Models, cache_path: Path, bodies: Sequence[str]) -> None:
@@ -249,7 +255,8 @@ def _judging(
         return Work(what, pairs, None, f"served: one request a pair, up to {pairs:,} per setup")
     if not measure or corpus is None:
         return Work(what, pairs, None, "not measured")
-    passages = _spread([doc.text for doc in corpus], SAMPLE // 2)
+    wanted = set(_spread(range(len(corpus)), SAMPLE // 2))  # a few texts, never the whole corpus in a list
+    passages = [doc.text for i, doc in enumerate(corpus) if i in wanted]
     asked = list(zip(_spread(questions, len(passages)), passages, strict=False))
     if not asked:
         return Work(what, pairs, None, "not measured")
