@@ -126,3 +126,12 @@ def test_beir_import_of_scifact(scifact, plugins):
     golden = read_golden(str(scifact), Stores(plugins))
     assert golden.labelled == 300
     assert sum(len(q.expected) for q in golden.questions) == 339
+
+
+def test_a_golden_line_holding_a_line_separator_in_a_string_is_one_row():
+    """JSON allows U+2028, U+2029 and U+0085 inside a string: a JSON Lines file breaks only at newlines (a
+    Windows \\r\\n too), so such a question is one row, not an invalid line."""
+    raw = '{"id": "1", "question": "first\u2028second\x85third\u2029fourth?", "expected": ["d"]}\r\n'.encode()
+    golden = parse_golden(raw, "g.jsonl")
+    [only] = golden.questions
+    assert only.question == "first\u2028second\x85third\u2029fourth?" and only.expected == ("d",)

@@ -55,3 +55,12 @@ def test_golden_check_and_import_take_a_trec_folder(tmp_path, capsys):
     assert "Wrote 2 questions" in out and "with no judgement" in out
     rows = [json.loads(line) for line in (tmp_path / "g.jsonl").read_text().splitlines()]
     assert [r["id"] for r in rows] == ["1", "2"]
+
+
+def test_a_beir_query_holding_a_line_separator_is_one_query(tmp_path, plugins):
+    """JSON allows U+2028 inside a string: the query is still one line of queries.jsonl."""
+    (tmp_path / "qrels").mkdir()
+    (tmp_path / "queries.jsonl").write_text('{"_id": "1", "text": "first\u2028second?"}\n', encoding="utf-8")
+    (tmp_path / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n1\td1\t1\n")
+    [question] = read_golden(str(tmp_path), Stores(plugins)).questions
+    assert question.question == "first\u2028second?"

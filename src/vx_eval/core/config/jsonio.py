@@ -19,6 +19,12 @@ class JsonInputError(ValueError):
         self.message, self.column = message, column
 
 
+def jsonl_lines(text: str) -> list[str]:
+    """The lines of JSON Lines text: split at each newline only (a ``\\r`` before it dropped), never at the
+    other characters `str.splitlines` breaks at, which JSON allows in a string (U+2028, U+2029, U+0085)."""
+    return [line.removesuffix("\r") for line in text.split("\n")]
+
+
 def read_json(text: str | bytes) -> Any:
     """The value `text` holds, or `JsonInputError` saying why not; a string holding a lone surrogate (an escape
     such as ``\\ud800`` that is half of a character) is refused, as no UTF-8 file or page can hold it."""

@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from vx_eval.core.config.jsonio import JsonInputError, read_json
+from vx_eval.core.config.jsonio import JsonInputError, jsonl_lines, read_json
 from vx_eval.core.errors import GoldenError, brief, did_you_mean, quoted
 
 
@@ -198,7 +198,7 @@ def lint(raw: bytes) -> tuple[list[Defect], list[tuple[int, GoldenRow]]]:
     defects: list[Defect] = []
     rows: list[tuple[int, GoldenRow]] = []
     seen = _Seen()
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(jsonl_lines(text), start=1):
         if not line.strip():
             continue
         row, problems = _row(number, line)

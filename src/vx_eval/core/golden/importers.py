@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from vx_eval.core.config.jsonio import JsonInputError, read_json
+from vx_eval.core.config.jsonio import JsonInputError, jsonl_lines, read_json
 from vx_eval.core.errors import GoldenError
 from vx_eval.core.golden.files import dump_rows
 
@@ -26,7 +26,7 @@ def bedrock_golden_bytes(raw: bytes, source: str) -> tuple[bytes, int]:
     read and counted but not scored until somebody names the documents that answer them. Returns the
     golden bytes and how many questions."""
     rows: list[dict[str, Any]] = []
-    for number, line in enumerate(raw.decode("utf-8-sig").splitlines(), start=1):
+    for number, line in enumerate(jsonl_lines(raw.decode("utf-8-sig")), start=1):
         if not line.strip():
             continue
         try:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from vx_eval.core.config.experiment import CorpusSource, GoldenSource
-from vx_eval.core.config.jsonio import JsonInputError, read_json
+from vx_eval.core.config.jsonio import JsonInputError, jsonl_lines, read_json
 from vx_eval.core.errors import GoldenError, VxEvalError, brief, quoted
 from vx_eval.core.golden.files import GoldenSet, LeftOut, dump_rows, parse_golden
 from vx_eval.core.report.views import CorpusCut
@@ -107,7 +107,7 @@ def beir_text_bytes(
     qrels = read_qrels(qrels_text, qrels_name)
     rows = []
     ids: list[str] = []
-    for number, line in enumerate(queries_text.splitlines(), start=1):
+    for number, line in enumerate(jsonl_lines(queries_text), start=1):
         if not line.strip():
             continue
         try:
