@@ -228,9 +228,9 @@ def test_anything_but_a_user_error_is_a_bug_and_keeps_its_traceback(monkeypatch)
     def broken():
         raise RuntimeError("a bug")
 
-    import vx_eval.core.plugins
+    import vx_eval.cli.plugins
 
-    monkeypatch.setattr(vx_eval.core.plugins, "load_plugins", broken)
+    monkeypatch.setattr(vx_eval.cli.plugins, "load_plugins", broken)  # the name the command calls
     with pytest.raises(RuntimeError, match="a bug"):
         main(["plugins"])
 

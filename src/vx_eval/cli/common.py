@@ -6,14 +6,17 @@ import functools
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import click
+from rich.console import Console
 
-if TYPE_CHECKING:
-    from rich.console import Console
-
-    from vx_eval.core.stores import Stores
+from vx_eval.core.config.experiment import load_config
+from vx_eval.core.config.fields import is_uri
+from vx_eval.core.errors import GoldenError, VxEvalError, redact
+from vx_eval.core.plugins import load_plugins
+from vx_eval.core.stores import Stores
+from vx_eval.html import page_for
 
 
 def _width() -> int | None:
@@ -29,21 +32,18 @@ def _on_screen() -> bool:
 
 @functools.cache
 def err_console() -> Console:
-    from rich.console import Console
 
     return Console(stderr=True, width=_width(), soft_wrap=not _on_screen())
 
 
 @functools.cache
 def out_console() -> Console:
-    from rich.console import Console
 
     return Console(width=_width(), soft_wrap=not _on_screen())
 
 
 def location(value: str | None) -> str | None:
     """A location given on the command line: local paths are relative to the current folder."""
-    from vx_eval.core.config.fields import is_uri
 
     return value if value is None or is_uri(value) else str(Path(value).expanduser().resolve())
 
@@ -61,7 +61,6 @@ def shown_path(path: str) -> str:
 
 def new_file(stores: Stores, out_file: str, force: bool) -> str:
     """The location of --out, refused when something is there already and --force was not given."""
-    from vx_eval.core.errors import GoldenError
 
     target = location(out_file)
     if target is None or (stores.exists(target) and not force):
@@ -76,10 +75,6 @@ DEFAULT_RUNS = "runs"
 def runs_place(where: str | None, config: Path | None) -> tuple[str, Stores]:
     """Where runs are kept: LOCATION, or the config's save_to (with the config's store settings), or ./runs
     where runs were saved there."""
-    from vx_eval.core.config.experiment import load_config
-    from vx_eval.core.errors import VxEvalError
-    from vx_eval.core.plugins import load_plugins
-    from vx_eval.core.stores import Stores
 
     plugins = load_plugins()
     if config is not None:
@@ -96,8 +91,6 @@ def runs_place(where: str | None, config: Path | None) -> tuple[str, Stores]:
 
 
 def write_page(stores: Stores, html_file: str, report: Any, save_to: str | None) -> None:
-    from vx_eval.core.errors import redact
-    from vx_eval.html import page_for
 
     page = redact(page_for(report, stores, save_to)).encode("utf-8")  # whatever a service said, masked again
     stores.write(location(html_file) or html_file, page)

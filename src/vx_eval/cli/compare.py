@@ -6,8 +6,15 @@ import json
 import sys
 
 import click
+from rich.markup import escape
 
 from vx_eval.cli.common import err_console, location, out_console
+from vx_eval.core.errors import VxEvalError
+from vx_eval.core.measures.metrics import parse
+from vx_eval.core.plugins import load_plugins
+from vx_eval.core.report.compare import Gate, compare_reports, failed_gates, load_report, partial_setups
+from vx_eval.core.stores import Stores
+from vx_eval.tables import show_comparison
 
 
 @click.command()
@@ -48,14 +55,6 @@ def compare(
     as_json: bool,
 ) -> None:
     """Compare two runs (ids, `latest`, or paths): every change with its interval and significance."""
-    from rich.markup import escape
-
-    from vx_eval.core.errors import VxEvalError
-    from vx_eval.core.measures.metrics import parse
-    from vx_eval.core.plugins import load_plugins
-    from vx_eval.core.report.compare import Gate, compare_reports, failed_gates, load_report, partial_setups
-    from vx_eval.core.stores import Stores
-    from vx_eval.tables import show_comparison
 
     try:
         parsed_gates = [Gate.parse(g) for g in gates]

@@ -8,12 +8,31 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
+from rich.markup import escape
 
+from vx_eval.api import template_rows, write_golden_rows
 from vx_eval.cli.common import err_console, location, new_file, out_console, shown_path
+from vx_eval.cli.progress import RichProgress
+from vx_eval.core.config.experiment import CorpusSource, load_config
+from vx_eval.core.errors import GoldenError, quoted
+from vx_eval.core.golden.files import LeftOut, dump_rows, lint
+from vx_eval.core.golden.importers import bedrock_golden_bytes
+from vx_eval.core.golden.sources import (
+    beir_golden_bytes,
+    folder_golden,
+    read_corpus,
+    trec_folder_bytes,
+    trec_golden_bytes,
+)
+from vx_eval.core.plugins import load_plugins
+from vx_eval.core.run.plan import Plan, drafting
+from vx_eval.core.run.targets import close_targets, nearest_ids, open_targets
+from vx_eval.core.run.units import document_of
+from vx_eval.core.stores import Stores, local_folder
+from vx_eval.llm.drafting import parse_mix
 
 if TYPE_CHECKING:
     from vx_eval.core.plugins import Plugins
-    from vx_eval.core.stores import Stores
 
 
 @click.group()
@@ -32,12 +51,6 @@ def golden() -> None:
 def golden_check(file: str, config: Path | None, split: str) -> None:
     """Lint a golden FILE (or a BEIR folder's queries and qrels, or a TREC folder's topics and qrels): every
     defect on every line, at once."""
-    from rich.markup import escape
-
-    from vx_eval.core.golden.files import lint
-    from vx_eval.core.golden.sources import folder_golden
-    from vx_eval.core.plugins import load_plugins
-    from vx_eval.core.stores import Stores
 
     plugins = load_plugins()
     stores = Stores(plugins)
@@ -76,14 +89,6 @@ def _absent_ids(file: str, config: Path, expected: set[str], plugins: Plugins, s
     """Each expected id the config's collection lacks, said with the id most likely meant; how many. Where
     the config declares a corpus, its file is read (nothing is indexed or embedded); else each target opens
     the index that is there, building none."""
-    from rich.markup import escape
-
-    from vx_eval.cli.progress import RichProgress
-    from vx_eval.core.config.experiment import CorpusSource, load_config
-    from vx_eval.core.errors import quoted
-    from vx_eval.core.golden.sources import read_corpus
-    from vx_eval.core.run.targets import close_targets, nearest_ids, open_targets
-    from vx_eval.core.run.units import document_of
 
     err = err_console()
     experiment = load_config(config, plugins)
@@ -131,11 +136,6 @@ def golden_template(
 ) -> None:
     """Rows to fill in from the collections of CONFIGS (one file for all): expected filled, a hint saying
     where the unit is and how it starts."""
-    from vx_eval.api import template_rows
-    from vx_eval.cli.progress import RichProgress
-    from vx_eval.core.golden.files import dump_rows
-    from vx_eval.core.plugins import load_plugins
-    from vx_eval.core.stores import Stores
 
     stores = Stores(load_plugins())
     target = new_file(stores, out_file, force)
@@ -171,14 +171,6 @@ def golden_write(
     """Draft questions from the documents of one or several CONFIGs (spread over their collections) with a
     model, check each, let a critic judge it (rows marked draft: true); the writer's options come from the
     first config. Answers are cached: a rerun costs nothing and an interrupted one resumes."""
-    from vx_eval.api import write_golden_rows
-    from vx_eval.cli.progress import RichProgress
-    from vx_eval.core.errors import GoldenError
-    from vx_eval.core.golden.files import dump_rows
-    from vx_eval.core.plugins import load_plugins
-    from vx_eval.core.run.plan import Plan, drafting
-    from vx_eval.core.stores import Stores
-    from vx_eval.llm.drafting import parse_mix
 
     shares = parse_mix(mix) if mix else None  # before anything is indexed
     stores = Stores(load_plugins())
@@ -225,12 +217,6 @@ def golden_import(
     """Convert SOURCE into a golden file: a BEIR folder (queries.jsonl + qrels/SPLIT.tsv), a Bedrock evaluation
     dataset (JSONL conversations: questions with reference answers, unscored until labelled), or TREC topics
     (with --qrels, or a folder holding one topics and one qrels file)."""
-    from vx_eval.core.errors import GoldenError
-    from vx_eval.core.golden.files import LeftOut
-    from vx_eval.core.golden.importers import bedrock_golden_bytes
-    from vx_eval.core.golden.sources import beir_golden_bytes, trec_folder_bytes, trec_golden_bytes
-    from vx_eval.core.plugins import load_plugins
-    from vx_eval.core.stores import Stores, local_folder
 
     stores = Stores(load_plugins())
     target = new_file(stores, out_file, force)

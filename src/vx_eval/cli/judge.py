@@ -7,6 +7,13 @@ from pathlib import Path
 import click
 
 from vx_eval.cli.common import config_argument, err_console, out_console
+from vx_eval.cli.progress import RichProgress
+from vx_eval.core.config.experiment import load_config
+from vx_eval.core.judging.check import keep_check
+from vx_eval.core.plugins import load_plugins
+from vx_eval.core.run.judge_check import check_judge
+from vx_eval.core.stores import Stores
+from vx_eval.tables import show_judge_check
 
 
 @click.group("judge")
@@ -23,13 +30,6 @@ def judge_check(config: Path, name: str, depth: int, as_json: bool) -> None:
     """Measure a judge against the human grades of CONFIG's golden file: weighted kappa, the confusion matrix,
     and whether it orders the setups as people's grades do (Kendall's tau on DCG@10). No run is saved; what
     was measured is kept in CONFIG's store, and every run graded by this judge there states it."""
-    from vx_eval.cli.progress import RichProgress
-    from vx_eval.core.config.experiment import load_config
-    from vx_eval.core.judging.check import keep_check
-    from vx_eval.core.plugins import load_plugins
-    from vx_eval.core.run.judge_check import check_judge
-    from vx_eval.core.stores import Stores
-    from vx_eval.tables import show_judge_check
 
     plugins = load_plugins()
     experiment = load_config(config, plugins)

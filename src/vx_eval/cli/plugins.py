@@ -6,8 +6,10 @@ import json
 import os
 
 import click
+from rich.table import Table
 
 from vx_eval.cli.common import out_console
+from vx_eval.core.plugins import DISABLE_ENV, load_plugins
 
 ROLES = ("engines", "setups", "stores", "writers", "judges", "models", "adapters", "providers")
 
@@ -16,9 +18,6 @@ ROLES = ("engines", "setups", "stores", "writers", "judges", "models", "adapters
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
 def plugins_command(as_json: bool) -> None:
     """What is installed (engines, setups, stores, writers, judges, models, adapters, providers), and from where."""
-    from rich.table import Table
-
-    from vx_eval.core.plugins import DISABLE_ENV, load_plugins
 
     plugins = load_plugins()
     roles = {role: getattr(plugins, role).names() for role in ROLES}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -10,8 +11,21 @@ from typing import TYPE_CHECKING, Any
 
 import click
 from rich.markup import escape
+from rich.syntax import Syntax
 
+from vx_eval.autoconfig import GOLDEN, choose_writer, from_docs, from_target, prepare, refusals, write_config
 from vx_eval.cli.common import config_argument, err_console, location, out_console, wide_option, write_page
+from vx_eval.cli.progress import FileProgress, RichProgress
+from vx_eval.core.config.experiment import load_config, with_overrides
+from vx_eval.core.errors import SEARCHES_FAILED
+from vx_eval.core.plugins import load_plugins
+from vx_eval.core.run.pipeline import RunOptions, plan_experiment, run_experiment
+from vx_eval.core.run.plan import drafting
+from vx_eval.core.run.watch import Outcome, Watcher
+from vx_eval.core.stores import Stores
+from vx_eval.display import show_run
+from vx_eval.drafted import MOST, run_drafted
+from vx_eval.format import plan_lines
 
 if TYPE_CHECKING:
     from vx_eval.autoconfig import AutoConfig, Source, WriterChoice
@@ -19,7 +33,7 @@ if TYPE_CHECKING:
     from vx_eval.core.plugins import Plugins
     from vx_eval.core.report.schema import Report
     from vx_eval.core.run.engine import Progress
-    from vx_eval.core.run.pipeline import RunOptions, RunResult
+    from vx_eval.core.run.pipeline import RunResult
     from vx_eval.core.run.plan import Plan
 
 
@@ -67,7 +81,6 @@ class RunRequest:
             raise click.UsageError("--model goes with --target (a config names its models itself)")
 
     def options(self, progress: Progress, on_plan: Callable[[Plan], None] | None) -> RunOptions:
-        from vx_eval.core.run.pipeline import RunOptions
 
         return RunOptions(
             save_to=location(self.save_to),
@@ -171,7 +184,6 @@ def run(**given: Any) -> None:
     opensearch:URL/INDEX; credentials from the environment), with every method what it holds allows. The
     config it used is printed and kept (--save-config writes it where you say): run it again for the same
     numbers."""
-    from vx_eval.core.plugins import load_plugins
 
     request = RunRequest(**given)
     request.check()
@@ -189,7 +201,6 @@ def run(**given: Any) -> None:
 
 def _zero_config(request: RunRequest, plugins: Plugins) -> tuple[AutoConfig | None, WriterChoice | None]:
     """`--docs` / `--target`: the config filled in and its questions drafted (with `--dry-run`: only the plan)."""
-    from vx_eval.autoconfig import choose_writer, from_docs, from_target
 
     if request.docs is not None:
         source = from_docs(request.docs)
@@ -204,7 +215,6 @@ def _zero_config(request: RunRequest, plugins: Plugins) -> tuple[AutoConfig | No
 
 
 def _experiment(request: RunRequest, config: Path | None, plugins: Plugins) -> Experiment:
-    from vx_eval.core.config.experiment import load_config, with_overrides
 
     if config is None:  # neither given nor filled in: `check` refuses that before any work
         raise click.UsageError("name a CONFIG, or give --docs FILE or --target ENGINE:WHERE")
@@ -219,8 +229,6 @@ def _searched(
     chosen: WriterChoice | None,
 ) -> RunResult:
     """The run: once, or (documents only) in rounds that draft more while the pick is not sure."""
-    from vx_eval.cli.progress import FileProgress, RichProgress
-    from vx_eval.core.run.pipeline import run_experiment
 
     with RichProgress(err_console()) as shown:
         progress = FileProgress(request.progress_file, also=shown) if request.progress_file else shown
@@ -228,8 +236,6 @@ def _searched(
         options = request.options(progress, None if said_before else shown.show_plan)
         if made is None or chosen is None or request.golden is not None:
             return run_experiment(experiment, plugins, options)
-        from vx_eval.core.config.experiment import load_config, with_overrides
-        from vx_eval.drafted import MOST, run_drafted
 
         def load() -> Experiment:
             return with_overrides(load_config(made.path, plugins), None, request.metrics, request.k_values)
@@ -243,8 +249,6 @@ def _searched(
 
 def _shown(request: RunRequest, result: RunResult, experiment: Experiment, plugins: Plugins) -> None:
     """The run printed (or its JSON), its page written beside its report, and the exit code it earns."""
-    from vx_eval.core.stores import Stores
-    from vx_eval.display import show_run
 
     if request.as_json:
         click.echo(result.report.to_json())
@@ -269,18 +273,12 @@ def _shown(request: RunRequest, result: RunResult, experiment: Experiment, plugi
 
 def _dry_run(experiment: Experiment, plugins: Plugins) -> None:
     """`run --dry-run`: the plan alone, on the standard output."""
-    from vx_eval.core.run.pipeline import plan_experiment
 
     _say_plan(plan_experiment(experiment, plugins))
 
 
 def _zero_config_plan(path: Path, drafts: int | None, chosen: WriterChoice, plugins: Plugins) -> Plan:
     """The plan of a run with no config: the config filled in at `path`, `drafts` questions to draft first."""
-    import dataclasses
-
-    from vx_eval.core.config.experiment import load_config
-    from vx_eval.core.run.pipeline import plan_experiment
-    from vx_eval.core.run.plan import drafting
 
     plan = plan_experiment(load_config(path, plugins), plugins, drafts)
     if drafts is None:
@@ -292,7 +290,6 @@ def _dry_run_without_config(
     source: Source, questions: int, chosen: WriterChoice, save_to: str | None, plugins: Plugins
 ) -> None:
     """`run --docs/--target --dry-run`: the config is filled in (and said where), nothing drafted or built."""
-    from vx_eval.autoconfig import GOLDEN, write_config
 
     path = write_config(source, chosen, Path(save_to) if save_to and not location(save_to) else None)
     drafts = None if path.with_name(GOLDEN).exists() else questions
@@ -301,7 +298,6 @@ def _dry_run_without_config(
 
 
 def _say_plan(plan: Plan) -> None:
-    from vx_eval.format import plan_lines
 
     out = out_console()
     lines = plan_lines(plan) or ["nothing to embed or judge: every index is up to date"]
@@ -314,7 +310,6 @@ def _say_plan(plan: Plan) -> None:
 
 def _failed_searches(report: Report, allowed: bool) -> None:
     """A run whose searches failed somewhere exits `SEARCHES_FAILED` (its report kept), unless allowed."""
-    from vx_eval.core.errors import SEARCHES_FAILED
 
     failed = {s.key: s.counts.failed for s in report.setups if s.counts.failed}
     if not failed:
@@ -349,10 +344,6 @@ def _without_config(
 ) -> AutoConfig:
     """`run --docs` / `--target`: the config filled in for `source` (its questions drafted when none are
     kept yet), printed with where it is kept and what the target's engine found in its index."""
-    from rich.syntax import Syntax
-
-    from vx_eval.autoconfig import prepare, refusals
-    from vx_eval.cli.progress import RichProgress
 
     err = err_console()
     with RichProgress(err) as progress:
@@ -408,11 +399,6 @@ def _without_config(
 @click.option("--once", is_flag=True, help="Look once (settling if it is new), run if needed, and stop.")
 def watch(config: Path, settle: float, poll: float, once: bool) -> None:
     """Run CONFIG whenever its golden file (a path, s3://…, a Blob address) has new content."""
-    from vx_eval.cli.progress import RichProgress
-    from vx_eval.core.plugins import load_plugins
-    from vx_eval.core.run.pipeline import RunOptions
-    from vx_eval.core.run.watch import Outcome, Watcher
-    from vx_eval.display import show_run
 
     plugins = load_plugins()
 

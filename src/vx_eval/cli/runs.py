@@ -18,6 +18,12 @@ from vx_eval.cli.common import (
     wide_option,
     write_page,
 )
+from vx_eval.cli.progress import RichProgress
+from vx_eval.core.errors import VxEvalError
+from vx_eval.core.report.history import golden_bytes, list_runs, read_report
+from vx_eval.display import show_run
+from vx_eval.evaluation import export_trec, rescore
+from vx_eval.tables import runs_table
 
 
 @click.group()
@@ -33,8 +39,6 @@ def runs() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def runs_list(where: str | None, config: Path | None, limit: int, offset: int, as_json: bool) -> None:
     """Saved runs, newest first: collections, golden file, questions, picks."""
-    from vx_eval.core.report.history import list_runs
-    from vx_eval.tables import runs_table
 
     save_to, stores = runs_place(where, config)
     entries, total = list_runs(stores, save_to, limit, offset)
@@ -52,8 +56,6 @@ def runs_list(where: str | None, config: Path | None, limit: int, offset: int, a
 @wide_option
 def runs_show(run_id: str, where: str | None, config: Path | None, as_json: bool, wide: bool) -> None:
     """One run's ranking and picks (RUN is a run id, or `latest`)."""
-    from vx_eval.core.report.history import read_report
-    from vx_eval.display import show_run
 
     save_to, stores = runs_place(where, config)
     report = read_report(stores, save_to, run_id)
@@ -71,7 +73,6 @@ def runs_show(run_id: str, where: str | None, config: Path | None, as_json: bool
 @click.option("--force", is_flag=True, help="Overwrite an existing file.")
 def runs_golden(run_id: str, where: str | None, config: Path | None, out_file: str, force: bool) -> None:
     """Give back the exact golden file RUN read, even after it changed."""
-    from vx_eval.core.report.history import golden_bytes, read_report
 
     save_to, stores = runs_place(where, config)
     report = read_report(stores, save_to, run_id)
@@ -91,7 +92,6 @@ def runs_golden(run_id: str, where: str | None, config: Path | None, out_file: s
 @click.option("--html", "html_file", required=True, help="The HTML file to write (one file, no network needed).")
 def report_page(run_id: str, where: str | None, config: Path | None, html_file: str) -> None:
     """Write RUN's page (a run id, or `latest`): picks, charts, every setup ranked and a page per setup."""
-    from vx_eval.core.report.history import read_report
 
     save_to, stores = runs_place(where, config)
     write_page(stores, html_file, read_report(stores, save_to, run_id), save_to)
@@ -114,9 +114,6 @@ def runs_export(
 ) -> None:
     """RUN's kept rankings as TREC files (trec_eval on them gives the report's numbers), or its per-question
     measures as CSV or Parquet."""
-    from vx_eval.core.errors import VxEvalError
-    from vx_eval.core.report.history import read_report
-    from vx_eval.evaluation import export_trec
 
     if not (trec_dir or csv_file or parquet_file):
         raise VxEvalError("name what to write: --trec FOLDER, --csv FILE or --parquet FILE")
@@ -136,7 +133,6 @@ def runs_export(
 
 
 def _parquet(frame: object, target: str) -> None:
-    from vx_eval.core.errors import VxEvalError
 
     try:
         import pyarrow  # noqa: F401
@@ -176,11 +172,6 @@ def runs_rescore(
 ) -> None:
     """Score RUN again from the rankings it kept, searching nothing: new measures, another relevance
     threshold or primary measure, or a judge's grades. The new report names RUN and keeps its times."""
-    from vx_eval.cli.progress import RichProgress
-    from vx_eval.core.errors import VxEvalError
-    from vx_eval.core.report.history import read_report
-    from vx_eval.display import show_run
-    from vx_eval.evaluation import rescore
 
     if not (measures or threshold or primary or judge):
         raise VxEvalError("name what to change: -m MEASURE, --threshold N, --primary MEASURE or --judge NAME")

@@ -11,7 +11,13 @@ from typing import TYPE_CHECKING
 import click
 
 from vx_eval.cli.common import config_option, err_console, location
+from vx_eval.core.config.experiment import load_config
+from vx_eval.core.errors import VxEvalError
+from vx_eval.core.plugins import load_plugins
+from vx_eval.core.stores import Stores
+from vx_eval.serve.auth import KEY_PREFIX, Users
 from vx_eval.serve.bounds import MIB, Limits
+from vx_eval.serve.limits import head_deadline
 
 if TYPE_CHECKING:
     from vx_eval.core.plugins import Plugins
@@ -115,10 +121,6 @@ def serve(
     body_timeout: float,
 ) -> None:
     """Serve the Evaluate page (newest run, older runs, each setup's page) and the REST routes over a store."""
-    from vx_eval.core.config.experiment import load_config
-    from vx_eval.core.errors import VxEvalError
-    from vx_eval.core.plugins import load_plugins
-    from vx_eval.core.stores import Stores
 
     try:
         import uvicorn
@@ -168,7 +170,6 @@ def serve(
     err_console().print(
         f"serving the runs at {served} on http://{host}:{port} (access log: {settings.access_log})", highlight=False
     )
-    from vx_eval.serve.limits import head_deadline
 
     http = head_deadline(settings.limits.head_timeout)  # a slow client's head answered 408, not waited for
     uvicorn.run(app, host=host, port=port, log_level="warning", http=http)
@@ -210,7 +211,6 @@ def users() -> None:
 @click.option("--password-stdin", is_flag=True, help="Read the password from standard input instead of a prompt.")
 def users_add(name: str, role: str, users_path: str | None, password_stdin: bool) -> None:
     """Add a person (or change their role and password); the password is kept only as an argon2 hash."""
-    from vx_eval.serve.auth import Users
 
     if password_stdin:
         password = sys.stdin.readline().rstrip("\n")
@@ -245,7 +245,6 @@ def users_key() -> None:
 @users_option
 def users_key_make(name: str, role: str | None, users_path: str | None) -> None:
     """Make an API key for NAME; it is printed once and kept only as a hash."""
-    from vx_eval.serve.auth import Users
 
     click.echo(Users(users_file(users_path)).add_key(name, role))
 
@@ -254,7 +253,6 @@ def users_key_make(name: str, role: str | None, users_path: str | None) -> None:
 @users_option
 def users_key_list(users_path: str | None) -> None:
     """Every key: its id, whose it is, its role, and whether it acts now (never its secret)."""
-    from vx_eval.serve.auth import Users
 
     for key_id, key, standing in Users(users_file(users_path)).list_keys():
         click.echo(f"{key_id}\t{key.name}\t{key.role}\t{standing}")
@@ -265,7 +263,6 @@ def users_key_list(users_path: str | None) -> None:
 @users_option
 def users_key_revoke(key_id: str, users_path: str | None) -> None:
     """Revoke the key with this ID (as `users key list` shows it, or the 8 characters after vxk_)."""
-    from vx_eval.serve.auth import KEY_PREFIX, Users
 
     given = key_id.removeprefix(KEY_PREFIX).split("_", 1)[0]  # a whole key pasted is read as its id
     key = Users(users_file(users_path)).revoke_key(given)
@@ -277,7 +274,6 @@ def users_key_revoke(key_id: str, users_path: str | None) -> None:
 @users_option
 def users_remove(name: str, users_path: str | None) -> None:
     """Remove NAME: their sessions and every key made for them end at once."""
-    from vx_eval.serve.auth import Users
 
     path = users_file(users_path)
     keys = Users(path).remove_person(name)
@@ -289,7 +285,6 @@ def users_remove(name: str, users_path: str | None) -> None:
 @users_option
 def users_signout(name: str, users_path: str | None) -> None:
     """End every session NAME has, on every device (a new password does this too)."""
-    from vx_eval.serve.auth import Users
 
     path = users_file(users_path)
     Users(path).sign_out_everywhere(name)
