@@ -220,6 +220,15 @@ def leans_on_its_passage(question: str, kind: str) -> str | None:
     return None
 
 
+def _standalone(question: str, kind: str) -> list[tuple[str, str]]:
+    """The question read without its passage: it must neither point at the passage nor lean on it."""
+    if POINTING.search(question):
+        return [("points at the passage", "it points at the passage; ask as if the reader has never seen it")]
+    if leaning := leans_on_its_passage(question, kind):
+        return [("needs its passage", f"it needs its passage to make sense: {leaning}")]
+    return []
+
+
 def check(
     draft: Draft,
     passages: Sequence[str],
@@ -234,10 +243,7 @@ def check(
         failed.append(("names its source's title", f'it names the title "{title[:60]}"; ask without naming it'))
     if example := copied_example(draft.question, passages):
         failed.append(("copies the prompt's example", f'it borrows from the example "{example}"; ask about this'))
-    if POINTING.search(draft.question):
-        failed.append(("points at the passage", "it points at the passage; ask as if the reader has never seen it"))
-    elif leaning := leans_on_its_passage(draft.question, kind):
-        failed.append(("needs its passage", f"it needs its passage to make sense: {leaning}"))
+    failed += _standalone(draft.question, kind)
     source = "\n".join(passages)
     run = longest_shared_run(draft.question, source)
     if run >= COPY_RUN:
