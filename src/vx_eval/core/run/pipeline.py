@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from vx_eval.core.config.experiment import Experiment
 from vx_eval.core.errors import GoldenError, VxEvalError
 from vx_eval.core.golden.files import GoldenSet, Question
-from vx_eval.core.golden.sources import read_golden
+from vx_eval.core.golden.sources import FileCorpus, read_golden
 from vx_eval.core.judging.check import measured
 from vx_eval.core.judging.grading import GradeCache, judge_maker, judge_run
 from vx_eval.core.judging.noise import judge_noise, noise_words
@@ -322,26 +322,38 @@ def plan_experiment(experiment: Experiment, plugins: Plugins, drafts: int | None
     return plan_run(experiment, plugins, run_models(experiment, plugins), questions, corpus)
 
 
+def _before_work(
+    experiment: Experiment, plugins: Plugins, options: RunOptions, stores: Stores
+) -> tuple[GoldenSet, int, FileCorpus | None]:
+    """The run's first steps, before any long work: what a killed run left half-written swept away, the
+    questions read (what an import left out said), the judge's options checked, the corpus read and the plan
+    told. The questions, how many people labelled, and the corpus."""
+    config = experiment.config
+    if options.save:
+        stores.sweep(options.save_to or config.save_to)
+    golden, labelled = _questions(experiment, stores)
+    for part in golden.left_out:
+        options.progress.note(f"{golden.source}: {part.render()}")
+    if config.evaluation.judge:
+        judge = config.evaluation.judge
+        judge_maker(plugins, judge, experiment.judges.get(judge))  # its options, checked before any work
+    corpus = run_corpus(experiment, stores, golden)
+    if options.on_plan is not None:
+        asked = [q.question for q in golden.questions]
+        options.on_plan(plan_run(experiment, plugins, run_models(experiment, plugins), asked, corpus))
+    return golden, labelled, corpus
+
+
 def run_experiment(experiment: Experiment, plugins: Plugins, options: RunOptions | None = None) -> RunResult:
     """Everything `vx-eval run` does, without printing: returns the report and where it was saved."""
     options = options or RunOptions()
     config = experiment.config
     ev = config.evaluation
     stores = Stores(plugins, options=experiment.stores)
-    if options.save:
-        stores.sweep(options.save_to or config.save_to)  # what a killed run left half-written
     started = dt.datetime.now(dt.UTC)
     calls_before = remote.tally()
-    golden, labelled = _questions(experiment, stores)
-    for part in golden.left_out:
-        options.progress.note(f"{golden.source}: {part.render()}")
-    if ev.judge:
-        judge_maker(plugins, ev.judge, experiment.judges.get(ev.judge))  # its options, checked before any work
+    golden, labelled, corpus = _before_work(experiment, plugins, options, stores)
     measures = measures_for(experiment)
-    corpus = run_corpus(experiment, stores, golden)
-    if options.on_plan is not None:
-        asked = [q.question for q in golden.questions]
-        options.on_plan(plan_run(experiment, plugins, run_models(experiment, plugins), asked, corpus))
     executor = make_executor(experiment, options)  # a cluster embeds the corpus too: it starts first
     try:
         targets = open_targets(
