@@ -102,19 +102,10 @@ def trec_eval_output(
     the files noticed. With ``printing.complete`` (``-c``) every judged question counts, one without results
     scoring 0; without it, as trec_eval without -c, only the judged questions the run answers."""
     printing = printing or Printing()
-    per_query, complete, shape, zscores = printing.per_query, printing.complete, printing.shape, printing.zscores
-    wanted, strings = relstrings([TREC_OWN.get(n, n) for n in expand_trec(expand_sets(names))])
-    counts = [c for c in TREC_COUNTS if c in {n.lower() for n in wanted}]
-    parsed = [metrics.parse(n) for n in wanted if n.lower() not in TREC_COUNTS]
-    measures = trec_sorted(list({m.name: m for m in parsed}.values()))  # each once, in trec_eval's order
-    missing = [m.name for m in measures if trec_name(m) is None]
-    if missing:
-        raise VxEvalError(
-            f"{', '.join(missing)} has no trec_eval name; leave out --trec-format, or ask for measures trec_eval "
-            "has (success, recip_rank, P, recall, map, gm_map, map_cut, ndcg, ndcg_cut, Rprec, bpref, "
-            "iprec_at_recall, or the sets official and all_trec)"
-        )
-    scored = score(judgements, run, measures, threshold, shape, [n for _, n in strings] if per_query else ())
+    counts, strings, measures = _asked(names)
+    shape, zscores = printing.shape, printing.zscores
+    lengths = [n for _, n in strings] if printing.per_query else []
+    scored = score(judgements, run, measures, threshold, shape, lengths)
     values = np.array(scored.values, dtype=float)
     per = {
         "num_ret": np.asarray(scored.num_ret, dtype=np.int64),
@@ -123,47 +114,96 @@ def trec_eval_output(
     }
     _as_trec_scores_no_results(measures, values, per, shape)
     qids = judgements.question_ids
-    kept = np.arange(len(qids)) if complete else np.flatnonzero(scored.answered)
-    kept = np.array(sorted(kept, key=lambda i: as_bytes(qids[i])), dtype=np.int64)
+    kept = np.arange(len(qids)) if printing.complete else np.flatnonzero(scored.answered)
+    kept = np.array(sorted(kept, key=lambda i: as_bytes(qids[i])), dtype=np.int64)  # trec_eval's strcmp order
     trec = [trec_name(m) or m.name for m in measures]
+    per_z = None
     if zscores is not None:
         per_z = {c: zscores.all_of(qids, [c], per[c][:, None])[:, 0] for c in per}
         values = zscores.all_of(qids, trec, values)
-    texts = [(name, scored.texts[n]) for name, n in strings] if per_query else []
-    # relstring prints among the questions' lines where trec_eval's measure table has it
+    table = _Table(qids, kept, per, per_z, values, measures, trec, counts, "Z" if zscores is not None else "")
+    lines: list[str] = []
+    if printing.per_query:
+        lines += _question_lines(table, [(name, scored.texts[n]) for name, n in strings])
+    lines += _summary_lines(table, printing, judgements)
+    return "\n".join(lines) + "\n", scored.warnings + _emptied(measures, qids, kept, per["num_ret"], shape)
+
+
+def _asked(names: Sequence[str]) -> tuple[list[str], list[tuple[str, int]], list[metrics.Measure]]:
+    """The counts (num_ret, …), the relstrings and the measures `names` ask for, each once in trec_eval's
+    order; a measure trec_eval has no name for is refused."""
+    wanted, strings = relstrings([TREC_OWN.get(n, n) for n in expand_trec(expand_sets(names))])
+    counts = [c for c in TREC_COUNTS if c in {n.lower() for n in wanted}]
+    parsed = [metrics.parse(n) for n in wanted if n.lower() not in TREC_COUNTS]
+    measures = trec_sorted(list({m.name: m for m in parsed}.values()))
+    missing = [m.name for m in measures if trec_name(m) is None]
+    if missing:
+        raise VxEvalError(
+            f"{', '.join(missing)} has no trec_eval name; leave out --trec-format, or ask for measures trec_eval "
+            "has (success, recip_rank, P, recall, map, gm_map, map_cut, ndcg, ndcg_cut, Rprec, bpref, "
+            "iprec_at_recall, or the sets official and all_trec)"
+        )
+    return counts, strings, measures
+
+
+@dataclass(frozen=True)
+class _Table:
+    """What trec_eval's lines are printed from: the questions printed (`kept`, in its order), the counts per
+    question (`per`, and their z-scores), each measure's value per question, and the ``Z`` prefix of -Z."""
+
+    qids: Sequence[str]
+    kept: np.ndarray
+    per: dict[str, np.ndarray]
+    per_z: dict[str, np.ndarray] | None
+    values: np.ndarray
+    measures: list[metrics.Measure]
+    trec: list[str]
+    counts: list[str]
+    z: str
+
+
+def _question_lines(table: _Table, texts: Sequence[tuple[str, Sequence[str]]]) -> list[str]:
+    """``-q``: each question's counts and measures, the relstrings where trec_eval's measure table has them."""
     at = sum(
         1
-        for m in measures
+        for m in table.measures
         if trec_place(m)[0] < TREC_ORDER.index("relstring") and m.definition.name not in SUMMARY_ONLY
     )
-    z = "Z" if zscores is not None else ""
+    counted = [c for c in table.counts if c in table.per]
     lines: list[str] = []
-    if per_query:
-        for i, qid in ((i, qids[i]) for i in kept):  # in trec_eval's order: ids as bytes (strcmp)
-            if zscores is not None:
-                lines += [f"Z{c:<22}\t{qid}\t{per_z[c][i]:.4f}" for c in counts if c in per]
-            else:
-                lines += [f"{c:<22}\t{qid}\t{per[c][i]}" for c in counts if c in per]
-            mine = [
-                f"{z}{trec[j]:<22}\t{qid}\t{_shown(values[i, j], _counts(m), z)}"
-                for j, m in enumerate(measures)
-                if m.definition.name not in SUMMARY_ONLY
-            ]
-            lines += [*mine[:at], *(f"{name:<22}\t{qid}\t'{text[i]}'" for name, text in texts), *mine[at:]]
+    for i in table.kept:
+        qid = table.qids[i]
+        if table.per_z is not None:
+            lines += [f"Z{c:<22}\t{qid}\t{table.per_z[c][i]:.4f}" for c in counted]
+        else:
+            lines += [f"{c:<22}\t{qid}\t{table.per[c][i]}" for c in counted]
+        mine = [
+            f"{table.z}{table.trec[j]:<22}\t{qid}\t{_shown(table.values[i, j], _counts(m), table.z)}"
+            for j, m in enumerate(table.measures)
+            if m.definition.name not in SUMMARY_ONLY
+        ]
+        lines += [*mine[:at], *(f"{name:<22}\t{qid}\t'{text[i]}'" for name, text in texts), *mine[at:]]
+    return lines
+
+
+def _summary_lines(table: _Table, printing: Printing, judgements: Judgements) -> list[str]:
+    """The ``all`` lines: the counts summed, then each measure averaged as trec_eval averages it."""
+    kept, z = table.kept, table.z
     totals: dict[str, object] = {
         "runid": printing.runid,
         "num_q": len(kept),
-        **{c: int(v[kept].sum()) for c, v in per.items()},
+        **{c: int(v[kept].sum()) for c, v in table.per.items()},
         # with -c, trec_eval's summary num_rel counts every grade above 0 in the qrels, whatever -l says (its
         # per-question lines follow -l); without -c it sums the per-question lines: the same here
-        **({"num_rel": int((judgements.grades > 0).sum())} if complete else {}),
+        **({"num_rel": int((judgements.grades > 0).sum())} if printing.complete else {}),
     }
-    if zscores is not None:
-        totals |= {"num_q": f"{len(kept):.4f}", **{c: f"{v[kept].sum():.4f}" for c, v in per_z.items()}}
-    lines += [f"{z if c != 'runid' else ''}{c:<22}\tall\t{totals[c.lower()]}" for c in counts]
-    means = [metrics.average(m, values[kept, j]) if len(kept) else 0.0 for j, m in enumerate(measures)]
-    lines += [f"{z}{trec[j]:<22}\tall\t{_shown(means[j], _counts(m), z)}" for j, m in enumerate(measures)]
-    return "\n".join(lines) + "\n", scored.warnings + _emptied(measures, qids, kept, per["num_ret"], shape)
+    if table.per_z is not None:
+        totals |= {"num_q": f"{len(kept):.4f}", **{c: f"{v[kept].sum():.4f}" for c, v in table.per_z.items()}}
+    lines = [f"{z if c != 'runid' else ''}{c:<22}\tall\t{totals[c.lower()]}" for c in table.counts]
+    for j, m in enumerate(table.measures):
+        mean = metrics.average(m, table.values[kept, j]) if len(kept) else 0.0
+        lines.append(f"{z}{table.trec[j]:<22}\tall\t{_shown(mean, _counts(m), z)}")
+    return lines
 
 
 def _emptied(
