@@ -188,14 +188,23 @@ def _search(
         if targets:
             targets[0].models.absorb(f"{worker} searches", [sent])
     if ev.throughput:
-        sample = sorted(timed) if timed is not None else range(len(golden.questions))
-        texts = [golden.questions[i].question for i in list(sample)[:THROUGHPUT_QUESTIONS]]
-        advance = options.progress.start("Throughput", len([r for r in runs if r.searched]))
-        for run in runs:
-            if run.searched:
-                run.throughput = throughput(run.setup, texts, ev.depth, ev.throughput)
-            advance(1)
+        _throughput_pass(experiment, golden, timed, runs, options.progress)
     return Searching(runs, timed, checkpoints, started, executor.concurrent, load)
+
+
+def _throughput_pass(
+    experiment: Experiment, golden: GoldenSet, timed: set[int] | None, runs: list[SetupRun], progress: Progress
+) -> None:
+    """Each searched setup's throughput at the configured concurrency, on the timed questions (at most
+    `THROUGHPUT_QUESTIONS`), kept on its run."""
+    ev = experiment.config.evaluation
+    sample = sorted(timed) if timed is not None else range(len(golden.questions))
+    texts = [golden.questions[i].question for i in list(sample)[:THROUGHPUT_QUESTIONS]]
+    advance = progress.start("Throughput", len([r for r in runs if r.searched]))
+    for run in runs:
+        if run.searched:
+            run.throughput = throughput(run.setup, texts, ev.depth, ev.throughput)
+        advance(1)
 
 
 def _judge(
