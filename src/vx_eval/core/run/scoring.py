@@ -93,6 +93,17 @@ def _per_question(
     )
 
 
+def _summary(
+    names: Sequence[str], values: np.ndarray, settings: Settings
+) -> tuple[dict[str, float | None], dict[str, tuple[float, float]]]:
+    """Each measure's mean over the questions it scored (None where none), and its bootstrap interval."""
+    ci = stats.bootstrap_ci(values, samples=settings.bootstrap, seed=settings.seed)
+    with np.errstate(invalid="ignore"):
+        means = np.nanmean(values, axis=0)
+    summary = {n: (None if np.isnan(v) else float(v)) for n, v in zip(names, means, strict=True)}
+    return summary, {n: (float(lo), float(hi)) for n, (lo, hi) in zip(names, ci, strict=True) if not np.isnan(lo)}
+
+
 def score_setup(
     run: SetupRun, questions: Sequence[Question], measures: Sequence[metrics.Measure], settings: Settings
 ) -> SetupResult:
@@ -143,14 +154,12 @@ def score_setup(
         return entry.model_copy(
             update={"error": entry.error or f"every question was skipped or failed; first: {first}"}
         )
-    ci = stats.bootstrap_ci(values, samples=settings.bootstrap, seed=settings.seed)
-    with np.errstate(invalid="ignore"):
-        means = np.nanmean(values, axis=0)
+    summary, ci = _summary(names, values, settings)
     chosen = batch.take(evaluated)
     return entry.model_copy(
         update={
-            "summary": {n: (None if np.isnan(v) else float(v)) for n, v in zip(names, means, strict=True)},
-            "ci": {n: (float(lo), float(hi)) for n, (lo, hi) in zip(names, ci, strict=True) if not np.isnan(lo)},
+            "summary": summary,
+            "ci": ci,
             "relevance_distribution": metrics.relevance_distribution(chosen, 10),
             "graded": graded_summary(batch, evaluated, settings) if settings.graded else None,
             "ties": tie_view(chosen, measures, settings),
