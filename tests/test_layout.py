@@ -77,7 +77,6 @@ ABOVE_20 = {
     "vx_eval/core/report/assembly.py::graded_questions",
     "vx_eval/core/report/compare.py::compare_reports",
     "vx_eval/core/report/upgrade.py::from_format_1",
-    "vx_eval/core/run/pipeline.py::run_experiment",
     "vx_eval/core/run/search.py::search_all",
     "vx_eval/html/charts.py::quality_vs_time",
     "vx_eval/plugins/engines/qdrant.py::QdrantEngine.discover",

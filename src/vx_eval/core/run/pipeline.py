@@ -419,12 +419,20 @@ def run_experiment(experiment: Experiment, plugins: Plugins, options: RunOptions
         corpus=corpus.cut if corpus is not None else None,
     )
     report = assembly.assemble(experiment, outcome)
-    location = None
-    if options.save:
-        try:
-            report, location = save_report(report, golden.raw, stores, options.save_to or config.save_to)
-        except StoreFull as exc:
-            raise checkpoints.resumable(exc) if checkpoints is not None else exc from None
-        if checkpoints is not None:
-            checkpoints.clear()  # the report holds everything they did
+    if not options.save:
+        return RunResult(report, None)
+    return _saved(report, golden, stores, options.save_to or config.save_to, checkpoints)
+
+
+def _saved(
+    report: Report, golden: GoldenSet, stores: Stores, save_to: str, checkpoints: Checkpoints | None
+) -> RunResult:
+    """The report saved with the golden file it read; its checkpoints cleared (the report holds everything
+    they did). A full store leaves them, and says how to resume."""
+    try:
+        report, location = save_report(report, golden.raw, stores, save_to)
+    except StoreFull as exc:
+        raise checkpoints.resumable(exc) if checkpoints is not None else exc from None
+    if checkpoints is not None:
+        checkpoints.clear()
     return RunResult(report, location)
