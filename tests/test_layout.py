@@ -72,7 +72,6 @@ ABOVE_20 = {
     "vx_eval/cli/eval.py::eval_command",
     "vx_eval/core/golden/sources.py::read_corpus",
     "vx_eval/core/golden/template.py::sample_units",
-    "vx_eval/core/judging/grading.py::judge_run",
     "vx_eval/core/judging/noise.py::judge_noise",
     "vx_eval/core/report/assembly.py::graded_questions",
     "vx_eval/core/report/compare.py::compare_reports",

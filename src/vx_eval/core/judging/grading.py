@@ -212,6 +212,20 @@ def circular_setups(runs: Sequence[SetupRun], judge: Judge, models: Models | Non
     return sorted({run.setup.key for run in runs if run.setup.ranker and space(run.setup.ranker) == mine})
 
 
+def _to_grade(
+    runs: Sequence[SetupRun], questions: Sequence[Question], depth: int, everything: bool
+) -> tuple[dict[tuple[str, int], list[str]], int]:
+    """The units to grade per (target, question) in every setup's first `depth` places: those no person
+    labelled (every one with `everything`); and how many a person's label kept."""
+    pairs: dict[tuple[str, int], list[str]] = {}
+    human_kept = 0
+    for (target, i), units in top_units(runs, questions, depth).items():
+        labelled = questions[i].relevance()
+        human_kept += sum(1 for u in units if u in labelled)
+        pairs[(target, i)] = [u for u in units if everything or u not in labelled]
+    return pairs, human_kept
+
+
 def judge_run(
     runs: Sequence[SetupRun],
     questions: Sequence[Question],
@@ -227,12 +241,7 @@ def judge_run(
     questions with those grades added (human labels win) and what the report says about the grading.
     `everything`: grade the human-labelled pairs too and list every verdict (to check the judge); `on`: where
     the batches are graded, when not in this process (the run's cluster)."""
-    pairs: dict[tuple[str, int], list[str]] = {}
-    human_kept = 0
-    for (target, i), units in top_units(runs, questions, depth).items():
-        labelled = questions[i].relevance()
-        human_kept += sum(1 for u in units if u in labelled)
-        pairs[(target, i)] = [u for u in units if everything or u not in labelled]
+    pairs, human_kept = _to_grade(runs, questions, depth, everything)
     texts = _passages(pairs, targets)
     placed = [(i, u, texts[(t, u)]) for (t, i), units in pairs.items() for u in units if (t, u) in texts]
     asked = [(questions[i].question, text) for i, _, text in placed]
