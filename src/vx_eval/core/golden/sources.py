@@ -225,12 +225,7 @@ def read_corpus(source: CorpusSource | str, stores: Stores, keep: Iterable[str] 
     expect) too, in the file's order. The corpus says which part it is (`FileCorpus.cut`)."""
     if isinstance(source, str):
         source = CorpusSource(path=source)
-    location = source.path
-    if local_folder(location):
-        inner = join(location, "corpus.jsonl")
-        if not local_file(inner):
-            raise CorpusError(f"corpus {location} is a folder without corpus.jsonl; name the JSONL file")
-        location = inner
+    location = _corpus_file(source.path)
     raw = stores.read(location)
     if not source.cut:
         return FileCorpus(raw, location)
@@ -238,11 +233,7 @@ def read_corpus(source: CorpusSource | str, stores: Stores, keep: Iterable[str] 
     ids = [_document_id(line, location, n) for n, line in numbered]
     wanted = set(keep)
     expected = {i for i, doc_id in enumerate(ids) if doc_id in wanted}
-    if source.limit is not None:
-        drawn = set(range(min(source.limit, len(ids))))
-    else:
-        others = [i for i in range(len(ids)) if i not in expected]
-        drawn = set(random.Random(source.seed).sample(others, min(source.sample or 0, len(others))))
+    drawn = _drawn(source, len(ids), expected)
     chosen = sorted(drawn | expected) if source.keep_expected else sorted(drawn)
     cut = CorpusCut(
         source=location,
@@ -257,6 +248,24 @@ def read_corpus(source: CorpusSource | str, stores: Stores, keep: Iterable[str] 
     part = f"first {source.limit}" if source.limit is not None else f"sample of {source.sample}, seed {source.seed}"
     label = f"{location} ({part}{' + expected' if source.keep_expected else ''})"
     return FileCorpus(b"".join(numbered[i][1] + b"\n" for i in chosen), label, cut=cut)
+
+
+def _corpus_file(location: str) -> str:
+    """The JSONL file at `location`: itself, or a BEIR folder's corpus.jsonl."""
+    if not local_folder(location):
+        return location
+    inner = join(location, "corpus.jsonl")
+    if not local_file(inner):
+        raise CorpusError(f"corpus {location} is a folder without corpus.jsonl; name the JSONL file")
+    return inner
+
+
+def _drawn(source: CorpusSource, count: int, expected: set[int]) -> set[int]:
+    """The documents (by place) a cut draws: the first `limit`, or `sample` of those not expected, seeded."""
+    if source.limit is not None:
+        return set(range(min(source.limit, count)))
+    others = [i for i in range(count) if i not in expected]
+    return set(random.Random(source.seed).sample(others, min(source.sample or 0, len(others))))
 
 
 def _document_id(line: bytes, location: str, number: int) -> str:
