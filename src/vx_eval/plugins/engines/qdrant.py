@@ -184,11 +184,7 @@ class QdrantEngine(Engine[QdrantOptions]):
         is, with a dense setup per named vector (named after its model, as vx-eval names them), Qdrant's BM25
         over the ``bm25`` sparse vector, and ColBERT-style reranking where a multivector is held."""
         base, collection = target_parts(where, self.name, "http://localhost:6333/docs or .vx/qdrant/docs")
-        place: dict[str, Any] = {"path": Path(base).expanduser().resolve()}
-        if base.startswith(("http://", "https://")):
-            place = {"url": base} | ({"api_key": {"env": API_KEY_ENV}} if os.environ.get(API_KEY_ENV) else {})
-        elif not place["path"].is_dir():
-            raise EngineError(f"--target qdrant:{where}: no folder {base} (a path: target's folder, or a server URL)")
+        place = _place(base, where)
         spec = f"qdrant:{where}"
         options = options_for(QdrantOptions, {**place, "collection": collection, "build": "never"}, spec)
         client, said = self._client(options)
@@ -218,6 +214,16 @@ class QdrantEngine(Engine[QdrantOptions]):
             f"BM25 sparse vector: {'yes' if sparse else 'no'}; multivectors: {', '.join(late) or 'none'}",
         )
         return Discovered(options, collection, found)
+
+
+def _place(base: str, where: str) -> dict[str, Any]:
+    """Where a discovered collection is: a server (its key from ``QDRANT_API_KEY`` when set), or a folder."""
+    if base.startswith(("http://", "https://")):
+        return {"url": base} | ({"api_key": {"env": API_KEY_ENV}} if os.environ.get(API_KEY_ENV) else {})
+    path = Path(base).expanduser().resolve()
+    if not path.is_dir():
+        raise EngineError(f"--target qdrant:{where}: no folder {base} (a path: target's folder, or a server URL)")
+    return {"path": path}
 
 
 def _build(call: Caller, name: str, options: QdrantOptions, built: Built, wanted: str, words) -> None:
