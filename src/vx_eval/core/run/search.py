@@ -73,6 +73,23 @@ def _warm_up(run: SetupRun, text: str, depth: int) -> None:
         run.error = f"warm-up search failed: {service_text(exc)}"
 
 
+def _work(
+    spans: Sequence[range], live: dict[str, SetupRun], questions: Sequence[Question], plan: SearchPlan
+) -> list[tuple[Shard, list[Setup]]]:
+    """Each shard with the live setups still to search it; the parts a resumed run has back from its
+    checkpoints filled in instead."""
+    work = []
+    for shard, span in enumerate(spans):
+        for run in live.values():
+            if (run.setup.key, shard) in plan.done:
+                run.fill(span, plan.done[(run.setup.key, shard)])
+        todo = [r.setup for r in live.values() if (r.setup.key, shard) not in plan.done]
+        if todo:
+            texts = [questions[i].question for i in span]
+            work.append((Shard(shard, span, texts, plan.timed, plan.depth, plan.seed), todo))
+    return work
+
+
 def search_all(
     setups: Sequence[Setup],
     questions: Sequence[Question],
@@ -90,7 +107,7 @@ def search_all(
     n = len(questions)
     size = plan.shard_size or max(n, 1)
     shards = range((n + size - 1) // size)
-    done, depth, timed = plan.done, plan.depth, plan.timed
+    done, depth = plan.done, plan.depth
     runs = [SetupRun(s) for s in setups]
 
     def span_of(shard: int) -> range:
@@ -102,15 +119,7 @@ def search_all(
         if not all((run.setup.key, shard) in done for shard in shards):  # all back from checkpoints: no warm-up
             _warm_up(run, questions[0].question, depth)
     live = {r.setup.key: r for r in runs if r.searched}
-    work = []
-    for shard in shards:
-        for run in live.values():
-            if (run.setup.key, shard) in done:
-                run.fill(span_of(shard), done[(run.setup.key, shard)])
-        todo = [r.setup for r in live.values() if (r.setup.key, shard) not in done]
-        if todo:
-            span = span_of(shard)
-            work.append((Shard(shard, span, [questions[i].question for i in span], timed, depth, plan.seed), todo))
+    work = _work([span_of(shard) for shard in shards], live, questions, plan)
     sized = getattr(progress, "plan", None)  # optional: a progress that keeps the run's size (the server's)
     if sized is not None:
         sized(len(live), n)
