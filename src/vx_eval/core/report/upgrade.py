@@ -122,6 +122,21 @@ def _missing_notes(missing: dict[str, Any]) -> list[str]:
     return missing_notes(notes)
 
 
+def _graded_questions(dashboard: Any) -> Any:
+    """The graded block with its keys renamed (None where there is none; what is not a dict, as it was)."""
+    if not isinstance(dashboard, dict):
+        return dashboard or None
+    dashboard = dict(dashboard)
+    if isinstance(dashboard.get("best"), dict):
+        dashboard["best"] = {_GRADED_KEYS.get(k, k): v for k, v in dashboard["best"].items()}
+    for side in ("strongest", "weakest"):
+        if isinstance(dashboard.get(side), list):
+            dashboard[side] = [
+                {_GRADED_KEYS.get(k, k): v for k, v in q.items()} if isinstance(q, dict) else q for q in dashboard[side]
+            ]
+    return dashboard
+
+
 def from_format_1(report: dict[str, Any]) -> dict[str, Any]:
     out = dict(report)
     out["format"] = 2
@@ -134,28 +149,9 @@ def from_format_1(report: dict[str, Any]) -> dict[str, Any]:
     if "missing_notes" not in out:
         out["missing_notes"] = _missing_notes(_dict(out.get("missing")))
     setups = out.get("setups")
-    if isinstance(setups, list):
-        upgraded = []
-        for setup in setups:
-            if isinstance(setup, dict):
-                upgraded.append(_setup(setup, out["targets"]))
-            else:
-                upgraded.append(setup)  # left for the model to refuse
-        out["setups"] = upgraded
-    dashboard = out.get("graded_questions")
-    if isinstance(dashboard, dict):
-        dashboard = dict(dashboard)
-        if isinstance(dashboard.get("best"), dict):
-            dashboard["best"] = {_GRADED_KEYS.get(k, k): v for k, v in dashboard["best"].items()}
-        for side in ("strongest", "weakest"):
-            if isinstance(dashboard.get(side), list):
-                dashboard[side] = [
-                    {_GRADED_KEYS.get(k, k): v for k, v in q.items()} if isinstance(q, dict) else q
-                    for q in dashboard[side]
-                ]
-        out["graded_questions"] = dashboard
-    elif not dashboard:
-        out["graded_questions"] = None
+    if isinstance(setups, list):  # what is not a dict is left for the model to refuse
+        out["setups"] = [_setup(setup, out["targets"]) if isinstance(setup, dict) else setup for setup in setups]
+    out["graded_questions"] = _graded_questions(out.get("graded_questions"))
     if isinstance(out.get("judge"), dict):
         out["judge"] = _judge(out["judge"])
     for key in ("picks", "frontier"):
