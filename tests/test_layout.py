@@ -71,7 +71,6 @@ def test_no_two_modules_import_each_other_even_inside_a_function():
 ABOVE_20 = {
     "vx_eval/cli/eval.py::eval_command",
     "vx_eval/core/golden/template.py::sample_units",
-    "vx_eval/core/judging/noise.py::judge_noise",
     "vx_eval/core/report/assembly.py::graded_questions",
     "vx_eval/core/report/compare.py::compare_reports",
     "vx_eval/html/charts.py::quality_vs_time",

@@ -20,7 +20,9 @@ import numpy as np
 
 from vx_eval.core.golden.files import Question
 from vx_eval.core.judging.grading import GRADES
+from vx_eval.core.measures import metrics
 from vx_eval.core.report.views import JudgeNoise, MeasuredAgreement
+from vx_eval.core.run.units import judge
 
 if TYPE_CHECKING:
     from vx_eval.core.run.search import SetupRun
@@ -40,6 +42,46 @@ def people_given_judge(confusion: Sequence[Sequence[int]]) -> np.ndarray:
     return result
 
 
+def _judges_grades(questions: Sequence[Question], human: Sequence[Question]) -> list[list[tuple[str, int]]]:
+    """Per question, the (unit, grade) pairs the judge gave: those people did not grade."""
+    return [
+        [(unit, grade) for unit, grade in q.grades.items() if unit not in people.relevance()]
+        for q, people in zip(questions, human, strict=True)
+    ]
+
+
+def _redrawn(
+    question: Question,
+    people: Question,
+    judged: Sequence[tuple[str, int]],
+    cumulative: np.ndarray,
+    rng: np.random.Generator,
+) -> Question:
+    """The question with each of the judge's grades redrawn as people would likely have given it (people's
+    own grades kept)."""
+    grades = dict(people.grades)
+    for unit, grade in judged:
+        column = cumulative[:, min(max(grade, 0), len(GRADES) - 1)]
+        grades[unit] = int(np.searchsorted(column, rng.random() * column[-1], side="right"))
+    return replace(question, grades=grades)
+
+
+def _mean(
+    scorer: metrics.Measure,
+    fixed: Sequence[metrics.Judged],
+    redrawn: dict[int, Question],
+    run: SetupRun,
+    threshold: int,
+    depth: int,
+) -> float:
+    """A setup's mean on the measure with the redrawn questions' grades (the others' rows as made once)."""
+    rows = list(fixed)
+    for i, q in redrawn.items():
+        rows[i] = judge(run.results[i], q, threshold)
+    values = np.asarray(scorer.compute(metrics.Batch.of(rows, depth)), dtype=float)
+    return float(np.nanmean(values)) if values.size else 0.0
+
+
 def judge_noise(
     runs: Sequence[SetupRun],
     questions: Sequence[Question],
@@ -55,19 +97,13 @@ def judge_noise(
     """How often each of `contenders` (the leader first) leads on `measure` when the judge's grades in
     `questions` (those `human`, the same questions as people graded them, lacks) are redrawn as people would
     likely have given them. None where the check measured no confusion matrix or nothing was judged."""
-    from vx_eval.core.measures import metrics
-    from vx_eval.core.run.units import judge
-
     if len(agreement.confusion) != len(GRADES) or len(contenders) < 2:
         return None
     by_key = {r.setup.key: r for r in runs}
     if contenders[0] not in by_key:  # the leader is not a searched setup (a tuned fusion): nothing to redraw
         return None
     contenders = [k for k in contenders if k in by_key and by_key[k].results]
-    judged = [
-        [(unit, grade) for unit, grade in q.grades.items() if unit not in people.relevance()]
-        for q, people in zip(questions, human, strict=True)
-    ]
+    judged = _judges_grades(questions, human)
     if len(contenders) < 2 or not any(judged):
         return None
     posterior = people_given_judge(agreement.confusion)
@@ -82,20 +118,8 @@ def judge_noise(
         for key in contenders
     }
     for _ in range(draws):
-        redrawn = {}
-        for i in redrawable:
-            grades = dict(human[i].grades)
-            for unit, grade in judged[i]:
-                column = cumulative[:, min(max(grade, 0), len(GRADES) - 1)]
-                grades[unit] = int(np.searchsorted(column, rng.random() * column[-1], side="right"))
-            redrawn[i] = replace(questions[i], grades=grades)
-        means = []
-        for key in contenders:
-            rows = list(fixed[key])
-            for i, q in redrawn.items():
-                rows[i] = judge(by_key[key].results[i], q, threshold)
-            values = np.asarray(scorer.compute(metrics.Batch.of(rows, depth)), dtype=float)
-            means.append(float(np.nanmean(values)) if values.size else 0.0)
+        redrawn = {i: _redrawn(questions[i], human[i], judged[i], cumulative, rng) for i in redrawable}
+        means = [_mean(scorer, fixed[key], redrawn, by_key[key], threshold, depth) for key in contenders]
         leads[contenders[int(np.argmax(means))]] += 1  # a tie goes to the one ranked first
     shares = {k: round(n / draws, 3) for k, n in leads.items()}
     return JudgeNoise(
