@@ -32,19 +32,16 @@ def _on_screen() -> bool:
 
 @functools.cache
 def err_console() -> Console:
-
     return Console(stderr=True, width=_width(), soft_wrap=not _on_screen())
 
 
 @functools.cache
 def out_console() -> Console:
-
     return Console(width=_width(), soft_wrap=not _on_screen())
 
 
 def location(value: str | None) -> str | None:
     """A location given on the command line: local paths are relative to the current folder."""
-
     return value if value is None or is_uri(value) else str(Path(value).expanduser().resolve())
 
 
@@ -61,7 +58,6 @@ def shown_path(path: str) -> str:
 
 def new_file(stores: Stores, out_file: str, force: bool) -> str:
     """The location of --out, refused when something is there already and --force was not given."""
-
     target = location(out_file)
     if target is None or (stores.exists(target) and not force):
         raise GoldenError(f"{out_file} exists; choose another --out, or pass --force to overwrite it")
@@ -75,7 +71,6 @@ DEFAULT_RUNS = "runs"
 def runs_place(where: str | None, config: Path | None) -> tuple[str, Stores]:
     """Where runs are kept: LOCATION, or the config's save_to (with the config's store settings), or ./runs
     where runs were saved there."""
-
     plugins = load_plugins()
     if config is not None:
         experiment = load_config(config, plugins)
@@ -91,7 +86,6 @@ def runs_place(where: str | None, config: Path | None) -> tuple[str, Stores]:
 
 
 def write_page(stores: Stores, html_file: str, report: Any, save_to: str | None) -> None:
-
     page = redact(page_for(report, stores, save_to)).encode("utf-8")  # whatever a service said, masked again
     stores.write(location(html_file) or html_file, page)
     err_console().print(

@@ -55,7 +55,6 @@ def compare(
     as_json: bool,
 ) -> None:
     """Compare two runs (ids, `latest`, or paths): every change with its interval and significance."""
-
     try:
         parsed_gates = [Gate.parse(g) for g in gates]
     except VxEvalError as exc:

@@ -51,7 +51,6 @@ def golden() -> None:
 def golden_check(file: str, config: Path | None, split: str) -> None:
     """Lint a golden FILE (or a BEIR folder's queries and qrels, or a TREC folder's topics and qrels): every
     defect on every line, at once."""
-
     plugins = load_plugins()
     stores = Stores(plugins)
     where = location(file) or file
@@ -89,7 +88,6 @@ def _absent_ids(file: str, config: Path, expected: set[str], plugins: Plugins, s
     """Each expected id the config's collection lacks, said with the id most likely meant; how many. Where
     the config declares a corpus, its file is read (nothing is indexed or embedded); else each target opens
     the index that is there, building none."""
-
     err = err_console()
     experiment = load_config(config, plugins)
     wanted = {document_of(u) for u in expected}
@@ -136,7 +134,6 @@ def golden_template(
 ) -> None:
     """Rows to fill in from the collections of CONFIGS (one file for all): expected filled, a hint saying
     where the unit is and how it starts."""
-
     stores = Stores(load_plugins())
     target = new_file(stores, out_file, force)
     with RichProgress(err_console()) as progress:
@@ -171,7 +168,6 @@ def golden_write(
     """Draft questions from the documents of one or several CONFIGs (spread over their collections) with a
     model, check each, let a critic judge it (rows marked draft: true); the writer's options come from the
     first config. Answers are cached: a rerun costs nothing and an interrupted one resumes."""
-
     shares = parse_mix(mix) if mix else None  # before anything is indexed
     stores = Stores(load_plugins())
     target = location(out_file) or out_file
@@ -217,7 +213,6 @@ def golden_import(
     """Convert SOURCE into a golden file: a BEIR folder (queries.jsonl + qrels/SPLIT.tsv), a Bedrock evaluation
     dataset (JSONL conversations: questions with reference answers, unscored until labelled), or TREC topics
     (with --qrels, or a folder holding one topics and one qrels file)."""
-
     stores = Stores(load_plugins())
     target = new_file(stores, out_file, force)
     note = ""

@@ -30,7 +30,6 @@ def judge_check(config: Path, name: str, depth: int, as_json: bool) -> None:
     """Measure a judge against the human grades of CONFIG's golden file: weighted kappa, the confusion matrix,
     and whether it orders the setups as people's grades do (Kendall's tau on DCG@10). No run is saved; what
     was measured is kept in CONFIG's store, and every run graded by this judge there states it."""
-
     plugins = load_plugins()
     experiment = load_config(config, plugins)
     with RichProgress(err_console()) as progress:

@@ -18,7 +18,6 @@ ROLES = ("engines", "setups", "stores", "writers", "judges", "models", "adapters
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
 def plugins_command(as_json: bool) -> None:
     """What is installed (engines, setups, stores, writers, judges, models, adapters, providers), and from where."""
-
     plugins = load_plugins()
     roles = {role: getattr(plugins, role).names() for role in ROLES}
     if as_json:

@@ -81,7 +81,6 @@ class RunRequest:
             raise click.UsageError("--model goes with --target (a config names its models itself)")
 
     def options(self, progress: Progress, on_plan: Callable[[Plan], None] | None) -> RunOptions:
-
         return RunOptions(
             save_to=location(self.save_to),
             only=self.only,
@@ -184,7 +183,6 @@ def run(**given: Any) -> None:
     opensearch:URL/INDEX; credentials from the environment), with every method what it holds allows. The
     config it used is printed and kept (--save-config writes it where you say): run it again for the same
     numbers."""
-
     request = RunRequest(**given)
     request.check()
     plugins = load_plugins()
@@ -201,7 +199,6 @@ def run(**given: Any) -> None:
 
 def _zero_config(request: RunRequest, plugins: Plugins) -> tuple[AutoConfig | None, WriterChoice | None]:
     """`--docs` / `--target`: the config filled in and its questions drafted (with `--dry-run`: only the plan)."""
-
     if request.docs is not None:
         source = from_docs(request.docs)
     else:
@@ -215,7 +212,6 @@ def _zero_config(request: RunRequest, plugins: Plugins) -> tuple[AutoConfig | No
 
 
 def _experiment(request: RunRequest, config: Path | None, plugins: Plugins) -> Experiment:
-
     if config is None:  # neither given nor filled in: `check` refuses that before any work
         raise click.UsageError("name a CONFIG, or give --docs FILE or --target ENGINE:WHERE")
     return with_overrides(load_config(config, plugins), location(request.golden), request.metrics, request.k_values)
@@ -229,7 +225,6 @@ def _searched(
     chosen: WriterChoice | None,
 ) -> RunResult:
     """The run: once, or (documents only) in rounds that draft more while the pick is not sure."""
-
     with RichProgress(err_console()) as shown:
         progress = FileProgress(request.progress_file, also=shown) if request.progress_file else shown
         said_before = made is not None and made.drafted_now  # the plan was said before drafting
@@ -249,7 +244,6 @@ def _searched(
 
 def _shown(request: RunRequest, result: RunResult, experiment: Experiment, plugins: Plugins) -> None:
     """The run printed (or its JSON), its page written beside its report, and the exit code it earns."""
-
     if request.as_json:
         click.echo(result.report.to_json())
     else:
@@ -273,13 +267,11 @@ def _shown(request: RunRequest, result: RunResult, experiment: Experiment, plugi
 
 def _dry_run(experiment: Experiment, plugins: Plugins) -> None:
     """`run --dry-run`: the plan alone, on the standard output."""
-
     _say_plan(plan_experiment(experiment, plugins))
 
 
 def _zero_config_plan(path: Path, drafts: int | None, chosen: WriterChoice, plugins: Plugins) -> Plan:
     """The plan of a run with no config: the config filled in at `path`, `drafts` questions to draft first."""
-
     plan = plan_experiment(load_config(path, plugins), plugins, drafts)
     if drafts is None:
         return plan
@@ -290,7 +282,6 @@ def _dry_run_without_config(
     source: Source, questions: int, chosen: WriterChoice, save_to: str | None, plugins: Plugins
 ) -> None:
     """`run --docs/--target --dry-run`: the config is filled in (and said where), nothing drafted or built."""
-
     path = write_config(source, chosen, Path(save_to) if save_to and not location(save_to) else None)
     drafts = None if path.with_name(GOLDEN).exists() else questions
     out_console().print(f"the configuration it would use: {path}", highlight=False)
@@ -298,7 +289,6 @@ def _dry_run_without_config(
 
 
 def _say_plan(plan: Plan) -> None:
-
     out = out_console()
     lines = plan_lines(plan) or ["nothing to embed or judge: every index is up to date"]
     for line in lines:
@@ -310,7 +300,6 @@ def _say_plan(plan: Plan) -> None:
 
 def _failed_searches(report: Report, allowed: bool) -> None:
     """A run whose searches failed somewhere exits `SEARCHES_FAILED` (its report kept), unless allowed."""
-
     failed = {s.key: s.counts.failed for s in report.setups if s.counts.failed}
     if not failed:
         return
@@ -344,7 +333,6 @@ def _without_config(
 ) -> AutoConfig:
     """`run --docs` / `--target`: the config filled in for `source` (its questions drafted when none are
     kept yet), printed with where it is kept and what the target's engine found in its index."""
-
     err = err_console()
     with RichProgress(err) as progress:
 
@@ -399,7 +387,6 @@ def _without_config(
 @click.option("--once", is_flag=True, help="Look once (settling if it is new), run if needed, and stop.")
 def watch(config: Path, settle: float, poll: float, once: bool) -> None:
     """Run CONFIG whenever its golden file (a path, s3://…, a Blob address) has new content."""
-
     plugins = load_plugins()
 
     def report(outcome: Outcome) -> bool:

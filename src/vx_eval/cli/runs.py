@@ -39,7 +39,6 @@ def runs() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def runs_list(where: str | None, config: Path | None, limit: int, offset: int, as_json: bool) -> None:
     """Saved runs, newest first: collections, golden file, questions, picks."""
-
     save_to, stores = runs_place(where, config)
     entries, total = list_runs(stores, save_to, limit, offset)
     if as_json:
@@ -56,7 +55,6 @@ def runs_list(where: str | None, config: Path | None, limit: int, offset: int, a
 @wide_option
 def runs_show(run_id: str, where: str | None, config: Path | None, as_json: bool, wide: bool) -> None:
     """One run's ranking and picks (RUN is a run id, or `latest`)."""
-
     save_to, stores = runs_place(where, config)
     report = read_report(stores, save_to, run_id)
     if as_json:
@@ -73,7 +71,6 @@ def runs_show(run_id: str, where: str | None, config: Path | None, as_json: bool
 @click.option("--force", is_flag=True, help="Overwrite an existing file.")
 def runs_golden(run_id: str, where: str | None, config: Path | None, out_file: str, force: bool) -> None:
     """Give back the exact golden file RUN read, even after it changed."""
-
     save_to, stores = runs_place(where, config)
     report = read_report(stores, save_to, run_id)
     data = golden_bytes(stores, save_to, report)
@@ -92,7 +89,6 @@ def runs_golden(run_id: str, where: str | None, config: Path | None, out_file: s
 @click.option("--html", "html_file", required=True, help="The HTML file to write (one file, no network needed).")
 def report_page(run_id: str, where: str | None, config: Path | None, html_file: str) -> None:
     """Write RUN's page (a run id, or `latest`): picks, charts, every setup ranked and a page per setup."""
-
     save_to, stores = runs_place(where, config)
     write_page(stores, html_file, read_report(stores, save_to, run_id), save_to)
 
@@ -114,7 +110,6 @@ def runs_export(
 ) -> None:
     """RUN's kept rankings as TREC files (trec_eval on them gives the report's numbers), or its per-question
     measures as CSV or Parquet."""
-
     if not (trec_dir or csv_file or parquet_file):
         raise VxEvalError("name what to write: --trec FOLDER, --csv FILE or --parquet FILE")
     save_to, stores = runs_place(where, config)
@@ -133,7 +128,6 @@ def runs_export(
 
 
 def _parquet(frame: object, target: str) -> None:
-
     try:
         import pyarrow  # noqa: F401
     except ImportError:
@@ -172,7 +166,6 @@ def runs_rescore(
 ) -> None:
     """Score RUN again from the rankings it kept, searching nothing: new measures, another relevance
     threshold or primary measure, or a judge's grades. The new report names RUN and keeps its times."""
-
     if not (measures or threshold or primary or judge):
         raise VxEvalError("name what to change: -m MEASURE, --threshold N, --primary MEASURE or --judge NAME")
     save_to, stores = runs_place(where, config)

@@ -121,7 +121,6 @@ def serve(
     body_timeout: float,
 ) -> None:
     """Serve the Evaluate page (newest run, older runs, each setup's page) and the REST routes over a store."""
-
     try:
         import uvicorn
 
@@ -211,7 +210,6 @@ def users() -> None:
 @click.option("--password-stdin", is_flag=True, help="Read the password from standard input instead of a prompt.")
 def users_add(name: str, role: str, users_path: str | None, password_stdin: bool) -> None:
     """Add a person (or change their role and password); the password is kept only as an argon2 hash."""
-
     if password_stdin:
         password = sys.stdin.readline().rstrip("\n")
     else:
@@ -245,7 +243,6 @@ def users_key() -> None:
 @users_option
 def users_key_make(name: str, role: str | None, users_path: str | None) -> None:
     """Make an API key for NAME; it is printed once and kept only as a hash."""
-
     click.echo(Users(users_file(users_path)).add_key(name, role))
 
 
@@ -253,7 +250,6 @@ def users_key_make(name: str, role: str | None, users_path: str | None) -> None:
 @users_option
 def users_key_list(users_path: str | None) -> None:
     """Every key: its id, whose it is, its role, and whether it acts now (never its secret)."""
-
     for key_id, key, standing in Users(users_file(users_path)).list_keys():
         click.echo(f"{key_id}\t{key.name}\t{key.role}\t{standing}")
 
@@ -263,7 +259,6 @@ def users_key_list(users_path: str | None) -> None:
 @users_option
 def users_key_revoke(key_id: str, users_path: str | None) -> None:
     """Revoke the key with this ID (as `users key list` shows it, or the 8 characters after vxk_)."""
-
     given = key_id.removeprefix(KEY_PREFIX).split("_", 1)[0]  # a whole key pasted is read as its id
     key = Users(users_file(users_path)).revoke_key(given)
     err_console().print(f"the key {given} of {key.name} is revoked", highlight=False)
@@ -274,7 +269,6 @@ def users_key_revoke(key_id: str, users_path: str | None) -> None:
 @users_option
 def users_remove(name: str, users_path: str | None) -> None:
     """Remove NAME: their sessions and every key made for them end at once."""
-
     path = users_file(users_path)
     keys = Users(path).remove_person(name)
     err_console().print(f"{name} is removed from {path}, with {keys} key{'s' * (keys != 1)}", highlight=False)
@@ -285,7 +279,6 @@ def users_remove(name: str, users_path: str | None) -> None:
 @users_option
 def users_signout(name: str, users_path: str | None) -> None:
     """End every session NAME has, on every device (a new password does this too)."""
-
     path = users_file(users_path)
     Users(path).sign_out_everywhere(name)
     err_console().print(f"every session of {name} has ended ({path})", highlight=False)
