@@ -186,9 +186,13 @@ def run(**given: Any) -> None:
     request = RunRequest(**given)
     request.check()
     plugins = load_plugins()
-    made, chosen = _zero_config(request, plugins) if request.config is None else (None, None)
-    if request.dry_run and made is None and request.config is None:
-        return  # --docs/--target --dry-run: said by _zero_config
+    made = chosen = None
+    if request.config is None:
+        source, chosen = _source(request, plugins), choose_writer(request.writer)
+        if request.dry_run:
+            _dry_run_without_config(source, request.questions, chosen, request.save_to, plugins)
+            return
+        made = _without_config(source, request.questions, chosen, request.save_to, request.save_config, plugins)
     experiment = _experiment(request, made.path if made else request.config, plugins)
     if request.dry_run:
         _dry_run(experiment, plugins)
@@ -197,18 +201,11 @@ def run(**given: Any) -> None:
     _shown(request, result, experiment, plugins)
 
 
-def _zero_config(request: RunRequest, plugins: Plugins) -> tuple[AutoConfig | None, WriterChoice | None]:
-    """`--docs` / `--target`: the config filled in and its questions drafted (with `--dry-run`: only the plan)."""
+def _source(request: RunRequest, plugins: Plugins) -> Source:
+    """`--docs` / `--target`: what the run with no config searches."""
     if request.docs is not None:
-        source = from_docs(request.docs)
-    else:
-        source = from_target(str(request.target_spec), plugins, tuple(request.field_models))
-    chosen = choose_writer(request.writer)
-    if request.dry_run:
-        _dry_run_without_config(source, request.questions, chosen, request.save_to, plugins)
-        return None, chosen
-    made = _without_config(source, request.questions, chosen, request.save_to, request.save_config, plugins)
-    return made, chosen
+        return from_docs(request.docs)
+    return from_target(str(request.target_spec), plugins, tuple(request.field_models))
 
 
 def _experiment(request: RunRequest, config: Path | None, plugins: Plugins) -> Experiment:
