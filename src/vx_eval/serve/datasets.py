@@ -85,9 +85,9 @@ class TrecFiles(BaseModel):
 
 @dataclass(frozen=True)
 class Converted:
-    """A dataset as golden rows, the shape it came in, and what its import left out."""
+    """A dataset as golden JSONL, the shape it came in, and what its import left out."""
 
-    rows: list[dict[str, Any]]
+    raw: bytes
     shape: Literal["vx-eval", "mixpeek", "beir", "trec"]
     left_out: tuple[LeftOut, ...] = ()
 
@@ -138,16 +138,16 @@ class DatasetIn(BaseModel):
         return next(n for n in ("rows", "queries", "beir", "trec") if getattr(self, n) is not None)
 
     def golden_rows(self) -> Converted:
-        """The questions as golden rows (GoldenError: BEIR or TREC text that cannot be read)."""
+        """The questions as golden JSONL (GoldenError: BEIR or TREC text that cannot be read)."""
         if self.rows is not None:
-            return Converted(self.rows, "vx-eval")
+            return Converted(dump_rows(self.rows), "vx-eval")
         if self.beir is not None:
             data, left_out = beir_text_bytes(self.beir.queries, self.beir.qrels, "beir.queries", "beir.qrels")
-            return Converted([json.loads(line) for line in data.splitlines()], "beir", left_out)
+            return Converted(data, "beir", left_out)
         if self.trec is not None:
             t = self.trec
             data, left_out = trec_golden_bytes(t.topics, t.qrels, "trec.topics", "trec.qrels", t.field)
-            return Converted([json.loads(line) for line in data.splitlines()], "trec", left_out)
+            return Converted(data, "trec", left_out)
         rows = []
         for q in self.queries or []:
             row: dict[str, Any] = {"id": q.query_id, "question": q.query_input.query, "expected": q.relevant_documents}
@@ -156,7 +156,7 @@ class DatasetIn(BaseModel):
             if q.relevance_field:
                 row["metadata"] = {"relevance_field": q.relevance_field}
             rows.append(row)
-        return Converted(rows, "mixpeek")
+        return Converted(dump_rows(rows), "mixpeek")
 
 
 class Version(BaseModel):
@@ -188,8 +188,7 @@ class Datasets:
         """Check and keep a dataset's new version (the same bytes again are the same version); with what its
         import left out."""
         converted = given.golden_rows()
-        shape = converted.shape
-        raw = dump_rows(converted.rows)
+        shape, raw = converted.shape, converted.raw
         golden = parse_golden(raw, f"dataset {given.name}")  # GoldenError: the messages of `golden check`
         if not golden.questions:
             raise GoldenError(f"dataset {given.name} holds no labelled question")
