@@ -55,6 +55,11 @@ def test_golden_check_and_import_take_a_trec_folder(tmp_path, capsys):
     assert "Wrote 2 questions" in out and "with no judgement" in out
     rows = [json.loads(line) for line in (tmp_path / "g.jsonl").read_text().splitlines()]
     assert [r["id"] for r in rows] == ["1", "2"]
+    (folder / "topics.401-450").write_text(TOPICS)  # two topics files: golden check says why it reads none
+    code, _, err = call(capsys, "golden", "check", str(folder))
+    assert code == 2 and "neither queries.jsonl (BEIR) nor one topics and one qrels file (TREC)" in " ".join(
+        err.split()
+    )
 
 
 def test_a_beir_query_holding_a_line_separator_is_one_query(tmp_path, plugins):

@@ -46,10 +46,7 @@ def read_golden(source: GoldenSource | str, stores: Stores) -> GoldenSet:
     elif trec:
         raw, left_out, where = trec_folder_bytes(source.path)
     elif local_folder(source.path):
-        raise GoldenError(
-            f"golden {source.path} is a folder with neither queries.jsonl (BEIR) nor one topics and one qrels "
-            "file (TREC); name a .jsonl file, a BEIR folder or a TREC folder"
-        )
+        raise _neither(source.path)
     else:
         raw, where = stores.read(source.path), source.path
     if source.limit is not None:
@@ -367,10 +364,19 @@ def trec_folder_bytes(location: str, field: str = "title") -> tuple[bytes, tuple
 
 def folder_golden(location: str, split: str = "test") -> tuple[bytes, tuple[LeftOut, ...], str] | None:
     """A BEIR or TREC folder's questions as golden JSONL, what was left out and what was read; None where
-    `location` is neither (a file, or a store's address)."""
+    `location` is no folder (a file, or a store's address). A folder that is neither is refused."""
     if is_beir_folder(location):
         raw, left_out = beir_golden_bytes(location, split)
         return raw, left_out, f"{location} (BEIR {split})"
     if trec_folder(location) is not None:
         return trec_folder_bytes(location)
+    if local_folder(location):
+        raise _neither(location)
     return None
+
+
+def _neither(location: str) -> GoldenError:
+    return GoldenError(
+        f"golden {location} is a folder with neither queries.jsonl (BEIR) nor one topics and one qrels file "
+        "(TREC); name a .jsonl file, a BEIR folder or a TREC folder"
+    )
