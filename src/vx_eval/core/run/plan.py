@@ -274,5 +274,5 @@ def drafting(count: int, writer: str) -> Work:
         f"draft {count:,} questions with {writer}",
         count,
         None,
-        "each try one model call, refused drafts tried again; its progress says each try as it comes back",
+        "refused drafts are tried again; its progress says each try as it comes back",
     )
