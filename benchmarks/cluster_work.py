@@ -159,8 +159,8 @@ def _config(root: Path, name: str, served: dict[str, Any], concurrency: int) -> 
 def index(root: Path, name: str, served: dict[str, Any], concurrency: int, on: Any) -> tuple[str, list[Any]]:
     """The quickstart indexed from a cold cache; the index file's hash and the vectors kept."""
     from vx_eval.core.config.experiment import load_config
+    from vx_eval.core.contracts.engine import SilentProgress
     from vx_eval.core.plugins import load_plugins
-    from vx_eval.core.run.engine import SilentProgress
     from vx_eval.core.run.targets import close_targets, open_targets
     from vx_eval.core.stores import Stores
 
@@ -183,8 +183,8 @@ def judging_pool(root: Path) -> list[tuple[str, str]]:
     import json
 
     from vx_eval.core.config.experiment import load_config
+    from vx_eval.core.contracts.engine import Query, SilentProgress
     from vx_eval.core.plugins import load_plugins
-    from vx_eval.core.run.engine import Query, SilentProgress
     from vx_eval.core.run.targets import close_targets, open_targets
     from vx_eval.core.stores import Stores
 

@@ -25,7 +25,7 @@ import yaml
 from vx_eval.core.config.experiment import load_config
 from vx_eval.core.plugins import load_plugins
 from vx_eval.core.report.schema import Report
-from vx_eval.core.run.pipeline import RunOptions, run_experiment
+from vx_eval.core.usecases.pipeline import RunOptions, run_experiment
 from vx_eval.testing.faults import FaultProxy
 
 REPO = Path(__file__).resolve().parents[1]

@@ -41,13 +41,14 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     args = parser.parse_args()
 
+    from vx_eval.core.contracts.engine import OpenContext
+    from vx_eval.core.contracts.models import DENSE, ModelSettings
     from vx_eval.core.corpus.prepare import EMBED_SLICE as RUN_SLICE
     from vx_eval.core.corpus.prepare import chunks_of
     from vx_eval.core.golden.sources import FileCorpus
-    from vx_eval.core.models.loading import DENSE, Models, ModelSettings
+    from vx_eval.core.models.loading import Models
     from vx_eval.core.plugins import load_plugins
     from vx_eval.core.run.cluster import DaskExecutor
-    from vx_eval.core.run.engine import OpenContext
     from vx_eval.plugins.engines.sqlite import SqliteEngine, SqliteOptions
 
     assert RUN_SLICE == EMBED_SLICE

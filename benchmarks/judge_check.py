@@ -27,7 +27,7 @@ from sklearn.metrics import cohen_kappa_score
 from vx_eval.core.config.experiment import load_config
 from vx_eval.core.judging.check import SHIPPED, agreement_of, judge_identity, midpoints
 from vx_eval.core.plugins import load_plugins
-from vx_eval.core.run.judge_check import check_judge
+from vx_eval.core.usecases.judge_check import check_judge
 from vx_eval.plugins.judges.cross_encoder import DEFAULT_CUT_POINTS
 
 CONFIG = Path(__file__).resolve().parents[1] / "configs" / "msmarco-dl19.yaml"

@@ -30,11 +30,11 @@ def main() -> None:
     args = parser.parse_args()
 
     from vx_eval.core.config.experiment import load_config
+    from vx_eval.core.contracts.engine import SilentProgress
     from vx_eval.core.plugins import load_plugins
-    from vx_eval.core.run.engine import SilentProgress
-    from vx_eval.core.run.pipeline import plan_experiment
     from vx_eval.core.run.targets import close_targets, open_targets
     from vx_eval.core.stores import Stores
+    from vx_eval.core.usecases.pipeline import plan_experiment
 
     lines = (SHARED / "scifact" / "corpus.jsonl").read_text(encoding="utf-8").splitlines()
     rows = [json.loads(line) for line in random.Random(0).sample(lines, args.documents)]

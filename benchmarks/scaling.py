@@ -27,10 +27,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from vx_eval.core.contracts.engine import DENSE_PREFIX, KEYWORD, OpenContext, Query
+from vx_eval.core.contracts.models import DENSE, ModelSettings
 from vx_eval.core.golden.sources import FileCorpus
-from vx_eval.core.models.loading import DENSE, Models, ModelSettings
+from vx_eval.core.models.loading import Models
 from vx_eval.core.plugins import load_plugins
-from vx_eval.core.run.engine import DENSE_PREFIX, KEYWORD, OpenContext, Query
 from vx_eval.plugins.engines.sqlite import SqliteEngine, SqliteOptions
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "datasets"

@@ -21,11 +21,12 @@ from pathlib import Path
 import yaml
 
 from vx_eval.core.config.experiment import load_config
+from vx_eval.core.contracts.models import DENSE, LATE, ModelSettings
 from vx_eval.core.golden.sources import read_corpus
-from vx_eval.core.models.loading import DENSE, LATE, Models, ModelSettings
+from vx_eval.core.models.loading import Models
 from vx_eval.core.plugins import load_plugins
-from vx_eval.core.run.pipeline import RunOptions, run_experiment
 from vx_eval.core.stores import Stores
+from vx_eval.core.usecases.pipeline import RunOptions, run_experiment
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -16,10 +16,10 @@ import time
 
 import numpy as np
 
-from vx_eval.core.golden.files import Question
+from vx_eval.core.contracts.engine import Setup
+from vx_eval.core.contracts.golden import Question
 from vx_eval.core.report.schema import Settings
 from vx_eval.core.run import ranking, scoring
-from vx_eval.core.run.engine import Setup
 from vx_eval.core.run.search import SetupRun
 
 DEPTH = 20

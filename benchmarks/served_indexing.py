@@ -34,11 +34,11 @@ def main() -> None:
 
     import numpy as np
 
+    from vx_eval.core.contracts.endpoints import ModelEndpoint
+    from vx_eval.core.contracts.engine import OpenContext
     from vx_eval.core.golden.sources import FileCorpus
-    from vx_eval.core.models.endpoints import ModelEndpoint
     from vx_eval.core.models.loading import Models
     from vx_eval.core.plugins import load_plugins
-    from vx_eval.core.run.engine import OpenContext
     from vx_eval.plugin import IndexOptions, prepare
     from vx_eval.testing.served import DENSE_MODEL, ServedStandIn
 

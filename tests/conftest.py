@@ -296,7 +296,7 @@ def evaluations(tmp_path_factory, plugins, shared_cache) -> Evaluations:
     timed), the second after a document was added to the corpus (so the index changed between them). Eight questions are graded (0-3) and one
     added question expects a document the corpus lacks (a missing-document note)."""
     from vx_eval.core.config.experiment import load_config
-    from vx_eval.core.run.pipeline import RunOptions, run_experiment
+    from vx_eval.core.usecases.pipeline import RunOptions, run_experiment
 
     root = tmp_path_factory.mktemp("evaluations")
     shipped = REPO / "configs" / "quickstart"

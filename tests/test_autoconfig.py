@@ -90,7 +90,7 @@ def test_the_writer_is_a_served_model_when_named_else_smollm2_else_the_keywords_
 
 
 def test_the_keywords_writer_drafts_search_words_that_pass_the_checks():
-    from vx_eval.core.golden.template import Unit, WriteRequest
+    from vx_eval.core.contracts.writer import Unit, WriteRequest
     from vx_eval.llm.checks import check
     from vx_eval.plugins.writers.keywords import KeywordQueryWriter
 
@@ -184,9 +184,9 @@ def test_a_qdrant_collection_pointed_at_is_searched_as_it_holds_with_its_saved_c
     """`--target qdrant:FOLDER/COLLECTION`: what the collection holds read (its named vectors, its BM25 sparse
     vector), every setup it allows run and judged; the questions already in the workspace are reused."""
     from vx_eval.autoconfig import from_target
+    from vx_eval.core.contracts.engine import OpenContext
     from vx_eval.core.golden.sources import FileCorpus
     from vx_eval.core.models.loading import Models
-    from vx_eval.core.run.engine import OpenContext
     from vx_eval.plugins.engines.qdrant import QdrantEngine, QdrantOptions
 
     monkeypatch.chdir(tmp_path)

@@ -94,7 +94,7 @@ def test_every_stage_of_a_run_says_how_far_it_is_in_plain_lines(project, plugins
 
     from vx_eval.cli.progress import RichProgress
     from vx_eval.core.config.experiment import load_config
-    from vx_eval.core.run.pipeline import RunOptions, run_experiment
+    from vx_eval.core.usecases.pipeline import RunOptions, run_experiment
 
     path = project.write_config(
         targets=[

@@ -117,7 +117,8 @@ def test_more_drafts_drop_a_question_the_golden_file_already_holds_by_its_own_ru
     import vx_eval.api
     from vx_eval.api import WriteSummary
     from vx_eval.autoconfig import AutoConfig, WriterChoice
-    from vx_eval.core.golden.files import GoldenRow, dump_rows, lint
+    from vx_eval.core.contracts.golden import GoldenRow
+    from vx_eval.core.golden.files import dump_rows, lint
     from vx_eval.drafted import draft_more
 
     held = GoldenRow(id="q1", question="Where is the Straße?", draft=True, metadata={"source": ["d1"]})

@@ -87,7 +87,8 @@ def test_a_killed_run_leaves_no_partial_report_and_resumes_to_the_same_measures(
 
 
 def test_resume_refuses_a_changed_golden_file_and_an_unknown_run(project, plugins):
-    from vx_eval.core.run.checkpoints import Checkpoints, Manifest
+    from vx_eval.core.report.saving import Manifest
+    from vx_eval.core.run.checkpoints import Checkpoints
 
     config = project.write_config()
     done = vx("run", str(config), "--resume", "20260101T000000000000Z-abcdef", cwd=project.root)

@@ -18,7 +18,7 @@ from vx_eval.testing.faults import FaultProxy
 SECRET = "S3cret-Pa55-echoed-9876"
 CRASH = """
 import os, sys
-import vx_eval.core.report.assembly as assembly
+import vx_eval.core.run.assembly as assembly
 
 def broken(*args, **kwargs):  # a bug after every search finished, whose message carries the password
     raise RuntimeError("the service said: wrong password " + os.environ["VX_TEST_OS_PASSWORD"])

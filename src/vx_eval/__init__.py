@@ -38,7 +38,7 @@ __all__ = [
 
 _LAZY = {
     "hookimpl": "vx_eval.core.hookspecs",
-    "Hit": "vx_eval.core.run.engine",
+    "Hit": "vx_eval.core.contracts.engine",
     "Question": "vx_eval.questions",
     "Target": "vx_eval.questions",
     "save_questions": "vx_eval.questions",

@@ -11,16 +11,19 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from vx_eval.core.config.experiment import GoldenSource, ModelsConfig, load_config
+from vx_eval.core.contracts.engine import SilentProgress
+from vx_eval.core.contracts.golden import GoldenRow, GoldenSet, Question
+from vx_eval.core.contracts.store import Fetcher
+from vx_eval.core.contracts.writer import WriteRequest
 from vx_eval.core.errors import ConfigError, GoldenError
-from vx_eval.core.golden.files import GoldenRow, GoldenSet, Question, dump_rows, question_row
+from vx_eval.core.golden.files import dump_rows, question_row
 from vx_eval.core.golden.sources import read_corpus
 from vx_eval.core.golden.sources import read_golden as _read_golden
-from vx_eval.core.golden.template import WriteRequest, drafted, sample_units
+from vx_eval.core.golden.template import drafted, sample_units
 from vx_eval.core.plugins import load_plugins
-from vx_eval.core.run.engine import SilentProgress
-from vx_eval.core.run.pipeline import RunOptions, RunResult, run_experiment
 from vx_eval.core.run.targets import close_targets, open_targets
-from vx_eval.core.stores import Fetcher, Stores
+from vx_eval.core.stores import Stores
+from vx_eval.core.usecases.pipeline import RunOptions, RunResult, run_experiment
 
 if TYPE_CHECKING:
     from vx_eval.core.plugins import Plugins
@@ -158,7 +161,8 @@ def draft_rows(
 ) -> tuple[list[GoldenRow], WriteSummary]:
     """`write_golden_rows` on collections already at hand (documents or handles), the writer's options given
     (None: its defaults) and the models block (served models, the answers cache beside `scores`)."""
-    from vx_eval.core.models.loading import Models, ModelSettings
+    from vx_eval.core.contracts.models import ModelSettings
+    from vx_eval.core.models.loading import Models
     from vx_eval.llm.drafting import DEFAULT_MIX, check_mix
 
     mix = check_mix(dict(mix or DEFAULT_MIX))

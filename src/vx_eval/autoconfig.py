@@ -26,11 +26,13 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from vx_eval.core.contracts.endpoints import ModelEndpoint
+from vx_eval.core.contracts.engine import Discovered, slug
+from vx_eval.core.contracts.golden import GoldenRow
+from vx_eval.core.contracts.models import DENSE, LATE
 from vx_eval.core.errors import ConfigError, GoldenError
-from vx_eval.core.golden.files import GoldenRow, dump_rows
-from vx_eval.core.models.endpoints import ModelEndpoint
-from vx_eval.core.models.loading import DENSE, LATE, ModelCatalog, unknown_model
-from vx_eval.core.run.engine import Discovered, slug
+from vx_eval.core.golden.files import dump_rows
+from vx_eval.core.models.loading import ModelCatalog, unknown_model
 
 if TYPE_CHECKING:
     from vx_eval.core.plugins import Plugins

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from vx_eval.core.config.experiment import Experiment
     from vx_eval.core.plugins import Plugins
     from vx_eval.core.report.schema import Report
-    from vx_eval.core.run.pipeline import RunOptions, RunResult
+    from vx_eval.core.usecases.pipeline import RunOptions, RunResult
 
 MOST = 4
 """By default a run drafts up to this many times ``--questions`` while its pick is not sure."""
@@ -123,8 +123,8 @@ def run_drafted(
 
     from vx_eval.autoconfig import refusals
     from vx_eval.core.report.saving import check_run_id, save_report
-    from vx_eval.core.run.pipeline import RunResult, run_experiment
     from vx_eval.core.stores import Stores
+    from vx_eval.core.usecases.pipeline import RunResult, run_experiment
 
     have = made.questions
     if have < FEWEST or most <= have or options.resume:  # a resumed run finishes what it was

@@ -17,16 +17,26 @@ from typing import Any
 import yaml
 
 from vx_eval.core.config.experiment import EvaluationConfig, parse_config
+from vx_eval.core.contracts.engine import (
+    Document,
+    EngineHandle,
+    Hit,
+    OpenContext,
+    Query,
+    SilentProgress,
+    TargetDescription,
+)
+from vx_eval.core.contracts.golden import GoldenSet, Question
+from vx_eval.core.contracts.models import DENSE, ModelSettings
 from vx_eval.core.errors import ConfigError, did_you_mean, quoted
-from vx_eval.core.golden.files import GoldenSet, Question, dump_rows, parse_golden, question_row
+from vx_eval.core.golden.files import dump_rows, parse_golden, question_row
 from vx_eval.core.golden.sources import read_corpus
-from vx_eval.core.models.loading import DENSE, Models, ModelSettings
+from vx_eval.core.models.loading import Models
 from vx_eval.core.plugins import Plugins, load_plugins
 from vx_eval.core.report.schema import Report
-from vx_eval.core.run.engine import Document, EngineHandle, Hit, OpenContext, Query, SilentProgress, TargetDescription
-from vx_eval.core.run.pipeline import RunOptions, run_experiment
 from vx_eval.core.run.targets import open_targets
 from vx_eval.core.stores import Stores
+from vx_eval.core.usecases.pipeline import RunOptions, run_experiment
 
 GIVEN = "(questions given to evaluate())"
 
@@ -322,7 +332,7 @@ def _kept(
     """A saved run (or a report in hand), where its runs are kept, its golden set and its searched questions
     (from `golden` where given, else the exact copy kept beside the runs)."""
     from vx_eval.core.report.history import golden_bytes
-    from vx_eval.core.report.rescore import searched_questions
+    from vx_eval.core.usecases.rescore import searched_questions
 
     stores = Stores(load_plugins())
     save_to = str(runs) if runs is not None else "runs"
@@ -357,7 +367,7 @@ def export_trec(
     run's kept rankings: trec_eval, ranx or ir_measures on them give the report's numbers. `report` is a
     report, a run id (at `runs`) or a report's location; the judgements come from `golden` or the copy of
     the golden file kept beside the runs."""
-    from vx_eval.core.report.export import export_trec as _export
+    from vx_eval.core.usecases.export import export_trec as _export
 
     report, stores, _, _, questions = _kept(report, runs, golden, queries)
     return _export(report, questions, str(folder), stores)
@@ -384,8 +394,8 @@ def rescore(
     the documents it reads come from `config`, the run's own). The new report names the run it came from
     and keeps its times; `save` keeps it beside that run."""
     from vx_eval.core.config.experiment import load_config
-    from vx_eval.core.report.rescore import Rescoring, rejudge
-    from vx_eval.core.report.rescore import rescore as _rescore
+    from vx_eval.core.usecases.rescore import Rescoring, rejudge
+    from vx_eval.core.usecases.rescore import rescore as _rescore
 
     report, stores, save_to, kept, questions = _kept(report, runs, golden, queries)
     judged = None

@@ -10,7 +10,7 @@ from vx_eval.core.measures import metrics
 if TYPE_CHECKING:
     from vx_eval.core.report.schema import Report
     from vx_eval.core.report.views import Gullibility, JudgeInfo
-    from vx_eval.core.run.plan import Plan
+    from vx_eval.core.usecases.plan import Plan
 
 SHARES = ("found", "hit", "recall", "p", "judged")
 

@@ -36,60 +36,8 @@ every engine should pass.
 
 from __future__ import annotations
 
-from vx_eval.core.config.fields import ConfigPath, SecretRef, ServiceUrl, is_uri
-from vx_eval.core.corpus.embeddings import EmbeddingCache, dequantize
-from vx_eval.core.corpus.prepare import (
-    Built,
-    Chunk,
-    IndexOptions,
-    building,
-    chunk_corpus,
-    default_cache,
-    dense_matrix,
-    prepare,
-    sweep_building,
-    token_matrices,
-)
-from vx_eval.core.corpus.text import STOPWORDS, WORD, fts_match, query_terms
-from vx_eval.core.errors import (
-    ConfigError,
-    EngineError,
-    GoldenError,
-    PluginError,
-    StoreError,
-    VxEvalError,
-    did_you_mean,
-    quoted,
-    remember_secret,
-)
-from vx_eval.core.golden.files import GoldenRow
-from vx_eval.core.golden.template import QuestionWriter, Unit, WriteOutcome, WriterDescription, WriteRequest, hint
-from vx_eval.core.hookspecs import hookimpl
-from vx_eval.core.judging.grading import Judge, Verdict
-from vx_eval.core.models.cache import KeyedCache
-from vx_eval.core.models.endpoints import Billed, Embedded, Failure, InputType, ModelEndpoint, Provider, Reranked
-from vx_eval.core.models.loading import (
-    DENSE,
-    GPU_BATCH,
-    LATE,
-    RERANKER,
-    CrossEncoder,
-    DenseEncoder,
-    LateEncoder,
-    LateModel,
-    ModelError,
-    ModelPlugin,
-    Models,
-    ModelSettings,
-    PairScores,
-    RerankerModel,
-    maxsim,
-    one_blas_thread,
-    onnx_providers,
-    torch_device,
-)
-from vx_eval.core.plugins import Registry
-from vx_eval.core.run.engine import (
+from vx_eval.core.contracts.endpoints import Billed, Embedded, Failure, InputType, ModelEndpoint, Provider, Reranked
+from vx_eval.core.contracts.engine import (
     DENSE_PREFIX,
     FUSION,
     GRAPH,
@@ -121,10 +69,67 @@ from vx_eval.core.run.engine import (
     reuse_allowed,
     slug,
 )
+from vx_eval.core.contracts.fields import ConfigPath, SecretRef, ServiceUrl, is_uri
+from vx_eval.core.contracts.golden import GoldenRow
+from vx_eval.core.contracts.judge import Judge, Verdict
+from vx_eval.core.contracts.models import (
+    DENSE,
+    LATE,
+    RERANKER,
+    CrossEncoder,
+    DenseEncoder,
+    LateEncoder,
+    ModelPlugin,
+    ModelSettings,
+    ModelSource,
+)
+from vx_eval.core.contracts.registry import Registry
+from vx_eval.core.contracts.store import Store, StoreDenied, StoreFull, StoreNotFound
+from vx_eval.core.contracts.writer import QuestionWriter, Unit, WriteOutcome, WriterDescription, WriteRequest
+from vx_eval.core.corpus.embeddings import EmbeddingCache, dequantize
+from vx_eval.core.corpus.leftovers import owned_by_this_process, sweep
+from vx_eval.core.corpus.prepare import (
+    Built,
+    Chunk,
+    IndexOptions,
+    building,
+    chunk_corpus,
+    default_cache,
+    dense_matrix,
+    prepare,
+    sweep_building,
+    token_matrices,
+)
+from vx_eval.core.corpus.text import STOPWORDS, WORD, fts_match, query_terms
+from vx_eval.core.errors import (
+    ConfigError,
+    EngineError,
+    GoldenError,
+    PluginError,
+    StoreError,
+    VxEvalError,
+    did_you_mean,
+    quoted,
+    remember_secret,
+)
+from vx_eval.core.golden.template import hint
+from vx_eval.core.hookspecs import hookimpl
+from vx_eval.core.models.cache import KeyedCache
+from vx_eval.core.models.loading import (
+    GPU_BATCH,
+    LateModel,
+    ModelError,
+    Models,
+    PairScores,
+    RerankerModel,
+    maxsim,
+    one_blas_thread,
+    onnx_providers,
+    torch_device,
+)
+from vx_eval.core.remote import RemotePolicy
 from vx_eval.core.run.fusion import convex, fuse, hit_key, rrf
-from vx_eval.core.run.leftovers import owned_by_this_process, sweep
-from vx_eval.core.run.remote import RemotePolicy
-from vx_eval.core.stores import Store, StoreDenied, StoreFull, StoreNotFound, full_error, local_folder
+from vx_eval.core.stores import full_error, local_folder
 
 __all__ = [
     "DENSE",
@@ -174,6 +179,7 @@ __all__ = [
     "ModelError",
     "ModelPlugin",
     "ModelSettings",
+    "ModelSource",
     "Models",
     "OpenContext",
     "PairScores",

@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from vx_eval.core.config.experiment import ModelsConfig
+from vx_eval.core.contracts.engine import EngineHandle
+from vx_eval.core.contracts.golden import GoldenSet
+from vx_eval.core.contracts.golden import Question as Question_
 from vx_eval.core.errors import ConfigError, GoldenError
-from vx_eval.core.golden import files as core_golden
-from vx_eval.core.golden.files import GoldenSet
-from vx_eval.core.run.engine import EngineHandle
 
 
 def question_id(text: str) -> str:
@@ -26,7 +26,7 @@ def question_id(text: str) -> str:
     return "q-" + hashlib.sha256(" ".join(text.split()).casefold().encode()).hexdigest()[:12]
 
 
-class Question(core_golden.Question):
+class Question(Question_):
     """A golden question: what somebody asks and the ids (``doc`` or ``doc#page=N``) that answer it.
 
     ``Question("Can a customer postpone a loan payment?", expected=["deferment"])``; `id` is made from the
@@ -69,14 +69,14 @@ class Target:
 
 
 def save_questions(
-    questions: Iterable[core_golden.Question | Mapping[str, Any]], path: str | Path, *, overwrite: bool = False
+    questions: Iterable[Question_ | Mapping[str, Any]], path: str | Path, *, overwrite: bool = False
 ) -> str:
     """Write questions (or golden rows) as a golden JSONL file, atomically, to a path, ``s3://…`` or a Blob
     address; never over a file unless `overwrite`. Two questions with one id are refused."""
     from vx_eval.api import save_golden
 
     rows = list(questions)
-    ids = [q.id if isinstance(q, core_golden.Question) else q.get("id") for q in rows]
+    ids = [q.id if isinstance(q, Question_) else q.get("id") for q in rows]
     seen = {i for i in ids if i is not None and ids.count(i) > 1}
     if seen:
         raise GoldenError(f"two questions have the id {sorted(seen)[0]!r}; give each question an id of its own")
@@ -135,7 +135,8 @@ def golden_template(
     same collection gives the same rows. `writer`, any function from a text to a question, drafts them
     (rows marked ``draft: true``). Returns the rows as mappings."""
     from vx_eval.api import save_golden
-    from vx_eval.core.golden.template import WriteRequest, drafted, sample_units
+    from vx_eval.core.contracts.writer import WriteRequest
+    from vx_eval.core.golden.template import drafted, sample_units
     from vx_eval.core.plugins import load_plugins
 
     if by not in ("document", "page"):

@@ -31,8 +31,8 @@ from urllib.parse import unquote_plus
 from vx_eval.core.config.experiment import load_config
 from vx_eval.core.errors import ConfigError
 from vx_eval.core.plugins import load_plugins
-from vx_eval.core.run.pipeline import RunOptions
-from vx_eval.core.run.watch import Watcher
+from vx_eval.core.usecases.pipeline import RunOptions
+from vx_eval.core.usecases.watch import Watcher
 
 
 def _watcher() -> Watcher:

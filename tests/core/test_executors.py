@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from vx_eval.core.config.experiment import load_config
+from vx_eval.core.remote import RateLimit
 from vx_eval.core.run.executors import ThreadExecutor
-from vx_eval.core.run.pipeline import RunOptions, run_experiment
-from vx_eval.core.run.remote import RateLimit
+from vx_eval.core.usecases.pipeline import RunOptions, run_experiment
 from vx_eval.testing.processes import free_port, start_server
 from vx_eval.testing.served import DENSE_MODEL, ServedStandIn
 

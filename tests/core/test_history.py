@@ -7,9 +7,10 @@ import json
 
 import pytest
 
+from vx_eval.core.contracts.store import StoreNotFound
 from vx_eval.core.errors import StoreError
 from vx_eval.core.report.history import golden_bytes, list_runs, read_report
-from vx_eval.core.stores import StoreNotFound, Stores
+from vx_eval.core.stores import Stores
 
 GOLDEN = b"old name\n"
 OLD = {  # a report as format 1 wrote it before `collections`, `status` and `server_ms` existed

@@ -81,7 +81,7 @@ def test_a_bedrock_line_of_another_shape_is_named():
 
 def test_a_labelled_row_beside_unlabelled_ones_is_the_only_one_scored(project, plugins):
     from vx_eval.core.config.experiment import load_config
-    from vx_eval.core.run.pipeline import RunOptions, run_experiment
+    from vx_eval.core.usecases.pipeline import RunOptions, run_experiment
 
     data, _ = bedrock_golden_bytes(BEDROCK, "bedrock.jsonl")
     labelled = b'{"id": "w", "question": "How much is a wire transfer?", "expected": ["wire"]}\n'

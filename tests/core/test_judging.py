@@ -9,11 +9,12 @@ import pytest
 from sklearn.metrics import cohen_kappa_score
 
 from vx_eval.core.config.experiment import load_config
+from vx_eval.core.contracts.golden import Question
+from vx_eval.core.contracts.judge import Verdict
 from vx_eval.core.errors import VxEvalError
-from vx_eval.core.golden.files import Question
 from vx_eval.core.judging.check import agreement, same_order
-from vx_eval.core.judging.grading import GradeCache, Verdict, grade_pairs, with_judged_grades
-from vx_eval.core.run.pipeline import RunOptions, run_experiment
+from vx_eval.core.judging.grading import GradeCache, grade_pairs, with_judged_grades
+from vx_eval.core.usecases.pipeline import RunOptions, run_experiment
 
 from ..conftest import GOLDEN, write_jsonl
 
@@ -173,9 +174,9 @@ def _noise_case(confusion):
     """Two setups over four questions that differ only where the judge graded: setup a finds the passage the
     judge graded 2, setup b the two it graded 1 (neither finds the one people graded), so a leads on the
     judge's grades, and under a judge whose grades tell nothing of people's, b may as well."""
+    from vx_eval.core.contracts.engine import Setup
     from vx_eval.core.judging.noise import judge_noise
     from vx_eval.core.report.views import MeasuredAgreement
-    from vx_eval.core.run.engine import Setup
     from vx_eval.core.run.search import SetupRun
 
     human = [Question(id=f"q{i}", question=f"question {i}", expected=(), grades={"h": 3}) for i in range(4)]
@@ -267,7 +268,7 @@ def test_a_check_fits_cut_points_on_half_its_questions_and_measures_them_on_the_
 def test_gullibility_is_the_share_of_unrelated_passages_a_stuffing_raises_to_2():
     """A judge that grades by the question's words is fooled by every stuffed passage; one that reads what
     the passage is about is fooled by none; a passage it already graded 2 is not counted."""
-    from vx_eval.core.judging.grading import Verdict
+    from vx_eval.core.contracts.judge import Verdict
     from vx_eval.core.judging.gullible import STUFFING, probe, stuffed
 
     passages = {"wire": "Send money abroad by wire for 35 dollars.", "card": "Freeze a lost card in the app."}

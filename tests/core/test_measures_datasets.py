@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 import pytrec_eval
 
-from vx_eval.core.golden.files import Question
+from vx_eval.core.contracts.golden import Question
 from vx_eval.core.golden.sources import read_qrels
+from vx_eval.core.golden.units import judge
 from vx_eval.core.measures.metrics import Batch, parse
-from vx_eval.core.run.units import judge
 from vx_eval.core.trec.files import Judgements, Run, run_batch
 
 from ..conftest import shared

@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 import pytrec_eval
 
+from vx_eval.core.contracts.golden import Question
 from vx_eval.core.errors import MetricError
-from vx_eval.core.golden.files import Question
+from vx_eval.core.golden.units import first_position, judge
 from vx_eval.core.measures import metrics
 from vx_eval.core.measures.metrics import Judged, parse
-from vx_eval.core.run.units import first_position, judge
 
 
 def J(returned, grades, ranked=None):

@@ -9,10 +9,9 @@ from types import SimpleNamespace
 import numpy as np
 
 from vx_eval.core.judging.grading import circular_setups
-from vx_eval.core.report import assembly
 from vx_eval.core.report.picks import Scored, frontier
 from vx_eval.core.report.schema import Counts, Graded, PerQuestion, Settings, SetupResult, Times
-from vx_eval.core.run import ranking
+from vx_eval.core.run import assembly, ranking
 
 SETTINGS = Settings(primary="dcg@10", metrics=["dcg@10", "found@1", "mrr"], bootstrap=200, permutations=2000)
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from tests.conftest import Project, call, write_jsonl
 from vx_eval.core.config.experiment import load_config
-from vx_eval.core.run.pipeline import RunOptions, plan_experiment, run_experiment
-from vx_eval.core.run.plan import SAMPLE, Plan
+from vx_eval.core.usecases.pipeline import RunOptions, plan_experiment, run_experiment
+from vx_eval.core.usecases.plan import SAMPLE, Plan
 from vx_eval.format import plan_lines
 
 

@@ -11,11 +11,11 @@ import pytest
 
 from vx_eval import hookimpl
 from vx_eval.core.config.experiment import load_config
+from vx_eval.core.contracts.engine import Hit, Setup
 from vx_eval.core.errors import GoldenError, VxEvalError
 from vx_eval.core.plugins import get_plugin_manager, load_plugins
 from vx_eval.core.report.saving import new_run_id
-from vx_eval.core.run.engine import Hit, Setup
-from vx_eval.core.run.pipeline import RunOptions, run_experiment
+from vx_eval.core.usecases.pipeline import RunOptions, run_experiment
 
 
 class Notes:
@@ -292,7 +292,7 @@ class CopySetups:
     name = "copies"
 
     def setups(self, target):
-        from vx_eval.core.run.engine import Query
+        from vx_eval.core.contracts.engine import Query
 
         def same(text, k):
             return target.handle.search(Query(text, k))

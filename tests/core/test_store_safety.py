@@ -14,12 +14,13 @@ from pathlib import Path
 import pytest
 
 from vx_eval.core.config.experiment import load_config
+from vx_eval.core.contracts.store import StoreDenied
+from vx_eval.core.corpus.leftovers import QUIET_FOR, is_stale, sweep
 from vx_eval.core.corpus.prepare import building
 from vx_eval.core.errors import VxEvalError
 from vx_eval.core.report.history import golden_bytes, list_runs, read_report, run_ids
-from vx_eval.core.run.leftovers import QUIET_FOR, is_stale, sweep
-from vx_eval.core.run.pipeline import RunOptions, run_experiment
-from vx_eval.core.stores import StoreDenied, Stores
+from vx_eval.core.stores import Stores
+from vx_eval.core.usecases.pipeline import RunOptions, run_experiment
 
 from ..test_cli import call
 

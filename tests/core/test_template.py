@@ -6,8 +6,9 @@ import itertools
 import json
 
 from vx_eval.api import template_rows
-from vx_eval.core.golden.template import Unit, hint, sample_units, shares, spread, units_of
-from vx_eval.core.run.engine import Document
+from vx_eval.core.contracts.engine import Document
+from vx_eval.core.contracts.writer import Unit
+from vx_eval.core.golden.template import hint, sample_units, shares, spread, units_of
 
 WORDS = " ".join(f"word{i}" for i in range(30))
 REPORT = Document(

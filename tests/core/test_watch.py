@@ -10,9 +10,9 @@ import pytest
 
 from vx_eval.core.errors import GoldenError
 from vx_eval.core.report.history import list_runs
-from vx_eval.core.run.pipeline import RunOptions
-from vx_eval.core.run.watch import Watcher
 from vx_eval.core.stores import Stores, join
+from vx_eval.core.usecases.pipeline import RunOptions
+from vx_eval.core.usecases.watch import Watcher
 from vx_eval.plugins.stores.blob import connection_endpoint
 
 

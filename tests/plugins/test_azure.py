@@ -12,11 +12,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from vx_eval.core.config.experiment import SearchConfig
+from vx_eval.core.contracts.engine import KEYWORD, OpenContext, Query, Target, server_time
+from vx_eval.core.contracts.fields import SearchConfig
+from vx_eval.core.contracts.models import DENSE
 from vx_eval.core.errors import EngineError
 from vx_eval.core.golden.sources import FileCorpus
-from vx_eval.core.models.loading import DENSE, Models
-from vx_eval.core.run.engine import KEYWORD, OpenContext, Query, Target, server_time
+from vx_eval.core.models.loading import Models
 from vx_eval.core.run.selection import enumerate_setups
 from vx_eval.plugins.engines.azure import AzureSearchEngine, AzureSearchOptions, key_of
 from vx_eval.testing.conformance import EngineConformance

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from vx_eval.core.contracts.engine import HYBRID, KEYWORD, PASSAGES, OpenContext
 from vx_eval.core.errors import EngineError
 from vx_eval.core.golden.sources import FileCorpus
 from vx_eval.core.models.loading import Models
-from vx_eval.core.run.engine import HYBRID, KEYWORD, PASSAGES, OpenContext
 from vx_eval.plugins.engines.chroma import ChromaEngine, ChromaOptions
 from vx_eval.plugins.engines.lancedb import LanceEngine, LanceOptions
 from vx_eval.testing.conformance import collection

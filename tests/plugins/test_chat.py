@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from vx_eval.core.config.experiment import load_config
-from vx_eval.core.run.pipeline import RunOptions, run_experiment
+from vx_eval.core.usecases.pipeline import RunOptions, run_experiment
 from vx_eval.llm.chat import ChatOptions
 from vx_eval.llm.checks import check
 from vx_eval.llm.local import smollm2_folder

@@ -118,8 +118,8 @@ class TestChromaServer(EngineConformance):
 
 
 def test_a_chroma_server_that_is_not_there_is_one_line(tmp_path) -> None:
+    from vx_eval.core.contracts.engine import OpenContext
     from vx_eval.core.errors import EngineError
-    from vx_eval.core.run.engine import OpenContext
     from vx_eval.plugins.engines.chroma import ChromaEngine, ChromaOptions
     from vx_eval.testing.processes import free_port
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from vx_eval.core.golden.template import Unit
+from vx_eval.core.contracts.writer import Unit
 from vx_eval.llm.chat import defang, wrapped
 from vx_eval.llm.checks import Draft, check, parse_draft, unusable
 from vx_eval.llm.drafting import WriteSettings, kinds_for, model_critic, read_scores, write_questions
@@ -274,7 +274,7 @@ def test_every_draft_tried_moves_the_progress_not_only_the_accepted_ones(project
     keep failing its checks is seen working."""
     from vx_eval.api import draft_rows
     from vx_eval.core.config.experiment import load_config
-    from vx_eval.core.run.engine import Document
+    from vx_eval.core.contracts.engine import Document
 
     moved: dict[str, int] = {}
 

@@ -11,10 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from vx_eval.core.errors import EngineError
-from vx_eval.core.golden.sources import FileCorpus
-from vx_eval.core.models.loading import DENSE, Models
-from vx_eval.core.run.engine import (
+from vx_eval.core.contracts.engine import (
     DENSE_PREFIX,
     FUSION,
     KEYWORD,
@@ -23,6 +20,10 @@ from vx_eval.core.run.engine import (
     Query,
     server_time,
 )
+from vx_eval.core.contracts.models import DENSE
+from vx_eval.core.errors import EngineError
+from vx_eval.core.golden.sources import FileCorpus
+from vx_eval.core.models.loading import Models
 from vx_eval.plugins.engines.elasticsearch import ElasticsearchEngine, ElasticsearchOptions
 from vx_eval.testing.conformance import EngineConformance
 from vx_eval.testing.replay import Replay

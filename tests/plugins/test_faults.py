@@ -14,7 +14,7 @@ from collections import Counter
 import pytest
 
 from vx_eval.core.config.experiment import load_config
-from vx_eval.core.run.pipeline import RunOptions, run_experiment
+from vx_eval.core.usecases.pipeline import RunOptions, run_experiment
 from vx_eval.plugins.engines.qdrant_calls import term_id, terms
 from vx_eval.testing.faults import KINDS, FaultProxy
 from vx_eval.testing.qdrant_rest import QdrantRest
@@ -196,7 +196,7 @@ def test_retry_after_reads_seconds_and_dates():
     import datetime as dt
     from email.utils import format_datetime
 
-    from vx_eval.core.run.remote import retry_after_of
+    from vx_eval.core.remote import retry_after_of
 
     class Answered(Exception):
         def __init__(self, headers):

@@ -15,7 +15,7 @@ import yaml
 
 from vx_eval.core.config.experiment import load_config
 from vx_eval.core.plugins import load_plugins
-from vx_eval.core.run.pipeline import RunOptions, run_experiment
+from vx_eval.core.usecases.pipeline import RunOptions, run_experiment
 from vx_eval.testing.conformance import collection, copy_collection
 from vx_eval.testing.processes import free_port, start_server
 

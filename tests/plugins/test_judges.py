@@ -7,7 +7,7 @@ import pytest
 import yaml
 
 from vx_eval.core.config.experiment import load_config
-from vx_eval.core.run.judge_check import check_judge
+from vx_eval.core.usecases.judge_check import check_judge
 
 from ..conftest import shared
 

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from vx_eval.core.contracts.store import StoreDenied, StoreNotFound
 from vx_eval.core.errors import StoreError
-from vx_eval.core.stores import StoreDenied, StoreNotFound, Stores, join
+from vx_eval.core.stores import Stores, join
 from vx_eval.plugins.stores.local import LocalStore
 
 

@@ -9,11 +9,11 @@ import pytest
 import yaml
 
 from vx_eval.core.config.experiment import load_config
-from vx_eval.core.run.engine import LATE_PREFIX, Hit, Query, reuse_allowed
-from vx_eval.core.run.pipeline import RunOptions, run_experiment
+from vx_eval.core.contracts.engine import LATE_PREFIX, Hit, Query, reuse_allowed
 from vx_eval.core.run.selection import enumerate_setups
 from vx_eval.core.run.targets import open_targets
 from vx_eval.core.stores import Stores
+from vx_eval.core.usecases.pipeline import RunOptions, run_experiment
 from vx_eval.plugins.engines.sqlite.graph import EntityGraph, build, entities_of
 from vx_eval.plugins.setups.compose import Reranker, rrf
 from vx_eval.plugins.setups.rerank import ultimate_search

@@ -7,8 +7,9 @@ import importlib.util
 import numpy as np
 import pytest
 
+from vx_eval.core.contracts.models import DENSE, LATE, RERANKER, ModelSettings
 from vx_eval.core.models import loading as models_module
-from vx_eval.core.models.loading import DENSE, LATE, RERANKER, ModelError, Models, ModelSettings, maxsim
+from vx_eval.core.models.loading import ModelError, Models, maxsim
 
 DOCS = [
     "Customers in disaster areas can defer loan payments with no late fees.",

@@ -10,10 +10,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from vx_eval.core.contracts.engine import DENSE_PREFIX, FUSION, KEYWORD, OpenContext, Query, server_time
+from vx_eval.core.contracts.models import DENSE
 from vx_eval.core.errors import EngineError, redact
 from vx_eval.core.golden.sources import FileCorpus
-from vx_eval.core.models.loading import DENSE, Models
-from vx_eval.core.run.engine import DENSE_PREFIX, FUSION, KEYWORD, OpenContext, Query, server_time
+from vx_eval.core.models.loading import Models
 from vx_eval.plugins.engines.opensearch import OpenSearchEngine, OpenSearchOptions
 from vx_eval.testing.conformance import EngineConformance
 from vx_eval.testing.replay import Replay
@@ -288,7 +289,7 @@ def test_a_question_that_fails_is_recorded_for_that_setup_and_the_run_goes_on_wi
     models, project, plugins, monkeypatch
 ):
     from vx_eval.core.config.experiment import load_config
-    from vx_eval.core.run.pipeline import RunOptions, run_experiment
+    from vx_eval.core.usecases.pipeline import RunOptions, run_experiment
 
     monkeypatch.setenv("VX_TEST_OS_PASSWORD", "hunter2-very-secret")
     with Replay() as server:

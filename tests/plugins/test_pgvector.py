@@ -10,8 +10,8 @@ import pytest
 import yaml
 
 from vx_eval.api import run
+from vx_eval.core.contracts.engine import DENSE_PREFIX, FUSION, KEYWORD, Query, server_time
 from vx_eval.core.errors import EngineError
-from vx_eval.core.run.engine import DENSE_PREFIX, FUSION, KEYWORD, Query, server_time
 from vx_eval.testing.conformance import EngineConformance, Opened
 
 DSN_ENV = "VX_TEST_PG_DSN"
@@ -155,8 +155,8 @@ def test_a_wrong_password_is_one_clear_error_naming_the_target(tmp_path, postgre
 
 
 def test_discover_reads_a_table_and_its_options_search_it_as_it_is(opened, postgres, tmp_path, plugins):
+    from vx_eval.core.contracts.engine import OpenContext
     from vx_eval.core.models.loading import Models
-    from vx_eval.core.run.engine import OpenContext
     from vx_eval.plugins.engines.pgvector import PgvectorEngine, PgvectorOptions
 
     found = PgvectorEngine().discover(f"{postgres.dsn}/faults")

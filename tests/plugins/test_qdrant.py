@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from vx_eval.core.contracts.engine import LATE_PREFIX, OpenContext, Query
 from vx_eval.core.errors import ConfigError, EngineError
 from vx_eval.core.golden.sources import FileCorpus
 from vx_eval.core.models.loading import Models
-from vx_eval.core.run.engine import LATE_PREFIX, OpenContext, Query
 from vx_eval.plugins.engines import qdrant
 from vx_eval.plugins.engines.qdrant import QdrantEngine, QdrantOptions
 from vx_eval.plugins.engines.qdrant_calls import bm25_documents, bm25_query, term_id

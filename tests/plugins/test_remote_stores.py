@@ -8,9 +8,10 @@ import uuid
 
 import pytest
 
+from vx_eval.core.contracts.store import StoreDenied, StoreNotFound
 from vx_eval.core.errors import StoreError
 from vx_eval.core.report.history import golden_bytes, list_runs, read_report
-from vx_eval.core.stores import StoreDenied, StoreNotFound, Stores, join
+from vx_eval.core.stores import Stores, join
 from vx_eval.plugins.stores.blob import connection_endpoint
 from vx_eval.testing.replay import Replay
 

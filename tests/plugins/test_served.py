@@ -15,7 +15,7 @@ import yaml
 from vx_eval.core.config.experiment import load_config
 from vx_eval.core.errors import ConfigError, EngineError
 from vx_eval.core.plugins import load_plugins
-from vx_eval.core.run.pipeline import RunOptions, run_experiment
+from vx_eval.core.usecases.pipeline import RunOptions, run_experiment
 from vx_eval.testing.conformance import collection, copy_collection
 from vx_eval.testing.served import DENSE_MODEL, RERANK_MODEL, ServedStandIn
 
@@ -189,7 +189,8 @@ def test_config_problems_are_named_before_any_work(tmp_path: Path, server: Serve
 
 
 def test_estimated_cost_from_the_price_table(tmp_path: Path) -> None:
-    from vx_eval.core.models.endpoints import ModelEndpoint, price_of
+    from vx_eval.core.contracts.endpoints import ModelEndpoint
+    from vx_eval.core.models.prices import price_of
 
     small = ModelEndpoint(provider="openai", model="text-embedding-3-small")
     assert price_of(small) is not None and price_of(small).usd == 0.02  # type: ignore[union-attr]

@@ -10,11 +10,11 @@ import pytest
 import pytrec_eval
 
 from vx_eval.core.config.experiment import load_config
+from vx_eval.core.contracts.engine import KEYWORD, PASSAGES, Hit, OpenContext, Query
 from vx_eval.core.corpus.text import chunk_words, query_terms
 from vx_eval.core.errors import EngineError
 from vx_eval.core.golden.sources import CorpusError, FileCorpus
-from vx_eval.core.run.engine import KEYWORD, PASSAGES, Hit, OpenContext, Query
-from vx_eval.core.run.pipeline import RunOptions, run_experiment
+from vx_eval.core.usecases.pipeline import RunOptions, run_experiment
 from vx_eval.plugins.engines.sqlite import SqliteEngine, SqliteOptions
 
 

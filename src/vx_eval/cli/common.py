@@ -12,7 +12,7 @@ import click
 from rich.console import Console
 
 from vx_eval.core.config.experiment import load_config
-from vx_eval.core.config.fields import is_uri
+from vx_eval.core.contracts.fields import is_uri
 from vx_eval.core.errors import GoldenError, VxEvalError, redact
 from vx_eval.core.plugins import load_plugins
 from vx_eval.core.stores import Stores

@@ -14,8 +14,9 @@ from vx_eval.api import template_rows, write_golden_rows
 from vx_eval.cli.common import err_console, location, new_file, out_console, shown_path
 from vx_eval.cli.progress import RichProgress
 from vx_eval.core.config.experiment import CorpusSource, load_config
+from vx_eval.core.contracts.golden import LeftOut
 from vx_eval.core.errors import GoldenError, quoted
-from vx_eval.core.golden.files import LeftOut, dump_rows, lint
+from vx_eval.core.golden.files import dump_rows, lint
 from vx_eval.core.golden.importers import bedrock_golden_bytes
 from vx_eval.core.golden.sources import (
     beir_golden_bytes,
@@ -24,11 +25,11 @@ from vx_eval.core.golden.sources import (
     trec_folder_bytes,
     trec_golden_bytes,
 )
+from vx_eval.core.golden.units import document_of
 from vx_eval.core.plugins import load_plugins
-from vx_eval.core.run.plan import Plan, drafting
 from vx_eval.core.run.targets import close_targets, nearest_ids, open_targets
-from vx_eval.core.run.units import document_of
 from vx_eval.core.stores import Stores, local_folder
+from vx_eval.core.usecases.plan import Plan, drafting
 from vx_eval.llm.drafting import parse_mix
 
 if TYPE_CHECKING:

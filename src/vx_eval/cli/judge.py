@@ -11,8 +11,8 @@ from vx_eval.cli.progress import RichProgress
 from vx_eval.core.config.experiment import load_config
 from vx_eval.core.judging.check import keep_check
 from vx_eval.core.plugins import load_plugins
-from vx_eval.core.run.judge_check import check_judge
 from vx_eval.core.stores import Stores
+from vx_eval.core.usecases.judge_check import check_judge
 from vx_eval.tables import show_judge_check
 
 

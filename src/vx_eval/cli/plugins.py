@@ -9,7 +9,8 @@ import click
 from rich.table import Table
 
 from vx_eval.cli.common import out_console
-from vx_eval.core.plugins import DISABLE_ENV, load_plugins
+from vx_eval.core.contracts.registry import DISABLE_ENV
+from vx_eval.core.plugins import load_plugins
 
 ROLES = ("engines", "setups", "stores", "writers", "judges", "models", "adapters", "providers")
 

@@ -26,7 +26,7 @@ from rich.progress import (
 from vx_eval.format import duration, plan_lines
 
 if TYPE_CHECKING:
-    from vx_eval.core.run.plan import Plan
+    from vx_eval.core.usecases.plan import Plan
 
 
 class FileProgress:

@@ -19,10 +19,10 @@ from vx_eval.cli.progress import FileProgress, RichProgress
 from vx_eval.core.config.experiment import load_config, with_overrides
 from vx_eval.core.errors import SEARCHES_FAILED
 from vx_eval.core.plugins import load_plugins
-from vx_eval.core.run.pipeline import RunOptions, plan_experiment, run_experiment
-from vx_eval.core.run.plan import drafting
-from vx_eval.core.run.watch import Outcome, Watcher
 from vx_eval.core.stores import Stores
+from vx_eval.core.usecases.pipeline import RunOptions, plan_experiment, run_experiment
+from vx_eval.core.usecases.plan import drafting
+from vx_eval.core.usecases.watch import Outcome, Watcher
 from vx_eval.display import show_run
 from vx_eval.drafted import MOST, run_drafted
 from vx_eval.format import plan_lines
@@ -30,11 +30,11 @@ from vx_eval.format import plan_lines
 if TYPE_CHECKING:
     from vx_eval.autoconfig import AutoConfig, Source, WriterChoice
     from vx_eval.core.config.experiment import Experiment
+    from vx_eval.core.contracts.engine import Progress
     from vx_eval.core.plugins import Plugins
     from vx_eval.core.report.schema import Report
-    from vx_eval.core.run.engine import Progress
-    from vx_eval.core.run.pipeline import RunResult
-    from vx_eval.core.run.plan import Plan
+    from vx_eval.core.usecases.pipeline import RunResult
+    from vx_eval.core.usecases.plan import Plan
 
 
 @dataclass(frozen=True)

@@ -11,13 +11,13 @@ from typing import TYPE_CHECKING, Any
 import pluggy
 
 if TYPE_CHECKING:
-    from vx_eval.core.golden.template import QuestionWriter
-    from vx_eval.core.judging.grading import Judge
-    from vx_eval.core.models.endpoints import Provider
-    from vx_eval.core.models.loading import ModelPlugin
-    from vx_eval.core.plugins import Registry
-    from vx_eval.core.run.engine import Adapter, Engine, SetupProvider
-    from vx_eval.core.stores import Store
+    from vx_eval.core.contracts.endpoints import Provider
+    from vx_eval.core.contracts.engine import Adapter, Engine, SetupProvider
+    from vx_eval.core.contracts.judge import Judge
+    from vx_eval.core.contracts.models import ModelPlugin
+    from vx_eval.core.contracts.registry import Registry
+    from vx_eval.core.contracts.store import Store
+    from vx_eval.core.contracts.writer import QuestionWriter
 
 PROJECT = "vx_eval"
 
@@ -103,6 +103,6 @@ def vx_eval_register_providers(register: Registry[Provider]) -> None:
     A provider has a ``name`` (``provider:`` of an endpoint under ``models.endpoints``), ``kinds`` (``dense``,
     ``reranker``), ``max_batch``, ``default_url``, ``errors`` (its client's exception classes), is made as
     ``cls(endpoint, key)`` and has ``embed(texts, input_type) -> Embedded``, ``rerank(query, documents) ->
-    Reranked`` and ``failure(exc) -> Failure`` (see `vx_eval.core.models.endpoints`). vx-eval batches, rate-limits,
+    Reranked`` and ``failure(exc) -> Failure`` (see `vx_eval.core.contracts.endpoints`). vx-eval batches, rate-limits,
     retries, caches and counts its calls. Returns nothing.
     """

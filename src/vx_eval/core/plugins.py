@@ -4,70 +4,22 @@ from __future__ import annotations
 
 import importlib.metadata
 import os
-from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import pluggy
 
 from vx_eval.core import hookspecs
+from vx_eval.core.contracts.registry import DISABLE_ENV, Registry
 from vx_eval.core.errors import PluginError, did_you_mean
 
 if TYPE_CHECKING:
-    from vx_eval.core.golden.template import QuestionWriter
-    from vx_eval.core.judging.grading import Judge
-    from vx_eval.core.models.endpoints import Provider
-    from vx_eval.core.models.loading import ModelPlugin
-    from vx_eval.core.run.engine import Adapter, Engine, SetupProvider
-    from vx_eval.core.stores import Store
-
-DISABLE_ENV = "VX_EVAL_DISABLE_PLUGINS"
-
-T = TypeVar("T")
-
-
-class Registry(Generic[T]):
-    """Plugin classes of one role, by their stable ``name``; a duplicate name is an error. Typed by the
-    role's class (`Registry[Engine]` holds engine classes), so `get` gives back what was added."""
-
-    def __init__(self, role: str) -> None:
-        self.role = role
-        self._items: dict[str, type[T]] = {}
-
-    def add(self, cls: type[T]) -> type[T]:
-        name = getattr(cls, "name", None)
-        if not isinstance(name, str) or not name:
-            raise PluginError(f"{self.role} plugin {cls.__module__}.{cls.__qualname__} has no `name`")
-        if name in self._items:
-            other = self._items[name]
-            raise PluginError(
-                f"two {self.role} plugins are named '{name}': {other.__module__}.{other.__qualname__} and "
-                f"{cls.__module__}.{cls.__qualname__}; uninstall one or disable it with {DISABLE_ENV}"
-            )
-        self._items[name] = cls
-        return cls
-
-    def get(self, name: str, *, where: str = "") -> type[T]:
-        try:
-            return self._items[name]
-        except KeyError:
-            known = ", ".join(sorted(self._items)) or "none"
-            at = f"{where}: " if where else ""
-            raise PluginError(
-                f"{at}no {self.role} named '{name}'{did_you_mean(name, self._items)} (installed: {known})"
-            ) from None
-
-    def __contains__(self, name: object) -> bool:
-        return name in self._items
-
-    def __iter__(self) -> Iterator[type[T]]:
-        return iter(self._items.values())
-
-    def __len__(self) -> int:
-        return len(self._items)
-
-    def names(self) -> list[str]:
-        return sorted(self._items)
+    from vx_eval.core.contracts.endpoints import Provider
+    from vx_eval.core.contracts.engine import Adapter, Engine, SetupProvider
+    from vx_eval.core.contracts.judge import Judge
+    from vx_eval.core.contracts.models import ModelPlugin
+    from vx_eval.core.contracts.store import Store
+    from vx_eval.core.contracts.writer import QuestionWriter
 
 
 @dataclass

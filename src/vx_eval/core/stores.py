@@ -8,28 +8,16 @@ import posixpath
 import re
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from vx_eval.core.config.fields import is_uri
+from vx_eval.core.contracts.fields import is_uri
+from vx_eval.core.contracts.store import Fetcher, Store, StoreDenied, StoreFull
 from vx_eval.core.errors import StoreError, did_you_mean
 
 if TYPE_CHECKING:
     from vx_eval.core.plugins import Plugins
-
-
-class StoreNotFound(StoreError):
-    """Nothing is at that location."""
-
-
-class StoreDenied(StoreError):
-    """The location exists (or may) but the credentials in use may not read or write it."""
-
-
-class StoreFull(StoreError):
-    """Nothing more can be written there: no space left on the device, a quota reached, or a read-only file
-    system. What was written before is whole; free space (or make it writable) and go on."""
 
 
 FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS})
@@ -42,40 +30,6 @@ def full_error(exc: OSError, where: str) -> StoreFull | None:
         return None
     why = "it is a read-only file system" if exc.errno == errno.EROFS else "no space left on device"
     return StoreFull(f"{why} at {where}")
-
-
-class Store(Protocol):
-    """A store plugin: bytes at locations it `handles`, written atomically."""
-
-    name: ClassVar[str]
-
-    def handles(self, location: str) -> bool:
-        """Whether this store reads and writes `location` (a classmethod where settings do not matter)."""
-        ...
-
-    def read(self, location: str) -> bytes: ...
-
-    def write(self, location: str, data: bytes) -> None: ...
-
-    def exists(self, location: str) -> bool: ...
-
-    def list(self, prefix: str) -> list[str]: ...
-
-    def delete(self, location: str) -> None:
-        """Remove what is at `location` (nothing there is no error). Optional: a store without it keeps
-        everything, and vx-eval never needs it to be correct (only tidy)."""
-        ...
-
-    def inside(self, root: str, location: str) -> bool:
-        """Whether `location` really lies below `root` (a link may lead out of it). Optional: stores
-        without links (object stores) need not have it."""
-        ...
-
-
-class Fetcher(Protocol):
-    """Any object that reads a location for the caller, around a client the caller built."""
-
-    def fetch(self, uri: str) -> bytes: ...
 
 
 _SAFE_PART = re.compile(r"^[A-Za-z0-9._=+-][A-Za-z0-9._=+@-]*$")

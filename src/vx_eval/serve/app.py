@@ -30,11 +30,12 @@ from pydantic import ValidationError
 from starlette.middleware.sessions import SessionMiddleware
 
 from vx_eval.core.config.experiment import Experiment
+from vx_eval.core.contracts.store import StoreNotFound
 from vx_eval.core.errors import StoreError, VxEvalError, redact
 from vx_eval.core.plugins import Plugins
 from vx_eval.core.report.history import golden_bytes, list_runs, read_head
 from vx_eval.core.report.schema import Report
-from vx_eval.core.stores import StoreNotFound, Stores
+from vx_eval.core.stores import Stores
 from vx_eval.html import page_for
 from vx_eval.html.render import Account, Menu, MenuEntry, StartForm
 from vx_eval.serve import auth

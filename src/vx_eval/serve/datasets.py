@@ -21,10 +21,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from vx_eval.core.contracts.golden import LeftOut
+from vx_eval.core.contracts.store import StoreNotFound
 from vx_eval.core.errors import GoldenError, StoreError
-from vx_eval.core.golden.files import LeftOut, dump_rows, parse_golden
+from vx_eval.core.golden.files import dump_rows, parse_golden
 from vx_eval.core.golden.sources import beir_text_bytes, trec_golden_bytes
-from vx_eval.core.stores import StoreNotFound, Stores, join
+from vx_eval.core.stores import Stores, join
 
 
 class DamagedFile(StoreError):

@@ -17,8 +17,8 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Resp
 from markupsafe import Markup
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from vx_eval.core.contracts.store import StoreNotFound
 from vx_eval.core.errors import GoldenError, MetricError, StoreError
-from vx_eval.core.stores import StoreNotFound
 from vx_eval.html.render import Account, small_page, start_form
 from vx_eval.serve.auth import Principal
 from vx_eval.serve.datasets import DamagedFile, DatasetIn

@@ -32,9 +32,7 @@ import pytest
 import yaml
 
 from vx_eval.core.config.experiment import load_config
-from vx_eval.core.errors import EngineError, VxEvalError
-from vx_eval.core.plugins import load_plugins
-from vx_eval.core.run.engine import (
+from vx_eval.core.contracts.engine import (
     OpenContext,
     Query,
     Setup,
@@ -43,6 +41,8 @@ from vx_eval.core.run.engine import (
     TargetDescription,
     reuse_allowed,
 )
+from vx_eval.core.errors import EngineError, VxEvalError
+from vx_eval.core.plugins import load_plugins
 from vx_eval.core.run.selection import enumerate_setups
 from vx_eval.core.run.targets import close_targets, open_targets
 from vx_eval.core.stores import Stores

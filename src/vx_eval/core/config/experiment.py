@@ -12,26 +12,23 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 import yaml
 from pydantic import (
     BaseModel,
-    ConfigDict,
     Field,
     ValidationError,
     model_validator,
 )
 
-from vx_eval.core.config.fields import (  # noqa: F401  (re-exported: plugins have always imported them from here)
-    CREDENTIALS_IN_URL,
+from vx_eval.core.config.validation import SECRET_KEY, Loc, dotted, format_validation_error, yaml_line
+from vx_eval.core.config.yamlio import YamlInputError, parse_yaml
+from vx_eval.core.contracts.endpoints import ModelEndpoint
+from vx_eval.core.contracts.fields import (
     ConfigPath,
     Device,
     Location,
-    SecretRef,
-    ServiceUrl,
-    is_uri,
+    SearchConfig,
+    Strict,
 )
-from vx_eval.core.config.validation import SECRET_KEY, Loc, dotted, format_validation_error, yaml_line
-from vx_eval.core.config.yamlio import YamlInputError, parse_yaml
 from vx_eval.core.errors import ConfigError, did_you_mean, quoted
 from vx_eval.core.measures.metrics import check_metrics, expand_cutoffs
-from vx_eval.core.models.endpoints import ModelEndpoint
 from vx_eval.core.models.loading import ModelCatalog
 
 if TYPE_CHECKING:
@@ -39,14 +36,10 @@ if TYPE_CHECKING:
 
 
 if TYPE_CHECKING:
-    from vx_eval.core.golden.files import GoldenSet
-    from vx_eval.core.run.engine import EngineHandle, EngineOptions
+    from vx_eval.core.contracts.engine import EngineHandle, EngineOptions
+    from vx_eval.core.contracts.golden import GoldenSet
 
 DEFAULT_METRICS = ("found@1", "found@3", "found@5", "found@10", "found@20", "mrr", "recall@10", "ndcg@10")
-
-
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
 
 
 class GoldenSource(Strict):
@@ -147,18 +140,6 @@ class EvaluationConfig(Strict):
     """A setup whose primary measure can move by more than this with the order of its ties is flagged."""
     tune: TuneConfig | None = None
     """Tune every local hybrid's fusion by k-fold cross-validation over the kept rankings (`core.run.tuning`)."""
-
-
-class SearchConfig(Strict):
-    """How composed setups search: each component's candidates, how many a reranker reads, RRF's constant."""
-
-    candidates: int = Field(100, ge=1, le=10_000)
-    rerank_depth: int = Field(20, ge=1, le=1_000)
-    fusion: Literal["convex", "rrf"] = "convex"
-    """convex: min-max normalised scores, weighted; rrf: reciprocal-rank fusion."""
-    alpha: float = Field(0.5, ge=0, le=1)
-    """The dense share of a hybrid (keyword gets 1 - alpha); the dense models split it equally."""
-    rrf_k: int = Field(60, ge=1, le=10_000)
 
 
 class ExecutionConfig(Strict):

@@ -21,12 +21,13 @@ from typing import Any
 import numpy as np
 from pydantic import Field, model_validator
 
-from vx_eval.core.config.fields import ConfigPath
+from vx_eval.core.contracts.engine import Corpus, Document, EngineOptions, OpenContext
+from vx_eval.core.contracts.fields import ConfigPath
+from vx_eval.core.contracts.models import DENSE, LATE
 from vx_eval.core.corpus.embeddings import EmbeddingCache, content_key, dequantize, quantize
+from vx_eval.core.corpus.leftovers import owned_by_this_process, sweep
 from vx_eval.core.corpus.text import chunk_words
-from vx_eval.core.models.loading import DENSE, LATE, DenseModel
-from vx_eval.core.run.engine import Corpus, Document, EngineOptions, OpenContext
-from vx_eval.core.run.leftovers import owned_by_this_process, sweep
+from vx_eval.core.models.loading import DenseModel, own_models
 
 EMBED_SLICE = 256  # texts handed to a model at a time (the progress bar moves per slice)
 
@@ -149,12 +150,13 @@ def _embed_missing(cache: EmbeddingCache, bodies: Sequence[str], context: OpenCo
         advance = context.progress.start(f"Embedding {context.target_name} · {label}", len(todo))
         size = how.slice_size
         batches = [todo[start : start + size] for start in range(0, len(todo), size)]
-        work = context.loaded.work
+        models = own_models(context.loaded)
+        work = models.work
         if work is None:
             done = _encoded(batches, lambda b: how.encode([text_of[k] for k in b]), how.concurrency)
         else:  # on the run's cluster: the workers encode, this process keeps what they send back
             slices = [[text_of[k] for k in b] for b in batches]
-            sent = work.embed(context.loaded, how.name, table, slices, how.concurrency)
+            sent = work.embed(models, how.name, table, slices, how.concurrency)
             done = ((batches[i], vectors) for i, vectors in sent)
         for batch, vectors in done:
             cache.keep(table, space, {k: how.serialise(v) for k, v in zip(batch, vectors, strict=True)})

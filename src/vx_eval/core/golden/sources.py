@@ -14,10 +14,11 @@ from pathlib import Path
 
 from vx_eval.core.config.experiment import CorpusSource, GoldenSource
 from vx_eval.core.config.jsonio import JsonInputError, jsonl_lines, read_json
+from vx_eval.core.contracts.engine import Document
+from vx_eval.core.contracts.golden import GoldenSet, LeftOut
 from vx_eval.core.errors import GoldenError, VxEvalError, brief, quoted
-from vx_eval.core.golden.files import GoldenSet, LeftOut, dump_rows, parse_golden
+from vx_eval.core.golden.files import dump_rows, parse_golden
 from vx_eval.core.report.views import CorpusCut
-from vx_eval.core.run.engine import Document
 from vx_eval.core.stores import Stores, join, local_file, local_folder
 
 

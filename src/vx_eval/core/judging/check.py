@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 
-from vx_eval.core.judging.grading import GRADES
+from vx_eval.core.contracts.judge import GRADES
 from vx_eval.core.report.schema import GoldenInfo
 from vx_eval.core.report.views import Gullibility, JudgeInfo, MeasuredAgreement
 
@@ -196,7 +196,8 @@ def measured(stores: Stores, save_to: str, info: JudgeInfo) -> MeasuredAgreement
     package (`shipped`), if there is one; else None."""
     from pydantic import ValidationError
 
-    from vx_eval.core.stores import StoreNotFound, join
+    from vx_eval.core.contracts.store import StoreNotFound
+    from vx_eval.core.stores import join
 
     name = f"{judge_identity(info)}.json"
     try:

@@ -12,46 +12,22 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 
+from vx_eval.core.contracts.engine import SetupResults
+from vx_eval.core.contracts.golden import Question
+from vx_eval.core.contracts.judge import GradeOn, Judge, Verdict
 from vx_eval.core.errors import ConfigError
-from vx_eval.core.golden.files import Question
 from vx_eval.core.models.cache import KeyedCache, pair_key
+from vx_eval.core.models.loading import own_models
 from vx_eval.core.report.views import GradesFrom, JudgeInfo
 
 if TYPE_CHECKING:
+    from vx_eval.core.contracts.engine import Document, Progress, Target
     from vx_eval.core.models.loading import Models
     from vx_eval.core.plugins import Plugins
-    from vx_eval.core.run.engine import Document, Progress, Target
-    from vx_eval.core.run.search import SetupRun
-    from vx_eval.core.run.work import GradeOn
-
-
-GRADES = (0, 1, 2, 3)
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """A judge's grade of one pair (None: its answer could not be read) and what it said (logit or text)."""
-
-    grade: int | None
-    raw: str
-
-
-class Judge(Protocol):
-    name: str
-    Options: ClassVar[type[BaseModel]]
-    """The judge's own settings (``judges: {name: {…}}`` in a config)."""
-
-    def __init__(self, options: BaseModel, models: Models) -> None: ...
-
-    def fingerprint(self) -> str: ...
-
-    def describe(self) -> dict[str, Any]: ...
-
-    def grade(self, pairs: Sequence[tuple[str, str]]) -> list[Verdict]: ...
 
 
 def judge_maker(
@@ -146,7 +122,7 @@ PASSAGE_CHARS = 4000
 
 def passage_text(doc: Document, unit: str) -> str:
     """What a judge reads for a unit: the document's title, then the page the unit names, or its text."""
-    from vx_eval.core.run.units import PAGE
+    from vx_eval.core.golden.units import PAGE
 
     text = doc.text
     if PAGE in unit and doc.pages:
@@ -155,10 +131,12 @@ def passage_text(doc: Document, unit: str) -> str:
     return f"{doc.title}\n{text}".strip()[:PASSAGE_CHARS] if doc.title else text[:PASSAGE_CHARS]
 
 
-def top_units(runs: Sequence[SetupRun], questions: Sequence[Question], depth: int) -> dict[tuple[str, int], list[str]]:
+def top_units(
+    runs: Sequence[SetupResults], questions: Sequence[Question], depth: int
+) -> dict[tuple[str, int], list[str]]:
     """For each (target, question index): the units in the first `depth` places of any setup on that target,
     in trec_eval order per setup, each once."""
-    from vx_eval.core.run.units import judge
+    from vx_eval.core.golden.units import judge
 
     wanted: dict[tuple[str, int], list[str]] = {}
     for run in runs:
@@ -175,7 +153,7 @@ def top_units(runs: Sequence[SetupRun], questions: Sequence[Question], depth: in
 
 def _passages(pairs: dict[tuple[str, int], list[str]], targets: Sequence[Target]) -> dict[tuple[str, str], str]:
     """What the judge reads for each (target, unit): its document's title and text (or page)."""
-    from vx_eval.core.run.units import document_of
+    from vx_eval.core.golden.units import document_of
 
     by_name = {t.name: t for t in targets}
     texts: dict[tuple[str, str], str] = {}
@@ -198,7 +176,7 @@ def judge_info(judge: Judge, **counts: Any) -> JudgeInfo:
     return JudgeInfo(**known, details={k: v for k, v in said.items() if k not in JudgeInfo.model_fields}, **counts)
 
 
-def circular_setups(runs: Sequence[SetupRun], judge: Judge, models: Models | None) -> list[str]:
+def circular_setups(runs: Sequence[SetupResults], judge: Judge, models: Models | None) -> list[str]:
     """The setups a model of the judge's own ranks (a cross-encoder judge's model as their reranker, under
     whatever name: `Models.cache_space` tells two names of one model apart from two models)."""
     model = judge.describe().get("model")
@@ -213,7 +191,7 @@ def circular_setups(runs: Sequence[SetupRun], judge: Judge, models: Models | Non
 
 
 def _to_grade(
-    runs: Sequence[SetupRun], questions: Sequence[Question], depth: int, everything: bool
+    runs: Sequence[SetupResults], questions: Sequence[Question], depth: int, everything: bool
 ) -> tuple[dict[tuple[str, int], list[str]], int]:
     """The units to grade per (target, question) in every setup's first `depth` places: those no person
     labelled (every one with `everything`); and how many a person's label kept."""
@@ -227,7 +205,7 @@ def _to_grade(
 
 
 def judge_run(
-    runs: Sequence[SetupRun],
+    runs: Sequence[SetupResults],
     questions: Sequence[Question],
     targets: Sequence[Target],
     judge: Judge,
@@ -269,6 +247,6 @@ def judge_run(
         ),
         not_found=sum(len(units) for units in pairs.values()) - len(asked),
         verdicts=verdicts if everything else None,
-        circular=circular_setups(runs, judge, targets[0].models if targets else None),
+        circular=circular_setups(runs, judge, own_models(targets[0].models) if targets else None),
     )
     return [with_judged_grades(q, judged.get(i, {})) for i, q in enumerate(questions)], info

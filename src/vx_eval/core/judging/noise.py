@@ -14,18 +14,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-from vx_eval.core.golden.files import Question
-from vx_eval.core.judging.grading import GRADES
+from vx_eval.core.contracts.engine import SetupResults
+from vx_eval.core.contracts.golden import Question
+from vx_eval.core.contracts.judge import GRADES
+from vx_eval.core.golden.units import judge
 from vx_eval.core.measures import metrics
 from vx_eval.core.report.views import JudgeNoise, MeasuredAgreement
-from vx_eval.core.run.units import judge
-
-if TYPE_CHECKING:
-    from vx_eval.core.run.search import SetupRun
 
 DRAWS = 200
 SURE = 0.95
@@ -70,7 +67,7 @@ def _mean(
     scorer: metrics.Measure,
     fixed: Sequence[metrics.Judged],
     redrawn: dict[int, Question],
-    run: SetupRun,
+    run: SetupResults,
     threshold: int,
     depth: int,
 ) -> float:
@@ -83,7 +80,7 @@ def _mean(
 
 
 def judge_noise(
-    runs: Sequence[SetupRun],
+    runs: Sequence[SetupResults],
     questions: Sequence[Question],
     human: Sequence[Question],
     contenders: Sequence[str],

@@ -8,19 +8,28 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Annotated, Any, Protocol
 
 import numpy as np
 from pydantic import AfterValidator, ValidationInfo
 
+from vx_eval.core.contracts.endpoints import ModelEndpoint, ServedUsage, WorkerCounts
+from vx_eval.core.contracts.models import (
+    DENSE,
+    LATE,
+    RERANKER,
+    CrossEncoder,
+    DenseEncoder,
+    LateEncoder,
+    ModelPlugin,
+    ModelSettings,
+    ModelSource,
+)
 from vx_eval.core.errors import EngineError, did_you_mean, quoted
 from vx_eval.core.models.cache import KeyedCache, pair_key
-from vx_eval.core.models.endpoints import ModelEndpoint, ServedUsage, WorkerCounts
-
-DENSE, RERANKER, LATE = "dense", "reranker", "late"
 
 if TYPE_CHECKING:
-    from vx_eval.core.plugins import Registry
+    from vx_eval.core.contracts.registry import Registry
 
 
 class ModelError(EngineError):
@@ -115,39 +124,6 @@ RerankerModel = Annotated[str, AfterValidator(checked_name(RERANKER))]
 LateModel = Annotated[str, AfterValidator(checked_name(LATE))]
 
 
-class DenseEncoder(Protocol):
-    """Texts to unit-length vectors; questions may be encoded differently from documents (a prefix).
-
-    Optionally ``token_limit`` (the tokens it reads of a text) and ``truncates(texts) -> int`` (how many of
-    `texts` are longer): the run's plan warns where a model would read only the start of most chunks."""
-
-    name: str
-    dim: int
-
-    def encode_documents(self, texts: Sequence[str]) -> np.ndarray: ...
-
-    def encode_queries(self, texts: Sequence[str]) -> np.ndarray: ...
-
-
-class CrossEncoder(Protocol):
-    """Scores (question, passage) pairs; higher is more relevant."""
-
-    name: str
-
-    def score(self, query: str, passages: Sequence[str]) -> np.ndarray: ...
-
-
-class LateEncoder(Protocol):
-    """Token vectors (unit length) for late interaction: one matrix per text."""
-
-    name: str
-    dim: int
-
-    def encode_documents(self, texts: Sequence[str]) -> list[np.ndarray]: ...
-
-    def encode_query(self, text: str) -> np.ndarray: ...
-
-
 class ModelWork(Protocol):
     """Where a run's model work is done besides this process (`core.run.work.ClusterWork`): `embed` gives
     each slice's place in `slices` with its vectors, as they come back, the served counts kept on `models`."""
@@ -155,28 +131,6 @@ class ModelWork(Protocol):
     def embed(
         self, models: Models, name: str, kind: str, slices: Sequence[list[str]], concurrency: int
     ) -> Iterator[tuple[int, Any]]: ...
-
-
-class ModelPlugin(Protocol):
-    """A registered model: a short ``name``, its ``kind``, a ``label`` people read, and ``load``."""
-
-    name: ClassVar[str]
-    kind: ClassVar[str]
-    label: ClassVar[str]
-
-    def load(self, settings: ModelSettings) -> Any: ...
-
-
-@dataclass(frozen=True)
-class ModelSettings:
-    threads: int = 1
-    batch_size: int = 32
-    max_tokens: int = 512
-    """The cross-encoder's (question, passage) length in tokens (`models.passage_tokens`); document encoders
-    keep their own (bge-small 512), so this never shortens what the dense index holds."""
-    device: str = "auto"
-    """Where in-process models run (`models.device`): ``auto`` (a CUDA GPU where torch or onnxruntime sees
-    one, else the CPU), ``cpu``, ``cuda`` or ``cuda:N``."""
 
 
 GPU_BATCH = 256
@@ -378,3 +332,11 @@ class Models:
 # Loaded models live as long as the process: loading takes seconds, and several runs may share them.
 _LOADED: dict[tuple[str, ModelSettings], Any] = {}
 _LOCK = threading.Lock()
+
+
+def own_models(source: ModelSource) -> Models:
+    """The run's own `Models` behind the `ModelSource` a target or an open context holds: the core made it,
+    and only the core reads what the contract leaves out (the cluster's work, the served counts)."""
+    if not isinstance(source, Models):
+        raise TypeError(f"the run's models are a core.models.loading.Models, not {type(source).__name__}")
+    return source

@@ -20,19 +20,12 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from vx_eval.core.contracts.endpoints import Embedded, InputType, ModelEndpoint, Provider, Reranked, ServedUsage
+from vx_eval.core.contracts.engine import reuse_allowed
 from vx_eval.core.errors import EngineError
 from vx_eval.core.models.cache import KeyedCache, content_key
-from vx_eval.core.models.endpoints import (
-    Embedded,
-    InputType,
-    ModelEndpoint,
-    Provider,
-    Reranked,
-    ServedUsage,
-    price_of,
-)
-from vx_eval.core.run.engine import reuse_allowed
-from vx_eval.core.run.remote import RateLimit, RemotePolicy
+from vx_eval.core.models.prices import price_of
+from vx_eval.core.remote import RateLimit, RemotePolicy
 
 Answer = TypeVar("Answer", Embedded, Reranked)
 

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel
 
-from vx_eval.core.config.fields import is_uri
+from vx_eval.core.contracts.fields import is_uri
 from vx_eval.core.errors import VxEvalError, quoted
 from vx_eval.core.measures import metrics, stats
 from vx_eval.core.report.history import read_report

@@ -20,7 +20,7 @@ from itertools import combinations
 
 import numpy as np
 
-from vx_eval.core.golden.files import Question
+from vx_eval.core.contracts.golden import Question
 from vx_eval.core.measures import stats
 from vx_eval.core.report.schema import Settings, SetupResult
 from vx_eval.core.report.views import AllPairs, Headroom, KindView, Overlap, PairTest

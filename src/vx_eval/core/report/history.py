@@ -15,12 +15,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from vx_eval.core.contracts.store import StoreDenied, StoreNotFound
 from vx_eval.core.errors import StoreError
 from vx_eval.core.report import kept_rankings
-from vx_eval.core.report.saving import REPORT_NAME, check_run_id, golden_copy_location, runs_folder
+from vx_eval.core.report.saving import REPORT_NAME, check_run_id, checkpoint_manifest, golden_copy_location, runs_folder
 from vx_eval.core.report.schema import FORMAT, GoldenInfo, Picks, Report, ReportError, Status, load_report
-from vx_eval.core.run.checkpoints import Checkpoints
-from vx_eval.core.stores import StoreDenied, StoreNotFound, Stores, join
+from vx_eval.core.stores import Stores, join
 
 
 @dataclass(frozen=True)
@@ -152,7 +152,7 @@ def list_runs(stores: Stores, save_to: str, limit: int = 20, offset: int = 0) ->
         try:
             entries.append(_entry(read_head(stores, save_to, run_id), location))
         except StoreNotFound:
-            manifest = Checkpoints(stores, save_to, run_id).manifest()
+            manifest = checkpoint_manifest(stores, save_to, run_id)
             if manifest is None:
                 entries.append(
                     RunEntry(run_id, "", None, [], None, None, 0, empty_picks, "unreadable", location, "no report")

@@ -11,9 +11,13 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from pydantic import BaseModel, ValidationError
+
 from vx_eval import __version__
+from vx_eval.core.config.jsonio import JsonInputError, read_json
+from vx_eval.core.contracts.endpoints import ServedUsage
+from vx_eval.core.contracts.store import StoreNotFound
 from vx_eval.core.errors import quoted, redact
-from vx_eval.core.models.endpoints import ServedUsage
 from vx_eval.core.report import kept_rankings as rankings
 from vx_eval.core.report.schema import PluginRow, Provenance, Report
 from vx_eval.core.stores import Stores, join
@@ -42,7 +46,7 @@ def is_run_id(run_id: str) -> bool:
 def check_run_id(run_id: str) -> str:
     """A run id named from outside (the command line, a URL), refused before any store is asked (`is_run_id`)."""
     if not is_run_id(run_id):
-        from vx_eval.core.stores import StoreNotFound
+        from vx_eval.core.contracts.store import StoreNotFound
 
         raise StoreNotFound(
             f"no run {quoted(run_id)}: a run id is at most 100 letters, digits, '.', '_' and '-' (or `latest`)"
@@ -95,3 +99,31 @@ def save_report(report: Report, golden_raw: bytes | None, stores: Stores, save_t
         stores.write(join(folder, report.id, rankings.FILE), data)
     stores.write(location, redact(light.to_json()).encode())
     return report.model_copy(update={"rankings": light.rankings}), location
+
+
+CHECKPOINTS = "checkpoints"
+
+
+MANIFEST = "run.json"
+
+
+class Manifest(BaseModel):
+    """What a run's checkpoints belong to: a resumed run must read the same golden file, config and setups."""
+
+    id: str
+    started_at: str
+    config_sha256: str
+    golden_sha256: str
+    setups: list[str]
+    shard_size: int
+    questions: int
+
+
+def checkpoint_manifest(stores: Stores, save_to: str, run_id: str) -> Manifest | None:
+    """The manifest of a run's checkpoints, or None where there is none (or it cannot be read: the run never
+    really started)."""
+    location = join(runs_folder(save_to), run_id, CHECKPOINTS, MANIFEST)
+    try:
+        return Manifest.model_validate(read_json(stores.read(location)))
+    except (StoreNotFound, JsonInputError, ValidationError):
+        return None

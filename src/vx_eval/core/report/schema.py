@@ -13,8 +13,9 @@ from typing import Any, Literal, Protocol
 
 from pydantic import Field, ValidationError
 
+from vx_eval.core.contracts.endpoints import ServedUsage
+from vx_eval.core.contracts.engine import TargetDescription
 from vx_eval.core.errors import StoreError
-from vx_eval.core.models.endpoints import ServedUsage
 from vx_eval.core.report.upgrade import upgrade
 from vx_eval.core.report.views import (
     AllPairs,
@@ -28,7 +29,6 @@ from vx_eval.core.report.views import (
     TieView,
     Tuning,
 )
-from vx_eval.core.run.engine import TargetDescription
 
 FORMAT = 3
 """1: reports before the typed model (read through `core.report.upgrade`); 2: the typed model; 3: runs derived from

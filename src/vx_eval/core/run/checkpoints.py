@@ -7,29 +7,23 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Sequence
 
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
 from vx_eval.core.config.jsonio import JsonInputError, read_json
+from vx_eval.core.contracts.engine import Progress, Setup
+from vx_eval.core.contracts.store import StoreFull, StoreNotFound
 from vx_eval.core.errors import VxEvalError, redact
-from vx_eval.core.report.saving import REPORT_NAME, new_run_id, runs_folder
-from vx_eval.core.run.engine import Progress, Setup
+from vx_eval.core.report.saving import (
+    CHECKPOINTS,
+    MANIFEST,
+    REPORT_NAME,
+    Manifest,
+    checkpoint_manifest,
+    new_run_id,
+    runs_folder,
+)
 from vx_eval.core.run.executors import ShardPart
-from vx_eval.core.stores import StoreFull, StoreNotFound, Stores, join
-
-CHECKPOINTS = "checkpoints"
-MANIFEST = "run.json"
-
-
-class Manifest(BaseModel):
-    """What a run's checkpoints belong to: a resumed run must read the same golden file, config and setups."""
-
-    id: str
-    started_at: str
-    config_sha256: str
-    golden_sha256: str
-    setups: list[str]
-    shard_size: int
-    questions: int
+from vx_eval.core.stores import Stores, join
 
 
 class Checkpoints:
@@ -38,6 +32,7 @@ class Checkpoints:
     def __init__(self, stores: Stores, save_to: str, run_id: str) -> None:
         self.stores = stores
         self.run_id = run_id
+        self.save_to = save_to
         self.folder = join(runs_folder(save_to), run_id, CHECKPOINTS)
 
     def start(self, manifest: Manifest) -> None:
@@ -45,10 +40,7 @@ class Checkpoints:
 
     def manifest(self) -> Manifest | None:
         """The manifest, or None where there is none (or it cannot be read: the run never really started)."""
-        try:
-            return Manifest.model_validate(read_json(self.stores.read(join(self.folder, MANIFEST))))
-        except (StoreNotFound, JsonInputError, ValidationError):
-            return None
+        return checkpoint_manifest(self.stores, self.save_to, self.run_id)
 
     @staticmethod
     def _name(key: str, shard: int) -> str:

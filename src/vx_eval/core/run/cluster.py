@@ -12,10 +12,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from vx_eval.core.models.endpoints import ServedUsage, WorkerCounts
-from vx_eval.core.run.engine import Setup
+from vx_eval.core.contracts.endpoints import ServedUsage, WorkerCounts
+from vx_eval.core.contracts.engine import Setup
+from vx_eval.core.golden.units import units_for
+from vx_eval.core.models.loading import own_models
 from vx_eval.core.run.executors import Part, Shard, ShardPart, UnitOf, Work, search_one, worker_name
-from vx_eval.core.run.units import units_for
 
 if TYPE_CHECKING:
     from vx_eval.core.models.loading import Models
@@ -51,8 +52,8 @@ def _worker_setups(config_path: str, config_sha: str, only: tuple[str, ...], ski
     and kept; the least recently used beyond `KEEP_OPENED` are let go (a task still searching them keeps its
     own reference until it ends)."""
     from vx_eval.core.config.experiment import load_config
+    from vx_eval.core.contracts.engine import SilentProgress
     from vx_eval.core.plugins import load_plugins
-    from vx_eval.core.run.engine import SilentProgress
     from vx_eval.core.run.selection import enumerate_setups
     from vx_eval.core.run.targets import open_targets
     from vx_eval.core.stores import Stores
@@ -68,7 +69,9 @@ def _worker_setups(config_path: str, config_sha: str, only: tuple[str, ...], ski
             targets = open_targets(experiment, plugins, stores, SilentProgress(), build=False)
             setups = enumerate_setups(targets, plugins, only, skip)
             units = units_for(experiment.config.evaluation.relevance_field, targets)
-            _OPENED[key] = WorkerSetups({s.key: s for s in setups}, units, targets[0].models if targets else None)
+            _OPENED[key] = WorkerSetups(
+                {s.key: s for s in setups}, units, own_models(targets[0].models) if targets else None
+            )
             while len(_OPENED) > KEEP_OPENED:
                 _OPENED.popitem(last=False)
         return _OPENED[key]

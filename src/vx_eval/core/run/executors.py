@@ -27,12 +27,12 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel
 
+from vx_eval.core.contracts.endpoints import ServedUsage
+from vx_eval.core.contracts.engine import Setup, reuse_allowed, server_time
 from vx_eval.core.errors import service_text
-from vx_eval.core.models.endpoints import ServedUsage
+from vx_eval.core.golden.units import finest_unit
+from vx_eval.core.remote import RateLimit
 from vx_eval.core.report.schema import Result, ThroughputLevel
-from vx_eval.core.run.engine import Setup, reuse_allowed, server_time
-from vx_eval.core.run.remote import RateLimit
-from vx_eval.core.run.units import finest_unit
 
 if TYPE_CHECKING:
     from vx_eval.core.run.work import ClusterWork

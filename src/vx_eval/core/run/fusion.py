@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from vx_eval.core.run.engine import Hit
+from vx_eval.core.contracts.engine import Hit
 
 
 def hit_key(hit: Hit) -> str:

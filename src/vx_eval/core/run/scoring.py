@@ -8,7 +8,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from vx_eval.core.golden.files import Question
+from vx_eval.core.contracts.golden import Question
+from vx_eval.core.golden.units import judge
 from vx_eval.core.measures import metrics, stats, ties
 from vx_eval.core.measures.metrics import Judged
 from vx_eval.core.report.schema import (
@@ -23,7 +24,6 @@ from vx_eval.core.report.schema import (
 )
 from vx_eval.core.report.views import TieRange, TieView
 from vx_eval.core.run.search import SetupRun
-from vx_eval.core.run.units import judge
 
 GRADED_DEPTH = 10
 STRICT_GRADE = 2  # Databricks' rule for precision and MRR on graded data: relevant means grade 2 or more

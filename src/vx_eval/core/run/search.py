@@ -6,12 +6,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from vx_eval.core.contracts.engine import Progress, Setup
+from vx_eval.core.contracts.golden import Question
 from vx_eval.core.errors import service_text
-from vx_eval.core.golden.files import Question
+from vx_eval.core.golden.units import finest_unit
 from vx_eval.core.report.schema import Result, ThroughputLevel
-from vx_eval.core.run.engine import Progress, Setup
 from vx_eval.core.run.executors import Executor, SerialExecutor, Shard, ShardPart, UnitOf
-from vx_eval.core.run.units import finest_unit
 
 ShardDone = dict[tuple[str, int], ShardPart]
 """Finished (setup key, shard) searches read back from checkpoints."""

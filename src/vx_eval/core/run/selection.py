@@ -10,9 +10,9 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from vx_eval.core.config.experiment import Experiment
+from vx_eval.core.contracts.engine import Setup, Target
 from vx_eval.core.errors import EngineError, PluginError, VxEvalError, quoted
 from vx_eval.core.measures import metrics
-from vx_eval.core.run.engine import Setup, Target
 
 if TYPE_CHECKING:
     from vx_eval.core.plugins import Plugins

@@ -7,13 +7,14 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from vx_eval.core.config.experiment import Experiment
+from vx_eval.core.contracts.engine import OpenContext, Progress, Target, TargetDescription
+from vx_eval.core.contracts.golden import GoldenSet
+from vx_eval.core.contracts.models import ModelSettings
 from vx_eval.core.errors import service_text
-from vx_eval.core.golden.files import GoldenSet
 from vx_eval.core.golden.sources import FileCorpus, read_corpus, read_golden
-from vx_eval.core.models.loading import Models, ModelSettings, ModelWork, PairScores, check_device
+from vx_eval.core.golden.units import document_of
+from vx_eval.core.models.loading import Models, ModelWork, PairScores, check_device
 from vx_eval.core.report.schema import Missing, TargetInfo
-from vx_eval.core.run.engine import OpenContext, Progress, Target, TargetDescription
-from vx_eval.core.run.units import document_of
 from vx_eval.core.stores import Stores
 
 if TYPE_CHECKING:

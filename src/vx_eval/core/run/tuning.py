@@ -23,14 +23,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from vx_eval.core.config.experiment import TuneConfig
-from vx_eval.core.golden.files import Question
+from vx_eval.core.contracts.engine import Hit
+from vx_eval.core.contracts.golden import Question
+from vx_eval.core.golden.units import judge
 from vx_eval.core.measures import metrics, stats
 from vx_eval.core.report.schema import Result, Settings, SetupResult
 from vx_eval.core.report.views import FoldChoice, FusionSetting, TunedHybrid, VsDefault
-from vx_eval.core.run.engine import Hit
 from vx_eval.core.run.fusion import convex, rrf
 from vx_eval.core.run.search import SetupRun
-from vx_eval.core.run.units import judge
 
 
 @dataclass(frozen=True)
@@ -221,7 +221,7 @@ def tune_all(
 
 def tuned_setup_run(run: TunedRun, hybrid: SetupRun) -> SetupRun:
     """The tuned hybrid as a setup's searches: its held-out rankings, with the times its timed sample took."""
-    from vx_eval.core.run.engine import Setup
+    from vx_eval.core.contracts.engine import Setup
 
     base = hybrid.setup
     setup = Setup(

@@ -25,16 +25,16 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel
 
-from vx_eval.core.models.endpoints import ModelEndpoint, ServedUsage
-from vx_eval.core.models.loading import Models, ModelSettings
+from vx_eval.core.contracts.endpoints import ModelEndpoint, ServedUsage
+from vx_eval.core.contracts.judge import GradeOn
+from vx_eval.core.contracts.models import ModelSettings
+from vx_eval.core.models.loading import Models
 from vx_eval.core.run.executors import worker_name
 
 if TYPE_CHECKING:
-    from vx_eval.core.judging.grading import Judge, Verdict
+    from vx_eval.core.contracts.judge import Judge, Verdict
 
 Item = TypeVar("Item")
-GradeOn = Callable[[Sequence[list[tuple[str, str]]]], Iterator[tuple[int, list["Verdict"]]]]
-"""Batches of (question, passage) pairs graded elsewhere: each batch's place with its verdicts, as they come."""
 
 
 @dataclass(frozen=True)

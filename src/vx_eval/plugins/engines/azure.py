@@ -37,7 +37,7 @@ from vx_eval.plugin import (
     EngineError,
     EngineOptions,
     Hit,
-    Models,
+    ModelSource,
     OpenContext,
     Query,
     RemotePolicy,
@@ -293,7 +293,7 @@ class AzureSearchHandle(RemoteHandle[AzureSearchOptions]):
     """An opened Azure AI Search index."""
 
     def __init__(
-        self, client: Any, call: RemotePolicy, definition: Any, options: AzureSearchOptions, models: Models
+        self, client: Any, call: RemotePolicy, definition: Any, options: AzureSearchOptions, models: ModelSource
     ) -> None:
         self.client = client
         self.call = call

@@ -35,7 +35,7 @@ from vx_eval.plugin import (
     EngineError,
     EngineOptions,
     Hit,
-    Models,
+    ModelSource,
     OpenContext,
     Query,
     RemotePolicy,
@@ -214,7 +214,7 @@ class ElasticsearchHandle(RemoteHandle[ElasticsearchOptions]):
         call: RemotePolicy,
         index: str,
         options: ElasticsearchOptions,
-        models: Models,
+        models: ModelSource,
         context: OpenContext | None = None,
     ) -> None:
         self.client, self.call, self.index, self.options, self.models = client, call, index, options, models

@@ -35,7 +35,7 @@ from vx_eval.plugin import (
     EngineError,
     EngineOptions,
     Hit,
-    Models,
+    ModelSource,
     OpenContext,
     Query,
     RemotePolicy,
@@ -317,7 +317,13 @@ class OpenSearchHandle(RemoteHandle[OpenSearchOptions]):
     """An opened OpenSearch index."""
 
     def __init__(
-        self, client: Any, call: RemotePolicy, index: str, pipeline: str, options: OpenSearchOptions, models: Models
+        self,
+        client: Any,
+        call: RemotePolicy,
+        index: str,
+        pipeline: str,
+        options: OpenSearchOptions,
+        models: ModelSource,
     ) -> None:
         from opensearchpy.exceptions import NotFoundError, RequestError
 

@@ -7,10 +7,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Sequence
 
+from vx_eval.core.contracts.golden import Question
 from vx_eval.core.errors import VxEvalError, quoted
-from vx_eval.core.golden.files import Question
+from vx_eval.core.golden.units import document_of, page_level
 from vx_eval.core.report.schema import Report, Result, SetupResult
-from vx_eval.core.run.units import document_of, page_level
 from vx_eval.core.stores import Stores, join
 
 NO_UNIT = "vx-eval:no-unit:"

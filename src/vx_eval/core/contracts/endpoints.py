@@ -15,18 +15,15 @@ run's (`core.models.served`); providers only speak their wire format.
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
-from importlib import resources
-from pathlib import Path
 from typing import ClassVar, Literal, Protocol, TypeVar
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from vx_eval.core.config.fields import SecretRef, ServiceUrl
+from vx_eval.core.contracts.fields import SecretRef, ServiceUrl
 
 InputType = Literal["query", "document"]
 
@@ -223,32 +220,3 @@ class Provider(Protocol):
     def failure(self, exc: BaseException) -> Failure:
         """What an exception of `errors` means: its status, whether to try again, after how long."""
         ...
-
-
-PRICES = "prices.json"
-
-
-@dataclass(frozen=True)
-class Price:
-    usd: float
-    per: Literal["million tokens", "thousand searches"]
-    source: str
-
-
-def price_of(endpoint: ModelEndpoint, table: Path | None = None) -> Price | None:
-    """The endpoint's price: its own `price`, else the table's row for (provider, model) (the packaged table,
-    or `table`), else None."""
-    per: Literal["million tokens", "thousand searches"] = (
-        "thousand searches" if endpoint.kind == "reranker" and endpoint.provider == "cohere" else "million tokens"
-    )
-    if endpoint.price is not None:
-        return Price(endpoint.price, per, "the endpoint's price")
-    if table is not None:
-        text = table.read_text(encoding="utf-8")
-    else:
-        text = (resources.files("vx_eval.core.models") / PRICES).read_text(encoding="utf-8")
-    data = json.loads(text)
-    row = data.get("prices", {}).get(endpoint.provider, {}).get(endpoint.model)
-    if row is None:
-        return None
-    return Price(float(row), per, f"price table of {data.get('as_of', 'unknown date')}")

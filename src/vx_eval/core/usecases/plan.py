@@ -20,12 +20,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from vx_eval.core.config.experiment import Experiment
+from vx_eval.core.contracts.engine import Corpus, OpenContext
+from vx_eval.core.contracts.models import DENSE
 from vx_eval.core.corpus.embeddings import EmbeddingCache, content_key, quantize
 from vx_eval.core.corpus.prepare import IndexOptions, chunks_of, default_cache
 from vx_eval.core.judging.grading import judge_maker
-from vx_eval.core.models.endpoints import price_of
-from vx_eval.core.models.loading import DENSE, Models
-from vx_eval.core.run.engine import Corpus, OpenContext
+from vx_eval.core.models.loading import Models
+from vx_eval.core.models.prices import price_of
 
 if TYPE_CHECKING:
     from vx_eval.core.plugins import Plugins

@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from vx_eval.core.golden.files import Question
+from vx_eval.core.contracts.engine import EngineHandle, Hit
+from vx_eval.core.contracts.golden import Question
 from vx_eval.core.measures.metrics import Judged
-from vx_eval.core.run.engine import EngineHandle, Hit
 
 if TYPE_CHECKING:
-    from vx_eval.core.run.engine import Target
+    from vx_eval.core.contracts.engine import Target
 
 PAGE = "#page="
 _MISSING = object()

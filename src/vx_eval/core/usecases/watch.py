@@ -19,8 +19,8 @@ from vx_eval.core.config.experiment import Experiment, load_config
 from vx_eval.core.errors import GoldenError, StoreError
 from vx_eval.core.golden.sources import read_golden
 from vx_eval.core.report.history import read_report, run_ids
-from vx_eval.core.run.pipeline import RunOptions, RunResult, run_experiment
 from vx_eval.core.stores import Stores
+from vx_eval.core.usecases.pipeline import RunOptions, RunResult, run_experiment
 
 if TYPE_CHECKING:
     from vx_eval.core.plugins import Plugins

@@ -8,7 +8,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from vx_eval.core.config.experiment import Experiment
-from vx_eval.core.golden.files import GoldenSet, Question
+from vx_eval.core.contracts.golden import GoldenSet, Question
 from vx_eval.core.measures import metrics
 from vx_eval.core.report import headroom
 from vx_eval.core.report.missing import missing_notes

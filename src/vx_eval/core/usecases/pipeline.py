@@ -11,26 +11,28 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from vx_eval.core import remote
 from vx_eval.core.config.experiment import Experiment
+from vx_eval.core.contracts.engine import FUSION, Progress, SilentProgress, Target
+from vx_eval.core.contracts.golden import GoldenSet, Question
+from vx_eval.core.contracts.store import StoreFull
 from vx_eval.core.errors import GoldenError, VxEvalError
-from vx_eval.core.golden.files import GoldenSet, Question
 from vx_eval.core.golden.sources import FileCorpus, read_golden
+from vx_eval.core.golden.units import units_for
 from vx_eval.core.judging.check import measured
 from vx_eval.core.judging.grading import GradeCache, judge_maker, judge_run
 from vx_eval.core.judging.noise import judge_noise, noise_words
 from vx_eval.core.measures import metrics
-from vx_eval.core.report import assembly
+from vx_eval.core.models.loading import own_models
 from vx_eval.core.report.missing import missing_notes
 from vx_eval.core.report.saving import check_run_id, new_run_id, provenance, save_report
 from vx_eval.core.report.schema import CallCounts, Report, Settings, SetupResult, TargetInfo
 from vx_eval.core.report.views import JudgeInfo, Tuning
-from vx_eval.core.run import ranking, remote, scoring, tuning
+from vx_eval.core.run import assembly, ranking, scoring, tuning
 from vx_eval.core.run.checkpoints import Checkpoints, new_manifest, start_checkpoints
 from vx_eval.core.run.cluster import DaskExecutor
-from vx_eval.core.run.engine import FUSION, Progress, SilentProgress, Target
 from vx_eval.core.run.executors import Executor, SerialExecutor, ShardPart, ThreadExecutor, throughput
 from vx_eval.core.run.load import Load, LoadMeter, cpus, unsteady
-from vx_eval.core.run.plan import Plan, plan_run
 from vx_eval.core.run.search import SearchPlan, SetupRun, search_all
 from vx_eval.core.run.selection import enumerate_setups, futile_setups, measures_for, timing_sample
 from vx_eval.core.run.targets import (
@@ -41,8 +43,8 @@ from vx_eval.core.run.targets import (
     run_corpus,
     run_models,
 )
-from vx_eval.core.run.units import units_for
-from vx_eval.core.stores import StoreFull, Stores
+from vx_eval.core.stores import Stores
+from vx_eval.core.usecases.plan import Plan, plan_run
 
 if TYPE_CHECKING:
     from vx_eval.core.plugins import Plugins
@@ -186,7 +188,7 @@ def _search(
     )
     for worker, sent in executor.served():  # what searches on a cluster's workers sent to served models
         if targets:
-            targets[0].models.absorb(f"{worker} searches", [sent])
+            own_models(targets[0].models).absorb(f"{worker} searches", [sent])
     if ev.throughput:
         _throughput_pass(experiment, golden, timed, runs, options.progress)
     return Searching(runs, timed, checkpoints, started, executor.concurrent, load)
@@ -228,12 +230,12 @@ def _judge(
             runs,
             list(golden.questions),
             targets,
-            make(targets[0].models),
+            make(own_models(targets[0].models)),
             ev.judge_depth,
             cache,
             options.progress,
             everything=options.judge_everything,
-            on=cluster.judging(targets[0].models, ev.judge, settings) if cluster else None,
+            on=cluster.judging(own_models(targets[0].models), ev.judge, settings) if cluster else None,
         )
 
 
@@ -382,7 +384,7 @@ def run_experiment(experiment: Experiment, plugins: Plugins, options: RunOptions
             agreement = measured(stores, options.save_to or config.save_to, judged)
             judged = judged.model_copy(update={"agreement": agreement})
         described = {t.name: describe(t) for t in targets}
-        served = targets[0].models.usage() if targets else []
+        served = own_models(targets[0].models).usage() if targets else []
         settings = assembly.run_settings(
             experiment,
             measures,

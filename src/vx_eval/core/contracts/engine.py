@@ -7,13 +7,12 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar, runtime_checkable
+from typing import Any, ClassVar, Generic, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-if TYPE_CHECKING:
-    from vx_eval.core.config.experiment import SearchConfig
-    from vx_eval.core.models.loading import Models
+from vx_eval.core.contracts.fields import SearchConfig
+from vx_eval.core.contracts.models import ModelSource
 
 KEYWORD = "keyword"
 
@@ -141,11 +140,12 @@ class OpenContext:
     config_dir: Path
     corpus: Corpus | None = None
     progress: Progress = field(default_factory=SilentProgress)
-    models: Models | None = None
-    """The run's `core.models.loading.Models`: loads models by name, once (None only where no model is needed)."""
+    models: ModelSource | None = None
+    """The run's models (a `ModelSource`: the run gives `core.models.loading.Models`), each loaded by name once
+    (None only where no model is needed)."""
 
     @property
-    def loaded(self) -> Models:
+    def loaded(self) -> ModelSource:
         """The run's models, for an engine that embeds (an error where the caller gave none)."""
         if self.models is None:
             from vx_eval.core.errors import PluginError
@@ -283,8 +283,9 @@ class Target:
     handle: EngineHandle
     options: EngineOptions | None
     """The engine's options as validated from the config (None for a retriever given from Python)."""
-    models: Models
-    """The run's `core.models.loading.Models`, for setups that run a model themselves (rerankers)."""
+    models: ModelSource
+    """The run's models (a `ModelSource`: the run gives `core.models.loading.Models`), for setups that run a
+    model themselves (rerankers)."""
     search: SearchConfig
     """The run's `SearchConfig`: candidate and rerank depths, fusion, RRF's k."""
 
@@ -335,3 +336,14 @@ class SetupProvider(Protocol):
     name: ClassVar[str]
 
     def setups(self, target: Target) -> Iterable[Setup]: ...
+
+
+class SetupResults(Protocol):
+    """One setup's searches as judging reads them (the run gives `core.run.search.SetupRun`): per question
+    its (finest unit, score) results best first and its failure (or None), and `error` where the setup
+    searched nothing at all."""
+
+    setup: Setup
+    error: str | None
+    results: list[list[tuple[str | None, float]]]
+    errors: list[str | None]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, model_validator
@@ -93,3 +93,19 @@ class SecretRef(BaseModel):
 
     def __repr__(self) -> str:
         return f"SecretRef(env={self.env!r})"
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class SearchConfig(Strict):
+    """How composed setups search: each component's candidates, how many a reranker reads, RRF's constant."""
+
+    candidates: int = Field(100, ge=1, le=10_000)
+    rerank_depth: int = Field(20, ge=1, le=1_000)
+    fusion: Literal["convex", "rrf"] = "convex"
+    """convex: min-max normalised scores, weighted; rrf: reciprocal-rank fusion."""
+    alpha: float = Field(0.5, ge=0, le=1)
+    """The dense share of a hybrid (keyword gets 1 - alpha); the dense models split it equally."""
+    rrf_k: int = Field(60, ge=1, le=10_000)

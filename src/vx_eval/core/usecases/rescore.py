@@ -8,21 +8,22 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from vx_eval.core.contracts.engine import Setup
+from vx_eval.core.contracts.golden import GoldenSet, Question
 from vx_eval.core.errors import ConfigError, GoldenError, quoted
-from vx_eval.core.golden.files import GoldenSet, Question
 from vx_eval.core.measures import metrics
-from vx_eval.core.report import assembly, headroom
+from vx_eval.core.models.loading import own_models
+from vx_eval.core.report import headroom
 from vx_eval.core.report.saving import new_run_id
 from vx_eval.core.report.schema import DerivedFrom, Report, SetupResult
 from vx_eval.core.report.views import JudgeInfo
-from vx_eval.core.run import ranking, scoring
-from vx_eval.core.run.engine import Setup
+from vx_eval.core.run import assembly, ranking, scoring
 from vx_eval.core.run.search import SetupRun
 
 if TYPE_CHECKING:
     from vx_eval.core.config.experiment import Experiment
+    from vx_eval.core.contracts.engine import Progress
     from vx_eval.core.plugins import Plugins
-    from vx_eval.core.run.engine import Progress
 
 
 TIMES_NOTE = "no search was run: the rankings and search times are those of the run it came from"
@@ -185,6 +186,8 @@ def rejudge(
             )
         runs = [setup_run(s) for s in report.setups]
         with GradeCache(experiment.config.models.scores.with_name("grades.db")) as cache:
-            return judge_run(runs, list(questions), targets, make(targets[0].models), depth, cache, progress)
+            return judge_run(
+                runs, list(questions), targets, make(own_models(targets[0].models)), depth, cache, progress
+            )
     finally:
         close_targets(targets)

@@ -13,20 +13,20 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from vx_eval.core.config.experiment import Experiment
-from vx_eval.core.golden.files import Question
+from vx_eval.core.contracts.engine import Progress, SilentProgress
+from vx_eval.core.contracts.golden import Question
 from vx_eval.core.golden.sources import read_golden
+from vx_eval.core.golden.units import document_of
+from vx_eval.core.golden.units import judge as read_results
 from vx_eval.core.judging.check import JudgeCheck, Order, PairCheck, SetupOrder, agreement, calibrate, same_order
 from vx_eval.core.judging.grading import judge_maker
 from vx_eval.core.judging.gullible import probe
 from vx_eval.core.measures import metrics
 from vx_eval.core.report.views import Gullibility, JudgeInfo
-from vx_eval.core.run.engine import Progress, SilentProgress
-from vx_eval.core.run.pipeline import RunOptions, run_experiment
-from vx_eval.core.run.plan import Plan
 from vx_eval.core.run.targets import run_corpus, run_models
-from vx_eval.core.run.units import document_of
-from vx_eval.core.run.units import judge as read_results
 from vx_eval.core.stores import Stores
+from vx_eval.core.usecases.pipeline import RunOptions, run_experiment
+from vx_eval.core.usecases.plan import Plan
 
 if TYPE_CHECKING:
     from vx_eval.core.plugins import Plugins
