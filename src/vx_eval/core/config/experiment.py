@@ -20,12 +20,16 @@ from pydantic import (
 from vx_eval.core.config.validation import SECRET_KEY, Loc, dotted, format_validation_error, yaml_line
 from vx_eval.core.config.yamlio import YamlInputError, parse_yaml
 from vx_eval.core.contracts.endpoints import ModelEndpoint
-from vx_eval.core.contracts.fields import (
+from vx_eval.core.contracts.fields import (  # noqa: F401  (re-exported: plugins have always imported them from here)
+    CREDENTIALS_IN_URL,
     ConfigPath,
     Device,
     Location,
     SearchConfig,
+    SecretRef,
+    ServiceUrl,
     Strict,
+    is_uri,
 )
 from vx_eval.core.errors import ConfigError, did_you_mean, quoted
 from vx_eval.core.measures.metrics import check_metrics, expand_cutoffs
