@@ -13,6 +13,7 @@ from pydantic import ValidationError
 from vx_eval.core.config.experiment import GoldenSource, ModelsConfig, load_config
 from vx_eval.core.contracts.engine import SilentProgress
 from vx_eval.core.contracts.golden import GoldenRow, GoldenSet, Question
+from vx_eval.core.contracts.models import ModelSettings
 from vx_eval.core.contracts.store import Fetcher
 from vx_eval.core.contracts.writer import WriteRequest
 from vx_eval.core.errors import ConfigError, GoldenError
@@ -20,10 +21,12 @@ from vx_eval.core.golden.files import dump_rows, question_row
 from vx_eval.core.golden.sources import read_corpus
 from vx_eval.core.golden.sources import read_golden as _read_golden
 from vx_eval.core.golden.template import drafted, sample_units
+from vx_eval.core.models.loading import Models
 from vx_eval.core.plugins import load_plugins
 from vx_eval.core.run.targets import close_targets, open_targets
 from vx_eval.core.stores import Stores
 from vx_eval.core.usecases.pipeline import RunOptions, RunResult, run_experiment
+from vx_eval.llm.drafting import DEFAULT_MIX, check_mix
 
 if TYPE_CHECKING:
     from vx_eval.core.plugins import Plugins
@@ -120,7 +123,6 @@ def write_golden_rows(
     """Questions drafted by a model writer from the collections of `configs` (the writer's options from the
     first), checked and judged by its critic, never from the passages in `avoid`; the rows (``draft: true``)
     and what happened on the way (tries, failed checks, refusals)."""
-    from vx_eval.llm.drafting import DEFAULT_MIX, check_mix
 
     mix = check_mix(dict(mix or DEFAULT_MIX))  # before anything is indexed
     plugins = load_plugins()
@@ -161,9 +163,6 @@ def draft_rows(
 ) -> tuple[list[GoldenRow], WriteSummary]:
     """`write_golden_rows` on collections already at hand (documents or handles), the writer's options given
     (None: its defaults) and the models block (served models, the answers cache beside `scores`)."""
-    from vx_eval.core.contracts.models import ModelSettings
-    from vx_eval.core.models.loading import Models
-    from vx_eval.llm.drafting import DEFAULT_MIX, check_mix
 
     mix = check_mix(dict(mix or DEFAULT_MIX))
     cls = plugins.writers.get(writer_plugin, where="--writer")

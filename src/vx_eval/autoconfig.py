@@ -17,6 +17,7 @@ written wherever ``--save-config`` says: running it again gives the same numbers
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import os
 from collections.abc import Callable, Mapping, Sequence
@@ -26,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from vx_eval.api import write_golden_rows
 from vx_eval.core.contracts.endpoints import ModelEndpoint
 from vx_eval.core.contracts.engine import Discovered, slug
 from vx_eval.core.contracts.golden import GoldenRow
@@ -33,6 +35,7 @@ from vx_eval.core.contracts.models import DENSE, LATE
 from vx_eval.core.errors import ConfigError, GoldenError
 from vx_eval.core.golden.files import dump_rows
 from vx_eval.core.models.loading import ModelCatalog, unknown_model
+from vx_eval.llm.local import INSTALL
 
 if TYPE_CHECKING:
     from vx_eval.core.plugins import Plugins
@@ -74,9 +77,6 @@ def choose_writer(spec: str | None) -> WriterChoice:
     from ``OPENAI_BASE_URL``, else OpenAI's API; its key from ``OPENAI_API_KEY`` when set), ``local`` for
     SmolLM2 offline, ``keywords`` for no model. Given nothing: SmolLM2 where its package is installed, else
     the keywords writer, saying why and what would be better."""
-    import importlib.util
-
-    from vx_eval.llm.local import INSTALL
 
     spec = (spec or os.environ.get(WRITER_ENV) or "").strip()
     name, colon, rest = spec.partition(":")
@@ -332,7 +332,6 @@ def prepare(
     questions drafted by `writer` (`choose_writer`'s default when None) if the workspace has none yet.
     `before` is told the config's path and how many questions will be drafted (None: none) before any work
     (indexing for the drafts, drafting)."""
-    from vx_eval.api import write_golden_rows
 
     writer = writer or choose_writer(None)
     path = write_config(source, writer, save_to)

@@ -3,6 +3,7 @@ works: `vx_eval.cli.progress`)."""
 
 from __future__ import annotations
 
+import textwrap
 from typing import TYPE_CHECKING, Literal
 
 from rich.console import Console
@@ -83,7 +84,6 @@ def _caption(report: Report, width: int | None = None) -> str:
         text += f"\ntimes: {note}"
     if width is None:
         return text
-    import textwrap
 
     return "\n".join(w for line in text.splitlines() for w in textwrap.wrap(line, width))
 

@@ -10,11 +10,17 @@ is reached. Only the last round's report is saved; it says how sure it is, as an
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from vx_eval.autoconfig import FEWEST, MIX, AutoConfig, WriterChoice, judged_only, write_golden
+from vx_eval.api import write_golden_rows
+from vx_eval.autoconfig import FEWEST, MIX, AutoConfig, WriterChoice, judged_only, refusals, write_golden
+from vx_eval.core.golden.files import lint, question_key
+from vx_eval.core.report.saving import check_run_id, save_report
+from vx_eval.core.stores import Stores
+from vx_eval.core.usecases.pipeline import RunResult, run_experiment
 
 if TYPE_CHECKING:
     from vx_eval.api import WriteSummary
@@ -85,8 +91,6 @@ def draft_more(made: AutoConfig, count: int, writer: WriterChoice, progress: Any
     """Draft `count` more questions for `made` from passages its golden file's questions were not drafted from
     (a sample seeded by how many it holds, so a run again drafts the same ones), appended to it atomically;
     a draft worded as one held is dropped."""
-    from vx_eval.api import write_golden_rows
-    from vx_eval.core.golden.files import lint, question_key
 
     held = [row for _, row in lint(made.golden.read_bytes())[1]]
     used = {str(unit) for row in held for unit in row.metadata.get("source") or ()}
@@ -119,12 +123,6 @@ def run_drafted(
     """Run `made`'s config (as `load` reads it), drafting more questions and running again while the pick
     is not sure (`more_questions`, up to `most` questions in all, only where a ranking was asked for: at
     least `FEWEST` questions); the last round's result, saved as `options` say."""
-    import hashlib
-
-    from vx_eval.autoconfig import refusals
-    from vx_eval.core.report.saving import check_run_id, save_report
-    from vx_eval.core.stores import Stores
-    from vx_eval.core.usecases.pipeline import RunResult, run_experiment
 
     have = made.questions
     if have < FEWEST or most <= have or options.resume:  # a resumed run finishes what it was

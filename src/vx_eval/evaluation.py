@@ -16,7 +16,8 @@ from typing import Any
 
 import yaml
 
-from vx_eval.core.config.experiment import EvaluationConfig, parse_config
+from vx_eval.api import run
+from vx_eval.core.config.experiment import EvaluationConfig, load_config, parse_config
 from vx_eval.core.contracts.engine import (
     Document,
     EngineHandle,
@@ -28,15 +29,24 @@ from vx_eval.core.contracts.engine import (
 )
 from vx_eval.core.contracts.golden import GoldenSet, Question
 from vx_eval.core.contracts.models import DENSE, ModelSettings
+from vx_eval.core.corpus.prepare import IndexOptions, prepare
 from vx_eval.core.errors import ConfigError, did_you_mean, quoted
 from vx_eval.core.golden.files import dump_rows, parse_golden, question_row
-from vx_eval.core.golden.sources import read_corpus
+from vx_eval.core.golden.sources import read_corpus, read_golden
 from vx_eval.core.models.loading import Models
 from vx_eval.core.plugins import Plugins, load_plugins
+from vx_eval.core.report.compare import load_report as _load
+from vx_eval.core.report.history import golden_bytes
+from vx_eval.core.report.kept_rankings import held
+from vx_eval.core.report.saving import save_report
 from vx_eval.core.report.schema import Report
 from vx_eval.core.run.targets import open_targets
 from vx_eval.core.stores import Stores
+from vx_eval.core.usecases.export import export_trec as _export
 from vx_eval.core.usecases.pipeline import RunOptions, run_experiment
+from vx_eval.core.usecases.rescore import Rescoring, rejudge, searched_questions
+from vx_eval.core.usecases.rescore import rescore as _rescore
+from vx_eval.questions import Target
 
 GIVEN = "(questions given to evaluate())"
 
@@ -61,7 +71,6 @@ Golden = str | Path | Sequence[Question | Mapping[str, Any]] | Mapping[str, Mapp
 def named_targets(targets: Any) -> dict[str, Any]:
     """What `evaluate` was given, as names people read to what searches: a mapping as it is; a `Target`, or
     a list of them (or of handles), named by their `name`, else by the collection the handle describes."""
-    from vx_eval.questions import Target
 
     if isinstance(targets, Mapping):
         return {str(name): t for name, t in targets.items()}
@@ -134,7 +143,6 @@ def evaluate(
 def _run_config(
     config: str | Path, golden: Any, save_to: str | Path | None, only: Sequence[str], skip: Sequence[str]
 ) -> Report:
-    from vx_eval.api import run
 
     if golden is not None:
         raise ConfigError("evaluate(config) takes the golden file from the config; pass no golden with it")
@@ -238,7 +246,6 @@ def embed_corpus(
     per dense model, one unit vector per chunk (a float32 matrix, rows in chunk order), embedded once and
     kept by content in `embeddings` (default ``.vx/embeddings.db`` here): build your own retriever on the
     very vectors the engines search."""
-    from vx_eval.core.corpus.prepare import IndexOptions, prepare
 
     plugins = load_plugins()
     read = read_corpus(str(corpus), Stores(plugins))
@@ -320,7 +327,6 @@ def load_report(location: str | Path, *, runs: str | Path | None = None, ranking
     """A saved report: a ``report.json`` path (or its run folder, or ``s3://…``), or a run id (or
     ``latest``) among the runs saved at `runs` (default ``runs``); with its rankings, read back from the
     file beside it (`rankings=False` reads only the report: summaries, picks, per-question measures)."""
-    from vx_eval.core.report.compare import load_report as _load
 
     stores = Stores(load_plugins())
     return _load(str(location), stores, str(runs) if runs else "runs", rankings=rankings)
@@ -331,24 +337,17 @@ def _kept(
 ) -> tuple[Report, Stores, str, GoldenSet, list[Question]]:
     """A saved run (or a report in hand), where its runs are kept, its golden set and its searched questions
     (from `golden` where given, else the exact copy kept beside the runs)."""
-    from vx_eval.core.report.history import golden_bytes
-    from vx_eval.core.usecases.rescore import searched_questions
 
     stores = Stores(load_plugins())
     save_to = str(runs) if runs is not None else "runs"
-    from vx_eval.core.report.kept_rankings import held
 
     if not isinstance(report, Report):
         report = load_report(report, runs=runs)
     elif report.rankings is not None and not held(report):  # read without its rankings: read them now
         report = load_report(report.id, runs=runs)
     if golden is None:
-        from vx_eval.core.golden.files import parse_golden
-
         kept = parse_golden(golden_bytes(stores, save_to, report), f"the golden file of run {report.id}")
     elif isinstance(golden, str | Path):
-        from vx_eval.core.golden.sources import read_golden
-
         kept = read_golden(str(golden), stores)
     else:
         kept = golden_set(golden, queries)
@@ -367,7 +366,6 @@ def export_trec(
     run's kept rankings: trec_eval, ranx or ir_measures on them give the report's numbers. `report` is a
     report, a run id (at `runs`) or a report's location; the judgements come from `golden` or the copy of
     the golden file kept beside the runs."""
-    from vx_eval.core.usecases.export import export_trec as _export
 
     report, stores, _, _, questions = _kept(report, runs, golden, queries)
     return _export(report, questions, str(folder), stores)
@@ -393,9 +391,6 @@ def rescore(
     with `replace`), another `relevance_threshold` or `primary`, or the grades of `judge` (whose options and
     the documents it reads come from `config`, the run's own). The new report names the run it came from
     and keeps its times; `save` keeps it beside that run."""
-    from vx_eval.core.config.experiment import load_config
-    from vx_eval.core.usecases.rescore import Rescoring, rejudge
-    from vx_eval.core.usecases.rescore import rescore as _rescore
 
     report, stores, save_to, kept, questions = _kept(report, runs, golden, queries)
     judged = None
@@ -408,7 +403,5 @@ def rescore(
     asked = Rescoring(tuple(metrics), replace, relevance_threshold, primary)
     new = _rescore(report, kept, asked, judged)
     if save:
-        from vx_eval.core.report.saving import save_report
-
         new, _ = save_report(new, kept.raw, stores, save_to)
     return new

@@ -7,7 +7,12 @@ import io
 from html import escape
 from typing import TYPE_CHECKING, Any
 
-from vx_eval.core.errors import VxEvalError
+from vx_eval.core.errors import VxEvalError, redact
+from vx_eval.core.plugins import load_plugins
+from vx_eval.core.report.saving import save_report
+from vx_eval.core.stores import Stores
+from vx_eval.display import show_run
+from vx_eval.html.render import render_page
 
 if TYPE_CHECKING:
     from vx_eval.core.report.schema import Report
@@ -27,8 +32,6 @@ def pandas() -> Any:
 def table_text(report: Report, width: int, wide: bool) -> str:
     """The ranked table and the picks as `vx-eval run` prints them, in plain text `width` columns wide."""
     from rich.console import Console
-
-    from vx_eval.display import show_run
 
     console = Console(width=width, record=True, color_system=None, force_terminal=False, file=io.StringIO())
     show_run(console, report, None, wide=wide)
@@ -98,7 +101,6 @@ def _at(values: list[Any], i: int) -> Any:
 def page_frame(report: Report) -> str:
     """The run's page (picks, the quality-against-time chart, every setup ranked) in a frame of its own,
     so that its styles and script stay its own inside a notebook."""
-    from vx_eval.html.render import render_page
 
     page = render_page(report)
     return (
@@ -110,10 +112,6 @@ def page_frame(report: Report) -> str:
 def save(report: Report, location: str) -> str:
     """Write the report: to `location` itself when it names a ``.json`` file, else into the runs kept at
     `location` (``<location>/retrieval/runs/<id>/report.json``, where `vx-eval runs` finds it); where."""
-    from vx_eval.core.errors import redact
-    from vx_eval.core.plugins import load_plugins
-    from vx_eval.core.report.saving import save_report
-    from vx_eval.core.stores import Stores
 
     stores = Stores(load_plugins())
     if location.endswith(".json"):

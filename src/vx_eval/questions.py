@@ -13,11 +13,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from vx_eval.api import draft_rows, save_golden
+from vx_eval.api import read_golden as _read
 from vx_eval.core.config.experiment import ModelsConfig
 from vx_eval.core.contracts.engine import EngineHandle
 from vx_eval.core.contracts.golden import GoldenSet
 from vx_eval.core.contracts.golden import Question as Question_
+from vx_eval.core.contracts.writer import WriteRequest
 from vx_eval.core.errors import ConfigError, GoldenError
+from vx_eval.core.golden.template import drafted, sample_units
+from vx_eval.core.plugins import load_plugins
 
 
 def question_id(text: str) -> str:
@@ -73,7 +78,6 @@ def save_questions(
 ) -> str:
     """Write questions (or golden rows) as a golden JSONL file, atomically, to a path, ``s3://…`` or a Blob
     address; never over a file unless `overwrite`. Two questions with one id are refused."""
-    from vx_eval.api import save_golden
 
     rows = list(questions)
     ids = [q.id if isinstance(q, Question_) else q.get("id") for q in rows]
@@ -86,7 +90,6 @@ def save_questions(
 def read_golden(location: str | Path, *, fetcher: Any = None) -> GoldenSet:
     """A golden file read as a run reads it: ``.questions``, ``.sha256``, ``.unfilled`` (rows still to fill),
     ``.drafts``; from a path, ``s3://…``, a Blob address or a BEIR folder (`fetcher`: any ``fetch(uri)``)."""
-    from vx_eval.api import read_golden as _read
 
     return _read(str(location), fetcher=fetcher)
 
@@ -134,10 +137,6 @@ def golden_template(
     its id in ``expected``, the start of its text in ``hint`` and ``question`` empty. The same seed on the
     same collection gives the same rows. `writer`, any function from a text to a question, drafts them
     (rows marked ``draft: true``). Returns the rows as mappings."""
-    from vx_eval.api import save_golden
-    from vx_eval.core.contracts.writer import WriteRequest
-    from vx_eval.core.golden.template import drafted, sample_units
-    from vx_eval.core.plugins import load_plugins
 
     if by not in ("document", "page"):
         raise ConfigError(f"by is 'document' or 'page', not {by!r}")
@@ -169,8 +168,6 @@ def write_golden(
     process) from the collections' chunks, checked and judged by its critic, written to `path` marked
     ``draft: true``. `options` are the writer's (``{"model": {"url": …, "model": …}}``), `models` the
     config's ``models:`` block (served models under ``endpoints``). Returns the rows as mappings."""
-    from vx_eval.api import draft_rows, save_golden
-    from vx_eval.core.plugins import load_plugins
 
     plugins = load_plugins()
     cls = plugins.writers.get(writer, where="writer")

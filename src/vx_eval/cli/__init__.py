@@ -12,6 +12,8 @@ from typing import Any
 
 import click
 
+from vx_eval.core.errors import VxEvalError, install_redacting_excepthook, redact
+
 # name -> (module under vx_eval.cli, attribute, one-line help for `vx-eval --help`)
 COMMANDS: dict[str, tuple[str, str, str]] = {
     "run": ("run", "run", "Index what CONFIG declares, search every setup, print the ranking and the picks, save."),
@@ -49,7 +51,7 @@ class LazyGroup(click.Group):
 
 def _version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
     if value and not ctx.resilient_parsing:
-        from vx_eval import __version__
+        from vx_eval import __version__  # lazy: reading the installed version costs 20 ms (importlib.metadata)
 
         click.echo(f"vx-eval, version {__version__}")
         ctx.exit()
@@ -62,12 +64,13 @@ def cli() -> None:
 
 
 def _show_error(exc: Any) -> None:
+    # lazy: rich is loaded only to print an error (`vx-eval --help` and `eval` start without it)
+    from rich.markup import escape
+
     from vx_eval.cli.common import err_console
-    from vx_eval.core.errors import redact
 
     lines = redact(str(exc)).splitlines() or [type(exc).__name__]
     console = err_console()
-    from rich.markup import escape
 
     console.print(f"[red]error:[/] {escape(lines[0])}", highlight=False)
     for line in lines[1:]:
@@ -82,14 +85,12 @@ process that may take 0.3 s in all, the time trec_eval users compare)."""
 def main(argv: list[str] | None = None) -> None:
     """Entry point: a `VxEvalError` is a clear message and exit 2; anything else is a bug (exit 1) whose
     traceback is printed with every secret this process read masked."""
-    from vx_eval.core.errors import VxEvalError, install_redacting_excepthook
-
     install_redacting_excepthook()
     args = sys.argv[1:] if argv is None else argv
     if not args or args[0] not in LOCAL_ONLY:
         # Client libraries log every retried request (opensearch-py at WARNING, with the address); vx-eval
         # reports what failed itself, so their records go nowhere instead of Python's last-resort stderr.
-        import logging
+        import logging  # lazy: 6 ms `eval` does not pay (LOCAL_ONLY)
 
         logging.getLogger().addHandler(logging.NullHandler())
     try:
@@ -106,7 +107,7 @@ def main(argv: list[str] | None = None) -> None:
         _show_error(exc)
         sys.exit(exc.exit_code)
     except OSError as exc:  # a full or read-only disk wherever it is met (an index, a cache): one line, exit 2
-        from vx_eval.core.stores import full_error
+        from vx_eval.core.stores import full_error  # lazy: pydantic is loaded only on a full disk
 
         full = full_error(exc, exc.filename or "a file vx-eval was writing")
         if full is None:

@@ -5,10 +5,19 @@ This command imports only numpy and the measures: it starts as fast as the scori
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 import click
+
+from vx_eval.core.errors import VxEvalError, quoted
+from vx_eval.core.trec.columns import as_bytes
+from vx_eval.core.trec.files import DEFAULT_MEASURES, Shape, evaluate_run, read_judgements
+from vx_eval.core.trec.output import Printing, ZScores, jg_output, prefs_output, run_tag, trec_eval_output
 
 
 @click.command("eval")
@@ -115,9 +124,6 @@ def eval_command(
 ) -> None:
     """Score a TREC RUN file (- for standard input) against QRELS (TREC qrels or a golden file), as `trec_eval -c`
     does."""
-    from vx_eval.core.errors import VxEvalError
-    from vx_eval.core.trec.files import DEFAULT_MEASURES, Shape, evaluate_run, read_judgements
-    from vx_eval.core.trec.output import Printing, ZScores, jg_output, prefs_output, run_tag, trec_eval_output
 
     shape = Shape(max_per_query, judged_only, documents)
     run = _run_path(run_file)
@@ -149,8 +155,6 @@ def eval_command(
         click.echo(f"warning: {warning}", err=True)
     means = evaluation.means()
     if as_json:
-        import json
-
         if per_query:
             rows = {
                 q: dict(zip(evaluation.measures, map(float, v), strict=True))
@@ -174,7 +178,6 @@ def eval_command(
 def _print(text: str) -> None:
     """Lines holding ids as read: bytes that are not UTF-8 are written back as they were read (as trec_eval
     writes them), whatever encoding the terminal or pipe declares."""
-    from vx_eval.core.trec.columns import as_bytes
 
     sys.stdout.flush()
     buffer = getattr(sys.stdout, "buffer", None)
@@ -193,13 +196,8 @@ def _summary_dropped(output: str) -> str:
 def _run_path(run_file: Path) -> Path:
     """The run file, said to be missing (or a folder) before anything is read; ``-`` reads the run from
     standard input (as trec_eval 10 does), kept in a temporary file the command removes when it ends."""
-    from vx_eval.core.errors import VxEvalError, quoted
 
     if str(run_file) == "-":
-        import os
-        import shutil
-        import tempfile
-
         handle, name = tempfile.mkstemp(prefix="vx-eval-stdin-", suffix=".run")
         click.get_current_context().call_on_close(lambda: os.unlink(name))
         with os.fdopen(handle, "wb") as spool:

@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import base64
+import difflib
+import json
 import re
 import reprlib
+import sys
+import threading
+import traceback
 from collections.abc import Iterable
+from urllib.parse import quote, quote_plus
 
 
 class VxEvalError(Exception):
@@ -75,7 +82,6 @@ def brief(value: object) -> str:
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str:
     """Return `"; did you mean 'x'?"` for the closest choice, or `""` when nothing is close."""
-    import difflib
 
     close = difflib.get_close_matches(word, sorted(set(choices)), n=1, cutoff=0.6)
     return f"; did you mean '{close[0]}'?" if close else ""
@@ -103,9 +109,6 @@ def _forms(value: str) -> set[str]:
     """The ways `value` may be written where it is echoed: as it is, URL-encoded, escaped in JSON, and base64
     (alone, or inside a longer encoded text such as ``Basic base64(user:password)``: at each of the three
     alignments base64 may meet it, the part of its encoding that no neighbouring byte changes)."""
-    import base64
-    import json
-    from urllib.parse import quote, quote_plus
 
     raw = value.encode()
     forms = {value, quote(value, safe=""), quote_plus(value), json.dumps(value)[1:-1]}
@@ -152,9 +155,6 @@ def service_text(exc: BaseException, limit: int = SERVICE_TEXT) -> str:
 def install_redacting_excepthook() -> None:
     """Make the traceback of any uncaught exception (a bug) print with every remembered secret masked: a
     client library's message may carry a password a server echoed back. Threads are covered too."""
-    import sys
-    import threading
-    import traceback
 
     def show(kind: type[BaseException], value: BaseException, tb: object) -> None:
         text = "".join(traceback.format_exception(kind, value, tb))  # type: ignore[call-overload]

@@ -12,6 +12,7 @@ import json
 import re
 import threading
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -116,7 +117,6 @@ class EndpointChat:
     def complete_many(self, requests: Sequence[Sequence[Message]], max_tokens: int) -> list[str]:
         """The requests asked concurrently (`concurrency` at a time: the client is thread-safe), answers in
         order; the first failure is raised once every request in flight has ended."""
-        from concurrent.futures import ThreadPoolExecutor
 
         if len(requests) <= 1:
             return [self.complete(r, max_tokens) for r in requests]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import functools
+import hashlib
 import json
 import math
 import sys
@@ -29,10 +30,11 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Resp
 from pydantic import ValidationError
 from starlette.middleware.sessions import SessionMiddleware
 
-from vx_eval.core.config.experiment import Experiment
+from vx_eval.core.config.experiment import Experiment, load_config
 from vx_eval.core.contracts.store import StoreNotFound
 from vx_eval.core.errors import StoreError, VxEvalError, redact
-from vx_eval.core.plugins import Plugins
+from vx_eval.core.golden.sources import read_golden
+from vx_eval.core.plugins import Plugins, load_plugins
 from vx_eval.core.report.history import golden_bytes, list_runs, read_head
 from vx_eval.core.report.schema import Report
 from vx_eval.core.stores import Stores
@@ -87,7 +89,6 @@ class ServeSettings:
 def default_jobs(settings: ServeSettings) -> Path:
     """``jobs/<store's sha256>/`` beside the users file: servers of other stores that share a users file
     never take each other's runs."""
-    import hashlib
 
     return settings.users.parent / "jobs" / hashlib.sha256(settings.store.encode()).hexdigest()[:12]
 
@@ -137,14 +138,12 @@ class Service:
 
     @functools.cached_property
     def plugins(self) -> Plugins:
-        from vx_eval.core.plugins import load_plugins
 
         return load_plugins()
 
     def experiment(self, name: str) -> Experiment | None:
         """An experiment's config as it is now (read again when its file changes), or None where it cannot
         be read here (the run says why)."""
-        from vx_eval.core.config.experiment import load_config
 
         path = self.experiments[name]
         try:
@@ -180,7 +179,6 @@ class Service:
 
     def config_golden_sha(self, experiment: str) -> str | None:
         """The sha256 of the golden file an experiment's config names as it is now (None: unreadable here)."""
-        from vx_eval.core.golden.sources import read_golden
 
         loaded = self.experiment(experiment)
         if loaded is None:

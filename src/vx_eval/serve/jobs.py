@@ -30,6 +30,7 @@ from typing import Any
 from vx_eval.autoconfig import QUESTIONS
 from vx_eval.core.errors import SEARCHES_FAILED, StoreError, service_text
 from vx_eval.core.report.saving import REPORT_NAME, is_run_id, new_run_id, runs_folder
+from vx_eval.core.run.checkpoints import Checkpoints
 from vx_eval.core.stores import Stores, full_error, join
 from vx_eval.processes import child_setup
 from vx_eval.serve.bounds import Limits
@@ -360,7 +361,6 @@ class Jobs:
         return argv
 
     def _checkpointed(self, job: Job) -> bool:
-        from vx_eval.core.run.checkpoints import Checkpoints
 
         return Checkpoints(self.stores, self.store, job.id).manifest() is not None
 

@@ -28,6 +28,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from vx_eval.core.config.jsonio import JsonInputError, refuse_unwritable
 from vx_eval.serve.bounds import Limits, mib
+from vx_eval.serve.public import public_text
 
 
 def _not_a_number(name: str) -> Any:
@@ -112,7 +113,6 @@ async def validation_error(request: Request, exc: Exception) -> Response:
 
 async def unavailable(request: Request, exc: Exception) -> Response:
     """503 where the server cannot tell who asks (its users file is damaged): the reason, no path; try later."""
-    from vx_eval.serve.public import public_text
 
     detail = f"the server cannot check who is asking: {public_text(str(exc))}; an admin must repair the users file"
     return JSONResponse({"detail": detail}, status_code=503, headers={"Retry-After": "60"})

@@ -17,8 +17,11 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Resp
 from markupsafe import Markup
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from vx_eval.core.config.experiment import with_overrides
 from vx_eval.core.contracts.store import StoreNotFound
-from vx_eval.core.errors import GoldenError, MetricError, StoreError
+from vx_eval.core.errors import ConfigError, GoldenError, MetricError, StoreError
+from vx_eval.core.measures.metrics import expand_cutoffs, parse
+from vx_eval.core.run.selection import selection_problem
 from vx_eval.html.render import Account, small_page, start_form
 from vx_eval.serve.auth import Principal
 from vx_eval.serve.datasets import DamagedFile, DatasetIn
@@ -56,10 +59,6 @@ def check_request(service: Any, request: RunRequest) -> Response | None:
     """A run request checked as `vx-eval run` would check it, before anything is queued: the measures
     (spelling, and no cut-off deeper than the experiment searches), the cut-offs, and `only`/`skip` against
     the setups the experiment's newest run had (where it has run here before)."""
-    from vx_eval.core.config.experiment import with_overrides
-    from vx_eval.core.errors import ConfigError
-    from vx_eval.core.measures.metrics import expand_cutoffs, parse
-    from vx_eval.core.run.selection import selection_problem
 
     names = expand_cutoffs(request.measure_names(), request.k_values)
     try:

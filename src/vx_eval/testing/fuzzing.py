@@ -10,7 +10,10 @@ sequences, and random byte edits of each.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
+import os
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -19,7 +22,13 @@ from typing import Any
 
 from hypothesis import strategies as st
 
+from vx_eval.cli import main
+from vx_eval.core.config.experiment import parse_config
 from vx_eval.core.errors import VxEvalError
+from vx_eval.core.golden.files import lint, parse_golden
+from vx_eval.core.golden.sources import FileCorpus
+from vx_eval.core.plugins import load_plugins
+from vx_eval.core.trec.files import evaluate_run, read_judgements, read_run
 
 # --------------------------------------------------------------------------------------------- pieces
 
@@ -241,22 +250,18 @@ RUN = _with_bad_bytes(st.one_of(_lines(_trec_line, 12), edited(GOOD_RUN), st.jus
 
 
 def read_golden_bytes(raw: bytes) -> None:
-    from vx_eval.core.golden.files import lint, parse_golden
 
     lint(raw)
     parse_golden(raw, "golden.jsonl")
 
 
 def read_corpus_bytes(raw: bytes) -> None:
-    from vx_eval.core.golden.sources import FileCorpus
 
     for _ in FileCorpus(raw, "docs.jsonl"):
         pass
 
 
 def read_config_bytes(raw: bytes, plugins: Any = None) -> None:
-    from vx_eval.core.config.experiment import parse_config
-    from vx_eval.core.plugins import load_plugins
 
     parse_config(raw, plugins or _plugins(load_plugins), path=Path(tempfile.gettempdir()) / "fuzz.yaml")
 
@@ -278,7 +283,6 @@ def _in_file(raw: bytes, name: str, read: Callable[[Path], Any]) -> Any:
 
 
 def read_qrels_bytes(raw: bytes) -> None:
-    from vx_eval.core.trec.files import evaluate_run, read_judgements, read_run
 
     judgements = _in_file(raw, "qrels.txt", read_judgements)
     run = _in_file(GOOD_RUN, "run.txt", read_run)
@@ -286,7 +290,6 @@ def read_qrels_bytes(raw: bytes) -> None:
 
 
 def read_run_bytes(raw: bytes) -> None:
-    from vx_eval.core.trec.files import evaluate_run, read_judgements, read_run
 
     judgements = _in_file(GOOD_QRELS, "qrels.txt", read_judgements)
     run = _in_file(raw, "run.txt", read_run)
@@ -333,11 +336,6 @@ CLI = st.builds(
 
 def run_cli(invocation: Invocation) -> None:
     """`vx-eval ARGV` in a fresh folder holding the files; exit 0 or 2 is handled, a bug raises."""
-    import contextlib
-    import io
-    import os
-
-    from vx_eval.cli import main
 
     with tempfile.TemporaryDirectory() as folder:
         for name, raw in invocation.files.items():

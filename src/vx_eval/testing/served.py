@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import threading
 import time
 from collections import Counter
@@ -29,6 +30,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import numpy as np
+
+from vx_eval.evaluation import load_model
 
 DENSE_MODEL = "all-MiniLM-L6-v2"
 RERANK_MODEL = "ms-marco-MiniLM-L-6-v2"
@@ -53,7 +56,6 @@ class ServedStandIn:
     def __init__(
         self, key: str | None = None, storm: float = 0.0, retry_after: float = 0.01, latency: float = 0.0
     ) -> None:
-        from vx_eval.evaluation import load_model
 
         self.key = key
         self.storm = storm
@@ -168,7 +170,6 @@ class ServedStandIn:
 
     def _grade(self, body: dict[str, Any]) -> tuple[int, Any]:
         """A chat completion in OpenAI's format whose answer is a grade (see `GRADER_MODEL`)."""
-        import re
 
         model = body.get("model")
         if model != GRADER_MODEL:

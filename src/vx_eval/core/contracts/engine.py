@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from vx_eval.core.contracts.fields import SearchConfig
 from vx_eval.core.contracts.models import ModelSource
+from vx_eval.core.errors import PluginError
 
 KEYWORD = "keyword"
 
@@ -148,8 +149,6 @@ class OpenContext:
     def loaded(self) -> ModelSource:
         """The run's models, for an engine that embeds (an error where the caller gave none)."""
         if self.models is None:
-            from vx_eval.core.errors import PluginError
-
             raise PluginError(f"target {self.target_name} was opened without the run's models, which it needs")
         return self.models
 

@@ -10,15 +10,21 @@ DL 2019 stands in, where one ships with the package (`shipped`), and the run say
 
 from __future__ import annotations
 
+import datetime as dt
+import hashlib
 import itertools
+import json
 from collections.abc import Sequence
+from importlib.resources import files
 from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 
 from vx_eval.core.contracts.judge import GRADES
+from vx_eval.core.contracts.store import StoreNotFound
 from vx_eval.core.report.schema import GoldenInfo
 from vx_eval.core.report.views import Gullibility, JudgeInfo, MeasuredAgreement
+from vx_eval.core.stores import join
 
 if TYPE_CHECKING:
     from vx_eval.core.stores import Stores
@@ -156,8 +162,6 @@ CHECKS = "judge-checks"
 
 def judge_identity(info: JudgeInfo) -> str:
     """A judge as its grades depend on it: the plugin, its model, its rubric and its cut points."""
-    import hashlib
-    import json
 
     said = [info.judge, info.model, info.rubric, info.cut_points]
     return f"{info.judge}-{hashlib.sha256(json.dumps(said).encode()).hexdigest()[:16]}"
@@ -165,7 +169,6 @@ def judge_identity(info: JudgeInfo) -> str:
 
 def keep_check(stores: Stores, save_to: str, check: JudgeCheck) -> str:
     """Keep what `check` measured where runs saved to `save_to` find it; its location."""
-    from vx_eval.core.stores import join
 
     where = join(save_to, CHECKS, f"{judge_identity(check.judge)}.json")
     stores.write(where, agreement_of(check).model_dump_json(indent=1).encode())
@@ -174,7 +177,6 @@ def keep_check(stores: Stores, save_to: str, check: JudgeCheck) -> str:
 
 def agreement_of(check: JudgeCheck) -> MeasuredAgreement:
     """What a run states of its judge from this check."""
-    import datetime as dt
 
     return MeasuredAgreement(
         kappa_linear=check.agreement.kappa_linear,
@@ -196,9 +198,6 @@ def measured(stores: Stores, save_to: str, info: JudgeInfo) -> MeasuredAgreement
     package (`shipped`), if there is one; else None."""
     from pydantic import ValidationError
 
-    from vx_eval.core.contracts.store import StoreNotFound
-    from vx_eval.core.stores import join
-
     name = f"{judge_identity(info)}.json"
     try:
         return MeasuredAgreement.model_validate_json(stores.read(join(save_to, CHECKS, name)))
@@ -213,7 +212,6 @@ SHIPPED = "measured"
 
 def shipped(name: str) -> MeasuredAgreement | None:
     """vx-eval's own check of a judge, by its identity's file name, marked `shipped`; None where none ships."""
-    from importlib.resources import files
 
     from pydantic import ValidationError
 

@@ -20,6 +20,7 @@ from vx_eval.core.contracts.engine import SetupResults
 from vx_eval.core.contracts.golden import Question
 from vx_eval.core.contracts.judge import GradeOn, Judge, Verdict
 from vx_eval.core.errors import ConfigError
+from vx_eval.core.golden.units import PAGE, document_of, judge
 from vx_eval.core.models.cache import KeyedCache, pair_key
 from vx_eval.core.models.loading import own_models
 from vx_eval.core.report.views import GradesFrom, JudgeInfo
@@ -122,7 +123,6 @@ PASSAGE_CHARS = 4000
 
 def passage_text(doc: Document, unit: str) -> str:
     """What a judge reads for a unit: the document's title, then the page the unit names, or its text."""
-    from vx_eval.core.golden.units import PAGE
 
     text = doc.text
     if PAGE in unit and doc.pages:
@@ -136,7 +136,6 @@ def top_units(
 ) -> dict[tuple[str, int], list[str]]:
     """For each (target, question index): the units in the first `depth` places of any setup on that target,
     in trec_eval order per setup, each once."""
-    from vx_eval.core.golden.units import judge
 
     wanted: dict[tuple[str, int], list[str]] = {}
     for run in runs:
@@ -153,7 +152,6 @@ def top_units(
 
 def _passages(pairs: dict[tuple[str, int], list[str]], targets: Sequence[Target]) -> dict[tuple[str, str], str]:
     """What the judge reads for each (target, unit): its document's title and text (or page)."""
-    from vx_eval.core.golden.units import document_of
 
     by_name = {t.name: t for t in targets}
     texts: dict[tuple[str, str], str] = {}

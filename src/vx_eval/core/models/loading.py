@@ -27,6 +27,7 @@ from vx_eval.core.contracts.models import (
 )
 from vx_eval.core.errors import EngineError, did_you_mean, quoted
 from vx_eval.core.models.cache import KeyedCache, pair_key
+from vx_eval.core.models.served import cache_space, load_served
 
 if TYPE_CHECKING:
     from vx_eval.core.contracts.registry import Registry
@@ -55,7 +56,6 @@ class ServedModel:
         return self.endpoint.label or self.endpoint.model
 
     def load(self, settings: ModelSettings) -> Any:
-        from vx_eval.core.models.served import load_served
 
         return load_served(self.name, self.endpoint, self.provider, self.cache)
 
@@ -284,8 +284,6 @@ class Models:
         """Where what model `name` computed is kept by content: a served model's provider, model and size
         (two configs may give it different names), else the name itself."""
         if name in self.endpoints:
-            from vx_eval.core.models.served import cache_space
-
             return cache_space(self.endpoints[name], "document")
         return name
 

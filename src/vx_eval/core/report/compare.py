@@ -13,6 +13,7 @@ from vx_eval.core.contracts.fields import is_uri
 from vx_eval.core.errors import VxEvalError, quoted
 from vx_eval.core.measures import metrics, stats
 from vx_eval.core.report.history import read_report
+from vx_eval.core.report.kept_rankings import attach
 from vx_eval.core.report.saving import REPORT_NAME
 from vx_eval.core.report.schema import Report, ReportError
 from vx_eval.core.report.schema import load_report as load_report_bytes
@@ -207,7 +208,6 @@ def load_report(ref: str, stores: Stores, runs_at: str, *, rankings: bool = Fals
 
 
 def read_location(stores: Stores, location: str, *, rankings: bool = False) -> Report:
-    from vx_eval.core.report.kept_rankings import attach
 
     try:
         report = load_report_bytes(stores.read(location), location)

@@ -15,11 +15,13 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from vx_eval.core.config.jsonio import JsonInputError, read_json
 from vx_eval.core.contracts.store import StoreDenied, StoreNotFound
 from vx_eval.core.errors import StoreError
 from vx_eval.core.report import kept_rankings
 from vx_eval.core.report.saving import REPORT_NAME, check_run_id, checkpoint_manifest, golden_copy_location, runs_folder
 from vx_eval.core.report.schema import FORMAT, GoldenInfo, Picks, Report, ReportError, Status, load_report
+from vx_eval.core.report.upgrade import upgrade
 from vx_eval.core.stores import Stores, join
 
 
@@ -108,8 +110,6 @@ class ReportHead(BaseModel):
 
 def read_head(stores: Stores, save_to: str, run_id: str) -> ReportHead:
     """The head of `run_id`'s report (see `ReportHead`), checked as `read_report` checks a whole one."""
-    from vx_eval.core.config.jsonio import JsonInputError, read_json
-    from vx_eval.core.report.upgrade import upgrade
 
     location = join(runs_folder(save_to), check_run_id(run_id), REPORT_NAME)
     raw = stores.read_below(save_to, location)

@@ -19,6 +19,7 @@ import numpy as np
 
 from vx_eval.core.errors import StoreError
 from vx_eval.core.report.schema import RankingsFile, Report, Result
+from vx_eval.core.stores import join as place
 
 if TYPE_CHECKING:
     from vx_eval.core.stores import Stores
@@ -109,7 +110,6 @@ def attach(report: Report, stores: Stores, location: str) -> Report:
     """`report` (read from `location`) with its rankings from the file beside it, where it names one."""
     if report.rankings is None or held(report):
         return report
-    from vx_eval.core.stores import join as place
 
     folder = location.replace("\\", "/").rsplit("/", 1)[0]
     return join(report, stores.read(place(folder, report.rankings.file)))

@@ -46,8 +46,6 @@ def is_run_id(run_id: str) -> bool:
 def check_run_id(run_id: str) -> str:
     """A run id named from outside (the command line, a URL), refused before any store is asked (`is_run_id`)."""
     if not is_run_id(run_id):
-        from vx_eval.core.contracts.store import StoreNotFound
-
         raise StoreNotFound(
             f"no run {quoted(run_id)}: a run id is at most 100 letters, digits, '.', '_' and '-' (or `latest`)"
         )

@@ -13,9 +13,12 @@ from typing import Any, Literal, Protocol
 
 from pydantic import Field, ValidationError
 
+from vx_eval import core
+from vx_eval.core.config.jsonio import JsonInputError, read_json
 from vx_eval.core.contracts.endpoints import ServedUsage
 from vx_eval.core.contracts.engine import TargetDescription
 from vx_eval.core.errors import StoreError
+from vx_eval.core.report.mapping import report_mapping
 from vx_eval.core.report.upgrade import upgrade
 from vx_eval.core.report.views import (
     AllPairs,
@@ -413,7 +416,6 @@ class Report(Frozen):
 
     def __getitem__(self, key: str) -> Any:
         """Read as plain mappings (`core.report.mapping`): ``report["picks"]``, ``report["setups"][0]["summary"]``."""
-        from vx_eval.core.report.mapping import report_mapping
 
         return report_mapping(self)[key]
 
@@ -460,7 +462,6 @@ class ReportViews(Protocol):
 def _views() -> ReportViews:
     """The module holding the Report's conveniences for people, which the `vx_eval` package sets on the core
     (`core.report_views`): pandas, rich and the page load only when one is asked for."""
-    from vx_eval import core
 
     if core.report_views is None:  # pragma: no cover - the vx_eval package sets it as it is imported
         raise RuntimeError("vx_eval.core.report_views is not set: import vx_eval")
@@ -469,7 +470,6 @@ def _views() -> ReportViews:
 
 def load_report(raw: bytes | str, where: str) -> Report:
     """A report from its JSON (any format up to `FORMAT`, upgraded first); `ReportError` saying why not."""
-    from vx_eval.core.config.jsonio import JsonInputError, read_json
 
     try:
         data = read_json(raw)

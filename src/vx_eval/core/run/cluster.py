@@ -12,11 +12,18 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from vx_eval.core.config.experiment import load_config
 from vx_eval.core.contracts.endpoints import ServedUsage, WorkerCounts
-from vx_eval.core.contracts.engine import Setup
+from vx_eval.core.contracts.engine import Setup, SilentProgress
+from vx_eval.core.errors import PluginError
 from vx_eval.core.golden.units import units_for
 from vx_eval.core.models.loading import own_models
+from vx_eval.core.plugins import load_plugins
 from vx_eval.core.run.executors import Part, Shard, ShardPart, UnitOf, Work, search_one, worker_name
+from vx_eval.core.run.selection import enumerate_setups
+from vx_eval.core.run.targets import open_targets
+from vx_eval.core.run.work import ClusterWork
+from vx_eval.core.stores import Stores
 
 if TYPE_CHECKING:
     from vx_eval.core.models.loading import Models
@@ -51,12 +58,6 @@ def _worker_setups(config_path: str, config_sha: str, only: tuple[str, ...], ski
     """This worker's targets and setups for a config and a selection of its setups, opened once per process
     and kept; the least recently used beyond `KEEP_OPENED` are let go (a task still searching them keeps its
     own reference until it ends)."""
-    from vx_eval.core.config.experiment import load_config
-    from vx_eval.core.contracts.engine import SilentProgress
-    from vx_eval.core.plugins import load_plugins
-    from vx_eval.core.run.selection import enumerate_setups
-    from vx_eval.core.run.targets import open_targets
-    from vx_eval.core.stores import Stores
 
     key = (config_path, config_sha, only, skip)
     with _OPENED_LOCK:
@@ -79,7 +80,6 @@ def _worker_setups(config_path: str, config_sha: str, only: tuple[str, ...], ski
 
 def _ready() -> None:
     """On a worker: the plugins loaded (their imports take a second), as every task of a run needs them."""
-    from vx_eval.core.plugins import load_plugins
 
     load_plugins()
 
@@ -156,8 +156,6 @@ class DaskExecutor:
         try:
             from distributed import Client, LocalCluster
         except ImportError:
-            from vx_eval.core.errors import PluginError
-
             raise PluginError("the dask executor needs dask[distributed]: pip install 'vx-eval[dask]'") from None
         self.cluster = None
         if self.address is None:
@@ -179,7 +177,6 @@ class DaskExecutor:
     def model_work(self) -> ClusterWork:
         """The run's model work (embedding, judging) on this cluster's workers (`core.run.work`): one for the
         run, so its workers make the run's models once."""
-        from vx_eval.core.run.work import ClusterWork
 
         if self.work is None:
             workers = len(self.client.scheduler_info().get("workers", {})) or self.workers

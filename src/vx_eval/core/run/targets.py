@@ -3,6 +3,7 @@ documents looked up on each, and what each target is, for the report."""
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
@@ -100,7 +101,6 @@ def nearest_ids(absent: Iterable[str], held: Sequence[str]) -> dict[str, str]:
     """For each id a target lacks, the id it holds that was most likely meant: the same letters and digits
     ignoring case and separators (``Doc_12`` for ``doc-12``), else, among up to `NEAREST_AMONG` ids, the
     closest by `difflib` (a ratio of 0.8 or more)."""
-    import difflib
 
     def squeezed(text: str) -> str:
         return "".join(ch for ch in text.lower() if ch.isalnum())

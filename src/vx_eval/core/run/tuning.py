@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from vx_eval.core.config.experiment import TuneConfig
-from vx_eval.core.contracts.engine import Hit
+from vx_eval.core.contracts.engine import Hit, Setup
 from vx_eval.core.contracts.golden import Question
 from vx_eval.core.golden.units import judge
 from vx_eval.core.measures import metrics, stats
@@ -221,7 +221,6 @@ def tune_all(
 
 def tuned_setup_run(run: TunedRun, hybrid: SetupRun) -> SetupRun:
     """The tuned hybrid as a setup's searches: its held-out rankings, with the times its timed sample took."""
-    from vx_eval.core.contracts.engine import Setup
 
     base = hybrid.setup
     setup = Setup(

@@ -28,7 +28,9 @@ from pydantic import BaseModel
 from vx_eval.core.contracts.endpoints import ModelEndpoint, ServedUsage
 from vx_eval.core.contracts.judge import GradeOn
 from vx_eval.core.contracts.models import ModelSettings
+from vx_eval.core.judging.grading import judge_maker
 from vx_eval.core.models.loading import Models
+from vx_eval.core.plugins import load_plugins
 from vx_eval.core.run.executors import worker_name
 
 if TYPE_CHECKING:
@@ -59,8 +61,6 @@ class ModelsRecipe:
         with _WORKER_LOCK:
             made = _WORKER_MODELS.get(self.run)
             if made is None:
-                from vx_eval.core.plugins import load_plugins
-
                 plugins = load_plugins()
                 made = Models(
                     plugins.models, self.settings, endpoints=dict(self.endpoints), providers=plugins.providers
@@ -122,8 +122,6 @@ def _served_slots(run: str, name: str, concurrency: int) -> threading.Semaphore:
 
 def grade_task(recipe: ModelsRecipe, judge: str, settings: BaseModel | None, pairs: list[tuple[str, str]]) -> Done:
     """On a worker: the judge's verdicts on the pairs, in order (the judge made once per run and process)."""
-    from vx_eval.core.judging.grading import judge_maker
-    from vx_eval.core.plugins import load_plugins
 
     models = recipe.models()
     with _WORKER_LOCK:

@@ -16,6 +16,7 @@ itself.
 
 from __future__ import annotations
 
+import hashlib
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -206,8 +207,6 @@ def _hash(raw: bytes, data: np.ndarray, starts: np.ndarray, lengths: np.ndarray)
             h ^= n.astype(np.uint64) * _MIX
         out[short] = h
     long = np.flatnonzero(lengths > SHORT)
-    if len(long):
-        import hashlib
     for row in long:
         start = int(starts[row])
         digest = hashlib.blake2b(raw[start : start + int(lengths[row])], digest_size=8).digest()

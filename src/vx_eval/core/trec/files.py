@@ -23,6 +23,7 @@ import numpy as np
 from vx_eval.core.errors import GoldenError, VxEvalError, quoted
 from vx_eval.core.measures import metrics
 from vx_eval.core.measures.trec_only import relevance_strings
+from vx_eval.core.trec import stream as trecstream
 from vx_eval.core.trec.columns import QRELS, RUN, Columns, as_bytes, read_columns, same_bytes, scan
 from vx_eval.core.trec.names import expand_trec
 
@@ -182,7 +183,7 @@ def read_judgements(path: Path) -> Judgements:
     except OSError as exc:
         raise VxEvalError(f"qrels file {path} cannot be read ({exc.strerror or exc})") from None
     if head[:1] == b"{":
-        from vx_eval.core.golden.files import parse_golden  # pydantic is only paid for where a golden file is read
+        from vx_eval.core.golden.files import parse_golden  # lazy: pydantic is paid only where a golden file is read
 
         questions = parse_golden(path.read_bytes(), str(path)).questions
         rows = [(q.id, d, g) for q in questions for d, g in q.relevance().items()]
@@ -338,8 +339,6 @@ def score(
     pooled = judgements.pooled and (strings or any(m.definition.name == "infap" for m in measures))  # not streamed
     if isinstance(run, Path) and not (shape.changes or pooled):
         try:
-            from vx_eval.core.trec import stream as trecstream
-
             judged = trecstream.judged_of(
                 judgements.columns, judgements.grades, judgements.rows_question, judgements.question_ids, threshold
             )

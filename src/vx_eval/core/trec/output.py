@@ -14,6 +14,7 @@ from vx_eval.core.errors import VxEvalError, quoted
 from vx_eval.core.measures import metrics
 from vx_eval.core.trec.columns import as_bytes
 from vx_eval.core.trec.files import DEFAULT_MEASURES, Judgements, Run, Shape, score
+from vx_eval.core.trec.groups import JG_MEASURES, JudgementGroups, jg_measures, jg_values
 from vx_eval.core.trec.names import (
     SUMMARY_ONLY,
     TREC_COUNTS,
@@ -27,6 +28,7 @@ from vx_eval.core.trec.names import (
     trec_place,
     trec_sorted,
 )
+from vx_eval.core.trec.prefs import COUNTED, PREFS_MEASURES, Preferences, counted, rankings
 
 MISSING_Z = -1000000.0
 """The z-score trec_eval gives a value its reference file has no mean for (its MISSING_ZSCORE_VALUE)."""
@@ -300,7 +302,6 @@ def table_output(
 
 def prefs_output(preferences: Path, run: Path, names: Sequence[str], printing: Printing, *, qrels: bool) -> str:
     """What ``trec_eval -R prefs`` (or ``-R qrels_prefs`` with `qrels`) prints for these measures."""
-    from vx_eval.core.trec.prefs import COUNTED, PREFS_MEASURES, Preferences, counted, rankings
 
     wanted = expand_sets(names)
     unknown = [n for n in wanted if n not in PREFS_MEASURES and n.lower() not in ("runid", "num_q")]
@@ -323,7 +324,6 @@ def prefs_output(preferences: Path, run: Path, names: Sequence[str], printing: P
 
 def jg_output(qrels: Path, run: Path, names: Sequence[str], printing: Printing, *, threshold: int) -> str:
     """What ``trec_eval -R qrels_jg`` prints for these measures (the set qrels_jg)."""
-    from vx_eval.core.trec.groups import JG_MEASURES, JudgementGroups, jg_measures, jg_values
 
     wanted = expand_sets(names)
     named = sorted(named_once(wanted), key=lambda n: JG_MEASURES.index(n[0]) if n[0] in JG_MEASURES else -1)

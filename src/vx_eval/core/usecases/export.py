@@ -10,6 +10,7 @@ from collections.abc import Iterator, Sequence
 from vx_eval.core.contracts.golden import Question
 from vx_eval.core.errors import VxEvalError, quoted
 from vx_eval.core.golden.units import document_of, page_level
+from vx_eval.core.judging.grading import with_judged_grades
 from vx_eval.core.report.schema import Report, Result, SetupResult
 from vx_eval.core.stores import Stores, join
 
@@ -61,7 +62,6 @@ def with_judge_grades(report: Report, questions: Sequence[Question]) -> list[Que
     """The questions as the run scored them: where a judge graded it, each with the judge's grades of the
     results it read (every setup's first places, as each setup kept their grades) added to the human labels
     (which win). Without a judge, the questions as they are."""
-    from vx_eval.core.judging.grading import with_judged_grades
 
     if report.judge is None:
         return list(questions)

@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Any
 from vx_eval.core.contracts.engine import Setup
 from vx_eval.core.contracts.golden import GoldenSet, Question
 from vx_eval.core.errors import ConfigError, GoldenError, quoted
+from vx_eval.core.golden.files import parse_golden
+from vx_eval.core.judging.grading import GradeCache, judge_maker, judge_run
 from vx_eval.core.measures import metrics
 from vx_eval.core.models.loading import own_models
 from vx_eval.core.report import headroom
@@ -19,6 +21,8 @@ from vx_eval.core.report.schema import DerivedFrom, Report, SetupResult
 from vx_eval.core.report.views import JudgeInfo
 from vx_eval.core.run import assembly, ranking, scoring
 from vx_eval.core.run.search import SetupRun
+from vx_eval.core.run.targets import close_targets, open_targets
+from vx_eval.core.stores import Stores
 
 if TYPE_CHECKING:
     from vx_eval.core.config.experiment import Experiment
@@ -153,7 +157,6 @@ def rescore(
 
 def kept_questions(report: Report, golden_raw: bytes, where: str) -> tuple[GoldenSet, list[Question]]:
     """The run's golden file (the exact bytes it read) and its questions in the order the run searched them."""
-    from vx_eval.core.golden.files import parse_golden
 
     golden = parse_golden(golden_raw, where)
     return golden, searched_questions(report, golden)
@@ -170,9 +173,6 @@ def rejudge(
 ) -> tuple[list[Question], JudgeInfo]:
     """The judge `judge` grades the kept top `depth` of every setup (reading the passages from the targets
     of `experiment`, opened but never searched): the questions with its grades, and what it did."""
-    from vx_eval.core.judging.grading import GradeCache, judge_maker, judge_run
-    from vx_eval.core.run.targets import close_targets, open_targets
-    from vx_eval.core.stores import Stores
 
     make = judge_maker(plugins, judge, experiment.judges.get(judge))
     names = {s.target for s in report.setups}

@@ -18,11 +18,13 @@ collection without it (a build that crashed) or with another one is built again.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from functools import partial
+from importlib.metadata import version
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field, field_validator
@@ -175,7 +177,6 @@ def _build(
     client: Any, call: RemotePolicy, spaces: dict[str, str], options: ChromaOptions, built: Built, wanted: str
 ) -> None:
     """Each model's collection made again from the chunks, in batches; the fingerprint written last."""
-    import json
 
     chunks = built.chunks
     for model, space in spaces.items():
@@ -260,7 +261,6 @@ class ChromaHandle(RemoteHandle[ChromaOptions]):
         return {KEYWORD}
 
     def describe(self) -> dict[str, Any]:
-        from importlib.metadata import version
 
         return {
             "collection": self.name,

@@ -41,6 +41,7 @@ from vx_eval.plugin import (
     RemotePolicy,
     SecretRef,
     ServiceUrl,
+    fuse,
     record_server_time,
 )
 from vx_eval.plugins.engines.remote import (
@@ -338,7 +339,6 @@ class ElasticsearchHandle(RemoteHandle[ElasticsearchOptions]):
         return [payload_hit(h.get("_source") or {}, h.get("_score") or 0.0) for h in response["hits"]["hits"]]
 
     def _fused_here(self, query: Query) -> list[Hit]:
-        from vx_eval.plugin import fuse
 
         lists = [self.search(Query(query.text, query.k, part)) for part in query.parts]
         return fuse(lists, query.k, query, list(query.weights) or None)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable, Sequence
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
@@ -210,7 +211,6 @@ class LanceHandle(RemoteHandle[LanceOptions]):
         return {KEYWORD, FUSION} if self.options.level() >= 1 else {KEYWORD}
 
     def describe(self) -> dict[str, Any]:
-        from importlib.metadata import version
 
         return {
             "collection": self.name,

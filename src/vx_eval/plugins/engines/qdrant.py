@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Sequence
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
@@ -53,6 +54,7 @@ from vx_eval.plugins.engines.qdrant_calls import (
     point_id,
     policy,
 )
+from vx_eval.plugins.engines.qdrant_edge import EdgeClient
 from vx_eval.plugins.engines.remote import (
     Built,
     RemoteHandle,
@@ -145,8 +147,6 @@ class QdrantEngine(Engine[QdrantOptions]):
                 check_compatibility=False,
             )
         elif options.embedded == "edge":
-            from vx_eval.plugins.engines.qdrant_edge import EdgeClient
-
             client = EdgeClient(options.path)
         elif options.path:
             client = client_module.QdrantClient(path=str(options.path))
@@ -339,8 +339,6 @@ class QdrantHandle(RemoteHandle[QdrantOptions]):
         if self.options.url:
             return "Qdrant server via qdrant-client"
         if self.options.embedded == "edge":
-            from importlib.metadata import version
-
             return f"Qdrant's engine in process (qdrant-edge-py {version('qdrant-edge-py')})"
         return "qdrant-client local mode (a Python re-implementation, not Qdrant's engine)"
 

@@ -11,6 +11,7 @@ or with another one is built again on the next run.
 from __future__ import annotations
 
 import hashlib
+import importlib
 import json
 from collections.abc import Callable, Iterable, Sequence
 from functools import partial
@@ -267,7 +268,6 @@ def retrying(call: Callable[[], T], *, attempts: int, transient: Callable[[BaseE
 
 def need(module: str, extra: str) -> Any:
     """Import a client library, or say which extra installs it."""
-    import importlib
 
     try:
         return importlib.import_module(module)

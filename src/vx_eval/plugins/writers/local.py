@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from vx_eval import hookimpl
 from vx_eval.llm.chat import CachedChat, answer_cache
 from vx_eval.llm.drafting import model_critic, reranker_critic, write_with
+from vx_eval.llm.local import LocalChat
 from vx_eval.plugin import RerankerModel, Unit, WriteOutcome, WriterDescription, WriteRequest
 
 
@@ -34,7 +35,6 @@ class LocalQuestionWriter:
         self.options = options
 
     def write(self, units: Sequence[Unit], request: WriteRequest) -> WriteOutcome:
-        from vx_eval.llm.local import LocalChat
 
         with answer_cache(request) as cache:
             device = request.models.settings.device if request.models is not None else "auto"

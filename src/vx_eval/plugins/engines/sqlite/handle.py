@@ -28,6 +28,7 @@ from vx_eval.plugin import (
     maxsim,
     one_blas_thread,
 )
+from vx_eval.plugins.engines.sqlite.build import FORMAT
 from vx_eval.plugins.engines.sqlite.graph import EntityGraph
 from vx_eval.plugins.engines.words import fts_search
 
@@ -36,7 +37,6 @@ class SqliteHandle:
     """An opened SQLite index. Dense matrices are held in memory; token vectors are read per question."""
 
     def __init__(self, path: Path, options: Any, models: Any) -> None:
-        from vx_eval.plugins.engines.sqlite.build import FORMAT
 
         self.path = path
         self.options = options
