@@ -69,6 +69,7 @@ def __getattr__(name: str) -> Any:
     if name in _LAZY:
         return getattr(import_module(_LAZY[name]), name)
     if name == "__version__":
+        # lazy: importlib.metadata takes 20 ms to load; only `--version` and the report ask
         from importlib.metadata import PackageNotFoundError, version
 
         try:

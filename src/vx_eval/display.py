@@ -161,6 +161,7 @@ def stacked_lines(report: Report, width: int) -> list[str]:
 
 def _wrapped(cells: list[str], width: int, indent: int) -> list[str]:
     """Cells joined by ' · ', wrapped between cells at `width` (markup not counted)."""
+    # lazy: rich takes long to load; only the commands that use it pay for it
     from rich.text import Text
 
     lines, current, used = [], "", indent

@@ -23,6 +23,7 @@ QUESTION_COLUMNS = ["setup", "question", "status", "time_ms", "position", "measu
 def pandas() -> Any:
     """pandas, or a clear error naming the extra that installs it."""
     try:
+        # lazy: an optional dependency (vx-eval[notebook]), loaded only where it is used
         import pandas as pd
     except ImportError:
         raise VxEvalError('reports as DataFrames need pandas: pip install "vx-eval[notebook]"') from None
@@ -31,6 +32,7 @@ def pandas() -> Any:
 
 def table_text(report: Report, width: int, wide: bool) -> str:
     """The ranked table and the picks as `vx-eval run` prints them, in plain text `width` columns wide."""
+    # lazy: rich takes long to load; only the commands that use it pay for it
     from rich.console import Console
 
     console = Console(width=width, record=True, color_system=None, force_terminal=False, file=io.StringIO())

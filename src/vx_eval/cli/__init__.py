@@ -67,7 +67,7 @@ def _show_error(exc: Any) -> None:
     # lazy: rich is loaded only to print an error (`vx-eval --help` and `eval` start without it)
     from rich.markup import escape
 
-    from vx_eval.cli.common import err_console
+    from vx_eval.cli.common import err_console  # lazy: it loads rich too
 
     lines = redact(str(exc)).splitlines() or [type(exc).__name__]
     console = err_console()

@@ -122,9 +122,10 @@ def serve(
 ) -> None:
     """Serve the Evaluate page (newest run, older runs, each setup's page) and the REST routes over a store."""
     try:
+        # lazy: an optional dependency (vx-eval[serve]), loaded only where it is used
         import uvicorn
 
-        from vx_eval.serve.app import ServeSettings, create_app
+        from vx_eval.serve.app import ServeSettings, create_app  # lazy: FastAPI (vx-eval[serve]) loads with it
     except ImportError:
         raise VxEvalError('vx-eval serve needs its extra: pip install "vx-eval[serve]"') from None
 

@@ -73,6 +73,7 @@ class EndpointChat:
 
     def __init__(self, options: ChatOptions) -> None:
         try:
+            # lazy: an optional dependency (vx-eval[chat]), loaded only where it is used
             import openai
         except ImportError:
             raise ConfigError('the chat plugins need their extra: pip install "vx-eval[chat]"') from None

@@ -56,6 +56,8 @@ def model_cache() -> Path:
 def _transformers() -> Any:
     try:
         import torch  # noqa: F401 - transformers needs it; its absence deserves its own message
+
+        # lazy: transformers takes long to load; only the commands that use it pay for it
         import transformers
     except ImportError:
         raise ConfigError("the local writer needs PyTorch and transformers; reinstall vx-eval: pip install .") from None
@@ -111,6 +113,7 @@ class LocalChat:
 
     def __init__(self, path: Path | None = None, threads: int = 1, context: int = 2048, device: str = "auto") -> None:
         transformers = _transformers()
+        # lazy: torch takes long to load; only the commands that use it pay for it
         import torch
 
         self.path = path or smollm2_path()
@@ -146,6 +149,7 @@ class LocalChat:
         return out
 
     def _batch(self, requests: Sequence[Sequence[dict[str, str]]], max_tokens: int) -> list[str]:
+        # lazy: torch takes long to load; only the commands that use it pay for it
         import torch
 
         tokenizer = self._tokenizer

@@ -55,6 +55,7 @@ Role = Literal["reader", "runner", "admin"]
 
 def _hasher() -> Any:
     try:
+        # lazy: an optional dependency (vx-eval[serve]), loaded only where it is used
         from argon2 import PasswordHasher
     except ImportError:
         raise ConfigError('the server needs its extra: pip install "vx-eval[serve]"') from None

@@ -176,7 +176,10 @@ def head_deadline(head_timeout: float) -> type[asyncio.Protocol]:
     """uvicorn's HTTP/1.1 protocol with a deadline for each request's line and headers: a connection that
     sends nothing, or trickles a request's head, for `head_timeout` seconds is answered 408 and closed
     (uvicorn itself waits for them for ever, so a thousand slow clients would hold a thousand connections)."""
+    # lazy: an optional dependency (vx-eval[serve]), loaded only where it is used
     import h11
+
+    # lazy: an optional dependency (vx-eval[serve]), loaded only where it is used
     from uvicorn.protocols.http.h11_impl import H11Protocol
 
     class HeadDeadline(H11Protocol):  # type: ignore[misc, unused-ignore]

@@ -5,11 +5,10 @@ from __future__ import annotations
 import math
 
 from fastapi.responses import HTMLResponse, Response
+from markupsafe import escape
 
 
 def escape_html(text: str) -> str:
-    from markupsafe import escape
-
     return str(escape(text))
 
 

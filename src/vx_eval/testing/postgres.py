@@ -67,6 +67,7 @@ class Postgres:
 
     def require_password(self, role: str) -> None:
         """Make `role` sign in with its password over TCP (the cluster trusts everyone else)."""
+        # lazy: an optional dependency (vx-eval[pgvector]), loaded only where it is used
         import psycopg
 
         hba = self.folder / "data" / "pg_hba.conf"
@@ -123,6 +124,7 @@ def postgres_server() -> Iterator[Postgres]:
     port = free_port()
     postgres = Postgres(_start(folder, port), port, folder)
     try:
+        # lazy: an optional dependency (vx-eval[pgvector]), loaded only where it is used
         import psycopg
 
         with psycopg.connect(postgres.dsn, autocommit=True) as conn:

@@ -104,6 +104,7 @@ def start_server(
     the server is stopped if it fails to start. `grace`: see `Server.grace`."""
     ids = None
     if user is not None:
+        # lazy: pwd exists on POSIX only
         import pwd
 
         entry = pwd.getpwnam(user)

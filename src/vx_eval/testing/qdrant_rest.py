@@ -30,6 +30,7 @@ class QdrantRest:
     """Serves the REST calls the Qdrant plugin makes over `qdrant_client.QdrantClient(':memory:')`."""
 
     def __init__(self) -> None:
+        # lazy: an optional dependency (vx-eval[qdrant]), loaded only where it is used
         from qdrant_client import QdrantClient
 
         self.client = QdrantClient(location=":memory:")
@@ -92,6 +93,7 @@ class QdrantRest:
         return {"exists": self.client.collection_exists(name)}
 
     def _create(self, name: str, body: Any) -> bool:
+        # lazy: an optional dependency (vx-eval[qdrant]), loaded only where it is used
         from qdrant_client.http import models
 
         request = models.CreateCollection.model_validate(body)
@@ -103,22 +105,26 @@ class QdrantRest:
         )
 
     def _update(self, name: str, body: Any) -> bool:
+        # lazy: an optional dependency (vx-eval[qdrant]), loaded only where it is used
         from qdrant_client.http import models
 
         return self.client.update_collection(name, metadata=models.UpdateCollection.model_validate(body).metadata)
 
     def _upsert(self, name: str, body: Any) -> Any:
+        # lazy: an optional dependency (vx-eval[qdrant]), loaded only where it is used
         from qdrant_client.http import models
 
         return self.client.upsert(name, points=models.PointsList.model_validate(body).points, wait=True)
 
     def _retrieve(self, name: str, body: Any) -> Any:
+        # lazy: an optional dependency (vx-eval[qdrant]), loaded only where it is used
         from qdrant_client.http import models
 
         request = models.PointRequest.model_validate(body)
         return self.client.retrieve(name, ids=request.ids, with_payload=request.with_payload or True)
 
     def _scroll(self, name: str, body: Any) -> dict[str, Any]:
+        # lazy: an optional dependency (vx-eval[qdrant]), loaded only where it is used
         from qdrant_client.http import models
 
         request = models.ScrollRequest.model_validate(body)
@@ -133,6 +139,7 @@ class QdrantRest:
         return {"points": points, "next_page_offset": offset}
 
     def _query(self, name: str, body: Any) -> Any:
+        # lazy: an optional dependency (vx-eval[qdrant]), loaded only where it is used
         from qdrant_client.http import models
 
         request = models.QueryRequest.model_validate(body)

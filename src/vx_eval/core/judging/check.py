@@ -18,7 +18,8 @@ from collections.abc import Sequence
 from importlib.resources import files
 from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, Field
+import numpy as np
+from pydantic import BaseModel, Field, ValidationError
 
 from vx_eval.core.contracts.judge import GRADES
 from vx_eval.core.contracts.store import StoreNotFound
@@ -90,8 +91,6 @@ class JudgeCheck(BaseModel):
 def midpoints(human: Sequence[int], scores: Sequence[float]) -> list[float] | None:
     """Cut points halfway between the median scores of neighbouring human grades 0-3 (three numbers, which
     cannot chase noise as a grid search can); None when a grade has no pair or the medians do not rise."""
-    import numpy as np
-
     people, values = np.asarray(human), np.asarray(scores, dtype=float)
     if any(not np.any(people == g) for g in GRADES):
         return None
@@ -103,8 +102,6 @@ def midpoints(human: Sequence[int], scores: Sequence[float]) -> list[float] | No
 def calibrate(pairs: Sequence[PairCheck], current: Sequence[float] | None) -> Calibration | None:
     """Cut points fitted on every other question of the check, measured on the rest against `current` (the
     judge's own); None for a judge whose answers are not scores it cuts (`current` None), or too few pairs."""
-    import numpy as np
-
     if not current:
         return None
     try:
@@ -134,6 +131,7 @@ def calibrate(pairs: Sequence[PairCheck], current: Sequence[float] | None) -> Ca
 
 def agreement(human: Sequence[int], judged: Sequence[int]) -> Agreement:
     """Weighted Cohen's kappa (linear and quadratic), plain agreement and the confusion matrix."""
+    # lazy: sklearn takes long to load; only the commands that use it pay for it
     from sklearn.metrics import cohen_kappa_score, confusion_matrix
 
     if not human:
@@ -149,6 +147,7 @@ def agreement(human: Sequence[int], judged: Sequence[int]) -> Agreement:
 
 def same_order(human: Sequence[float], judged: Sequence[float]) -> tuple[float | None, float | None]:
     """Kendall's tau-b between two scorings of the same setups (1: the same order), and its p-value."""
+    # lazy: scipy takes long to load; only the commands that use it pay for it
     from scipy.stats import kendalltau
 
     if len(human) < 2:
@@ -196,8 +195,6 @@ def measured(stores: Stores, save_to: str, info: JudgeInfo) -> MeasuredAgreement
     """The agreement `vx-eval judge check` last measured for this judge in this store; where it never ran
     there, vx-eval's own check of the same judge (plugin, model, rubric and cut points) shipped with the
     package (`shipped`), if there is one; else None."""
-    from pydantic import ValidationError
-
     name = f"{judge_identity(info)}.json"
     try:
         return MeasuredAgreement.model_validate_json(stores.read(join(save_to, CHECKS, name)))
@@ -212,8 +209,6 @@ SHIPPED = "measured"
 
 def shipped(name: str) -> MeasuredAgreement | None:
     """vx-eval's own check of a judge, by its identity's file name, marked `shipped`; None where none ships."""
-
-    from pydantic import ValidationError
 
     kept = files("vx_eval.core.judging").joinpath(SHIPPED, name)
     if not kept.is_file():

@@ -140,6 +140,7 @@ GPU_BATCH = 256
 def torch_device(settings: ModelSettings) -> str:
     """The torch device for `settings.device`: ``auto`` is CUDA where torch sees a GPU, else the CPU; a
     named CUDA device torch cannot see is refused in one line."""
+    # lazy: torch takes long to load; only the commands that use it pay for it
     import torch
 
     wanted = settings.device
@@ -178,6 +179,7 @@ def check_device(settings: ModelSettings) -> None:
 def onnx_providers(settings: ModelSettings) -> list[str | tuple[str, dict[str, str]]]:
     """onnxruntime's execution providers for `settings.device`: its CUDA provider first where asked (or, with
     ``auto``, where the installed onnxruntime has one), the CPU always last."""
+    # lazy: onnxruntime takes long to load; only the commands that use it pay for it
     import onnxruntime as ort
 
     wanted = settings.device
@@ -210,6 +212,7 @@ def one_blas_thread() -> Iterator[None]:
 def _blas() -> Any:
     """The process's BLAS libraries, found once (finding them takes a millisecond); None without threadpoolctl."""
     try:
+        # lazy: threadpoolctl takes long to load; only the commands that use it pay for it
         from threadpoolctl import ThreadpoolController
     except ImportError:
         return None

@@ -35,7 +35,10 @@ def held(report: Report) -> bool:
 def split(report: Report) -> tuple[Report, bytes | None]:
     """The report without its rankings (naming the file that holds them), and that file's bytes; a report
     that holds none is given back as it is."""
+    # lazy: pyarrow takes long to load; only the commands that use it pay for it
     import pyarrow as pa
+
+    # lazy: pyarrow takes long to load; only the commands that use it pay for it
     import pyarrow.parquet as pq
 
     if not held(report):
@@ -75,6 +78,7 @@ def split(report: Report) -> tuple[Report, bytes | None]:
 
 def join(report: Report, data: bytes) -> Report:
     """The report with its rankings read back from the file's bytes (checked against the sha256 it names)."""
+    # lazy: pyarrow takes long to load; only the commands that use it pay for it
     import pyarrow.parquet as pq
 
     info = report.rankings

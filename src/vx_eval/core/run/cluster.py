@@ -154,6 +154,7 @@ class DaskExecutor:
 
     def __post_init__(self) -> None:
         try:
+            # lazy: an optional dependency (vx-eval[dask]), loaded only where it is used
             from distributed import Client, LocalCluster
         except ImportError:
             raise PluginError("the dask executor needs dask[distributed]: pip install 'vx-eval[dask]'") from None
@@ -185,6 +186,7 @@ class DaskExecutor:
 
     def run(self, work: Work, unit_of: UnitOf, advance: Callable[[int], None]) -> Iterator[tuple[str, int, Part]]:
         """Every (setup, shard) task submitted at once; parts given back as they finish, in any order."""
+        # lazy: an optional dependency (vx-eval[dask]), loaded only where it is used
         from distributed import as_completed
 
         if not self.opened:  # every worker opens its targets first, as a serial run does before its first search

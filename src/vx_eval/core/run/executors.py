@@ -85,6 +85,7 @@ Work = list[tuple["Shard", list[Setup]]]
 def worker_name() -> str:
     """This process's name in reports: the Dask worker's address where there is one, else the host."""
     try:
+        # lazy: an optional dependency (vx-eval[dask]), loaded only where it is used
         from distributed import get_worker
 
         return get_worker().address

@@ -180,6 +180,7 @@ class ClusterWork:
         """Each item with its task's values, as tasks finish, the served counts each answer carries kept on
         `models`; never more than `ahead` tasks a worker submitted and not done, so a failure stops the work
         after those (the rest are cancelled) and it is raised here."""
+        # lazy: an optional dependency (vx-eval[dask]), loaded only where it is used
         from distributed import as_completed
 
         ahead = self.workers * self.ahead

@@ -141,7 +141,10 @@ trec_eval, which splits at every run of blanks (spaces, tabs, and the other C bl
 def _reader(path: Path) -> tuple[Any, bool]:
     """Arrow's reader of the run, every field as text, and whether a field may hold a blank (a file with tabs,
     or with another blank than the one Arrow splits at): `_check_fields` looks inside them then."""
+    # lazy: pyarrow takes long to load; only the commands that use it pay for it
     import pyarrow as pa
+
+    # lazy: pyarrow takes long to load; only the commands that use it pay for it
     import pyarrow.csv as csv
 
     with path.open("rb") as handle:
@@ -244,6 +247,7 @@ def score_stream(
 ) -> Scored:
     """The run at `path` scored in chunks of whole questions (see the module), with the relstrings of the
     lengths in `strings`; `Unstreamable` where the careful reader is needed."""
+    # lazy: pyarrow takes long to load; only the commands that use it pay for it
     import pyarrow as pa
 
     nq = len(judged.ideal)

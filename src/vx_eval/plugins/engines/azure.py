@@ -91,8 +91,13 @@ def key_of(chunk_id: str) -> str:
 
 def _clients(options: AzureSearchOptions, index: str) -> tuple[Any, Any]:
     need("azure.search.documents", "azure")
+    # lazy: an optional dependency (vx-eval[azure]), loaded only where it is used
     from azure.core.credentials import AzureKeyCredential
+
+    # lazy: an optional dependency (vx-eval[azure]), loaded only where it is used
     from azure.search.documents import SearchClient
+
+    # lazy: an optional dependency (vx-eval[azure]), loaded only where it is used
     from azure.search.documents.indexes import SearchIndexClient
 
     credential = AzureKeyCredential(options.api_key.value())
@@ -110,6 +115,7 @@ def _clients(options: AzureSearchOptions, index: str) -> tuple[Any, Any]:
 def policy(options: AzureSearchOptions, target: str) -> RemotePolicy:
     """azure-core's errors: 408, 429 and 502-504 or a timeout tried again, 401/403 refused at once (the key
     named by api_key), a service that cannot be reached said in one line."""
+    # lazy: an optional dependency (vx-eval[azure]), loaded only where it is used
     from azure.core.exceptions import (
         AzureError,
         ClientAuthenticationError,
@@ -150,6 +156,7 @@ class AzureSearchEngine(Engine[AzureSearchOptions]):
     Options: ClassVar[type[EngineOptions]] = AzureSearchOptions
 
     def open(self, options: AzureSearchOptions, context: OpenContext) -> AzureSearchHandle:
+        # lazy: an optional dependency (vx-eval[azure]), loaded only where it is used
         from azure.core.exceptions import ResourceNotFoundError
 
         index = collection_name(options, context)
@@ -189,6 +196,7 @@ class AzureSearchEngine(Engine[AzureSearchOptions]):
 
 def semantic_search(definition: Any) -> Any:
     """A semantic configuration over the chunk text (and the title where the index has one)."""
+    # lazy: an optional dependency (vx-eval[azure]), loaded only where it is used
     from azure.search.documents.indexes.models import (
         SemanticConfiguration,
         SemanticField,
@@ -206,6 +214,7 @@ def semantic_search(definition: Any) -> Any:
 
 
 def index_definition(index: str, options: AzureSearchOptions, built: Built, description: str) -> Any:
+    # lazy: an optional dependency (vx-eval[azure]), loaded only where it is used
     from azure.search.documents.indexes.models import (
         HnswAlgorithmConfiguration,
         HnswParameters,
@@ -253,6 +262,7 @@ def _build(
 ) -> Any:
     """(Re)create the index without its fingerprint, upload every chunk, then write the fingerprint into
     the index description last: an index a crash left half-filled has none and is built again."""
+    # lazy: an optional dependency (vx-eval[azure]), loaded only where it is used
     from azure.core.exceptions import ResourceNotFoundError
 
     with contextlib.suppress(ResourceNotFoundError):
@@ -359,6 +369,7 @@ class AzureSearchHandle(RemoteHandle[AzureSearchOptions]):
 
     def request(self, query: Query) -> dict[str, Any]:
         """The keyword arguments of `SearchClient.search` for a query: what this plugin asks, exactly."""
+        # lazy: an optional dependency (vx-eval[azure]), loaded only where it is used
         from azure.search.documents.models import QueryType, VectorizedQuery
 
         capability, text, k = query.capability, query.text, query.k

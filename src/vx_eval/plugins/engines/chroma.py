@@ -105,6 +105,7 @@ def _client(options: ChromaOptions, context_dir: Any, target: str) -> tuple[Any,
             ) from None
         session = getattr(getattr(client, "_server", None), "_session", None)
         if session is not None:  # the client makes its HTTP session with no timeout at all
+            # lazy: httpx takes long to load; only the commands that use it pay for it
             import httpx
 
             session.timeout = httpx.Timeout(options.timeout)
@@ -114,7 +115,10 @@ def _client(options: ChromaOptions, context_dir: Any, target: str) -> tuple[Any,
 
 
 def _policy(options: ChromaOptions, target: str, where: str) -> RemotePolicy:
+    # lazy: httpx takes long to load; only the commands that use it pay for it
     import httpx
+
+    # lazy: an optional dependency (vx-eval[chroma]), loaded only where it is used
     from chromadb import errors
 
     return RemotePolicy(

@@ -93,7 +93,10 @@ class ElasticsearchOptions(RemoteOptions):
 def policy(options: ElasticsearchOptions, target: str) -> RemotePolicy:
     """Every call: the client's own errors, a 429 or 502-504 or a timeout tried again, 401/403 refused at
     once, a connection that cannot be made said in one line."""
+    # lazy: an optional dependency (vx-eval[elasticsearch]), loaded only where it is used
     import elastic_transport
+
+    # lazy: an optional dependency (vx-eval[elasticsearch]), loaded only where it is used
     from elasticsearch import ApiError, AuthenticationException, AuthorizationException, BadRequestError
 
     def status(exc: BaseException) -> object:
@@ -179,6 +182,7 @@ def _build(
 ) -> None:
     """(Re)create the index without its fingerprint, bulk-load every chunk, then write the fingerprint into
     the mapping's ``_meta`` last."""
+    # lazy: an optional dependency (vx-eval[elasticsearch]), loaded only where it is used
     from elasticsearch import NotFoundError, helpers
 
     if call(f"looking up index {index}", lambda: client.indices.exists(index=index)):
@@ -316,6 +320,7 @@ class ElasticsearchHandle(RemoteHandle[ElasticsearchOptions]):
         return {"size": query.k, "retriever": found, "_source": HIT_FIELDS}
 
     def search(self, query: Query) -> list[Hit]:
+        # lazy: an optional dependency (vx-eval[elasticsearch]), loaded only where it is used
         from elasticsearch import BadRequestError
 
         if query.capability == KEYWORD and not query.text.strip():

@@ -153,7 +153,10 @@ def _read_meta(path: Path) -> dict[str, Any]:
 
 def _build(db: Any, table: str, options: LanceOptions, built: Built) -> None:
     """The table written again from the chunks, in batches, with its full-text index (and vector indexes)."""
+    # lazy: pyarrow takes long to load; only the commands that use it pay for it
     import pyarrow as pa
+
+    # lazy: an optional dependency (vx-eval[lancedb]), loaded only where it is used
     from lancedb.index import FTS
 
     def rows(start: int) -> pa.Table:
@@ -253,6 +256,7 @@ class LanceHandle(RemoteHandle[LanceOptions]):
         return self._hits(found, lambda r: 1.0 - r["_distance"])
 
     def _hybrid(self, model: str, query: Query) -> list[Hit]:
+        # lazy: an optional dependency (vx-eval[lancedb]), loaded only where it is used
         from lancedb.rerankers import LinearCombinationReranker, RRFReranker
 
         if not query.text.strip():

@@ -92,6 +92,7 @@ class OpenSearchOptions(RemoteOptions):
 def policy(options: OpenSearchOptions, target: str) -> RemotePolicy:
     """Every call this plugin makes: opensearch-py's own errors, a 429 or 502-504 or a timeout tried again,
     401/403 refused at once, a connection that cannot be made said in one line."""
+    # lazy: an optional dependency (vx-eval[opensearch]), loaded only where it is used
     from opensearchpy.exceptions import (
         AuthenticationException,
         AuthorizationException,
@@ -189,7 +190,10 @@ class OpenSearchEngine(Engine[OpenSearchOptions]):
 def _connection_class() -> type:
     """opensearch-py's urllib3 connection, keeping a failed answer's ``Retry-After`` on the error it raises as
     ``retry_after`` (the client drops every header of an error otherwise), for the policy to wait as asked."""
+    # lazy: an optional dependency (vx-eval[opensearch]), loaded only where it is used
     from opensearchpy.connection import Urllib3HttpConnection
+
+    # lazy: an optional dependency (vx-eval[opensearch]), loaded only where it is used
     from opensearchpy.exceptions import TransportError
 
     answered = threading.local()  # searches run in threads: each keeps the headers of its own last answer
@@ -268,7 +272,10 @@ def _build(
 ) -> None:
     """(Re)create the index without its fingerprint, bulk-load every chunk, make the hybrid pipeline, then
     write the fingerprint into the mapping's ``_meta`` last."""
+    # lazy: an optional dependency (vx-eval[opensearch]), loaded only where it is used
     from opensearchpy import helpers
+
+    # lazy: an optional dependency (vx-eval[opensearch]), loaded only where it is used
     from opensearchpy.exceptions import NotFoundError, RequestError
 
     if call(f"looking up index {index}", lambda: client.indices.exists(index=index)):
@@ -325,6 +332,7 @@ class OpenSearchHandle(RemoteHandle[OpenSearchOptions]):
         options: OpenSearchOptions,
         models: ModelSource,
     ) -> None:
+        # lazy: an optional dependency (vx-eval[opensearch]), loaded only where it is used
         from opensearchpy.exceptions import NotFoundError, RequestError
 
         self.client = client

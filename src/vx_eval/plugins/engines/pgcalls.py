@@ -67,6 +67,7 @@ class Connections:
         self.lock = threading.Lock()
 
     def _connect(self, read_only: bool) -> Any:
+        # lazy: an optional dependency (vx-eval[pgvector]), loaded only where it is used
         import psycopg
 
         conn = psycopg.connect(self.conninfo, autocommit=True, connect_timeout=max(1, int(self.options.timeout)))
@@ -133,6 +134,7 @@ def table_columns(conn: Any, table: str) -> dict[str, str]:
 
 def table_counts(conn: Any, table: str) -> tuple[int, int, str, str | None]:
     """Chunks, documents, the server's version and pgvector's (None when the extension is not there)."""
+    # lazy: an optional dependency (vx-eval[pgvector]), loaded only where it is used
     from psycopg import sql
 
     chunks, documents = conn.execute(
@@ -157,6 +159,7 @@ def vector_text(values: Any) -> str:
 
 def build(connections: Connections, table: str, options: PgvectorOptions, built: Built, wanted: str) -> None:
     """The table built under a temporary name, filled, indexed, swapped in; the fingerprint written last."""
+    # lazy: an optional dependency (vx-eval[pgvector]), loaded only where it is used
     from psycopg import sql
 
     building = f"{table}__building"

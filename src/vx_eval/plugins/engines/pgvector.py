@@ -300,6 +300,7 @@ class PgvectorHandle(RemoteHandle[PgvectorOptions]):
 
     def _part(self, capability: str, text: str, depth: int) -> Any | None:
         """The SQL of one ranked list: (doc_id, chunk_id, page, score), best first; None: nothing to ask."""
+        # lazy: an optional dependency (vx-eval[pgvector]), loaded only where it is used
         from psycopg import sql
 
         table = sql.Identifier(self.table)
@@ -340,6 +341,7 @@ class PgvectorHandle(RemoteHandle[PgvectorOptions]):
     def _fused(self, query: Query) -> Any | None:
         """The parts fused in one statement: RRF (weight / (k + rank)) or convex (each list's scores min-max
         normalised over what it returned, weighted), best first."""
+        # lazy: an optional dependency (vx-eval[pgvector]), loaded only where it is used
         from psycopg import sql
 
         parts = [(p, self._part(p, query.text, query.k)) for p in query.parts]
@@ -367,6 +369,7 @@ class PgvectorHandle(RemoteHandle[PgvectorOptions]):
     def _timed(self, statement: Any) -> list[Hit]:
         """Run `statement` between two readings of the server's clock, in one round trip; the server's time
         is recorded, the hits returned."""
+        # lazy: an optional dependency (vx-eval[pgvector]), loaded only where it is used
         from psycopg import sql
 
         def work(conn: Any) -> list[Hit]:
@@ -393,6 +396,7 @@ class PgvectorHandle(RemoteHandle[PgvectorOptions]):
         return self._timed(statement) if statement is not None else []
 
     def passages(self, hits: Sequence[Hit]) -> list[str]:
+        # lazy: an optional dependency (vx-eval[pgvector]), loaded only where it is used
         from psycopg import sql
 
         ids = [h.chunk_id or "" for h in hits]
@@ -407,6 +411,7 @@ class PgvectorHandle(RemoteHandle[PgvectorOptions]):
     # ------------------------------------------------------------------------------------------ documents
 
     def _read_document_ids(self) -> list[str]:
+        # lazy: an optional dependency (vx-eval[pgvector]), loaded only where it is used
         from psycopg import sql
 
         statement = sql.SQL("SELECT DISTINCT doc_id FROM {} ORDER BY doc_id").format(sql.Identifier(self.table))
@@ -414,6 +419,7 @@ class PgvectorHandle(RemoteHandle[PgvectorOptions]):
         return sorted(str(r[0]) for r in rows)
 
     def documents(self, doc_ids: Iterable[str]) -> list[Document]:
+        # lazy: an optional dependency (vx-eval[pgvector]), loaded only where it is used
         from psycopg import sql
 
         wanted = list(doc_ids)

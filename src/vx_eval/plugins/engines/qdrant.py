@@ -228,6 +228,7 @@ def _place(base: str, where: str) -> dict[str, Any]:
 
 def _build(call: Caller, name: str, options: QdrantOptions, built: Built, wanted: str, words) -> None:
     """(Re)create the collection, upsert every chunk, write the words index, then the fingerprint last."""
+    # lazy: an optional dependency (vx-eval[qdrant]), loaded only where it is used
     from qdrant_client import models
 
     vectors = {
@@ -304,6 +305,7 @@ class QdrantHandle(RemoteHandle[QdrantOptions]):
         self.words = WordsIndex(words) if built is not None and read_fingerprint(words) == built else None
         self.search_params = None
         if options.exact:
+            # lazy: an optional dependency (vx-eval[qdrant]), loaded only where it is used
             from qdrant_client import models as qm
 
             self.search_params = qm.SearchParams(exact=True)
@@ -346,6 +348,7 @@ class QdrantHandle(RemoteHandle[QdrantOptions]):
 
     def _sub(self, capability: str, text: str, depth: int) -> tuple[Any, str]:
         """The query and vector name for one of this collection's capabilities."""
+        # lazy: an optional dependency (vx-eval[qdrant]), loaded only where it is used
         from qdrant_client import models as qm
 
         if capability == SPARSE_PREFIX + SPARSE and self.sparse:
@@ -369,6 +372,7 @@ class QdrantHandle(RemoteHandle[QdrantOptions]):
         return sorted(hits, key=lambda h: (-h.score, h.chunk_id or ""))
 
     def search(self, query: Query) -> list[Hit]:
+        # lazy: an optional dependency (vx-eval[qdrant]), loaded only where it is used
         from qdrant_client import models as qm
 
         capability, text, k = query.capability, query.text, query.k
@@ -422,6 +426,7 @@ class QdrantHandle(RemoteHandle[QdrantOptions]):
         return sorted(seen)
 
     def documents(self, doc_ids: Iterable[str]) -> list[Document]:
+        # lazy: an optional dependency (vx-eval[qdrant]), loaded only where it is used
         from qdrant_client import models as qm
 
         wanted = list(doc_ids)

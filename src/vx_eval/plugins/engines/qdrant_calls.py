@@ -77,7 +77,10 @@ def _cause(exc: BaseException) -> str:
 def policy(options: QdrantOptions, target: str, where: str) -> RemotePolicy:
     """qdrant-client's errors (a server's; local mode raises none of them): 429 and 502-504, timeouts and
     dropped connections tried again, 401/403 refused at once, a server that cannot be reached said once."""
+    # lazy: an optional dependency (vx-eval[qdrant]), loaded only where it is used
     from qdrant_client.common.client_exceptions import QdrantException, ResourceExhaustedResponse
+
+    # lazy: an optional dependency (vx-eval[qdrant]), loaded only where it is used
     from qdrant_client.http.exceptions import ApiException, ResponseHandlingException
 
     return RemotePolicy(

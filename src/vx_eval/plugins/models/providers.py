@@ -63,6 +63,7 @@ class OpenAIProvider:
 
     def __init__(self, endpoint: ModelEndpoint, key: str | None) -> None:
         openai = _client("openai", "chat", endpoint)
+        # lazy: httpx takes long to load; only the commands that use it pay for it
         import httpx
 
         self.endpoint = endpoint
@@ -134,6 +135,7 @@ class CohereProvider:
 
     def __init__(self, endpoint: ModelEndpoint, key: str | None) -> None:
         cohere = _client("cohere", "cohere", endpoint)
+        # lazy: httpx takes long to load; only the commands that use it pay for it
         import httpx
 
         self.endpoint = endpoint

@@ -80,6 +80,7 @@ class BlobStore:
     def _service(self, account: str) -> Any:
         if account not in self._services:
             try:
+                # lazy: an optional dependency (vx-eval[blob]), loaded only where it is used
                 from azure.storage.blob import BlobServiceClient
             except ImportError:
                 raise StoreError("Azure Blob locations need azure-storage-blob: pip install 'vx-eval[blob]'") from None
@@ -87,6 +88,7 @@ class BlobStore:
                 self._services[account] = BlobServiceClient.from_connection_string(self.connection_string)
             else:
                 try:
+                    # lazy: an optional dependency (vx-eval[blob]), loaded only where it is used
                     from azure.identity import DefaultAzureCredential
                 except ImportError:
                     raise StoreError(
@@ -97,6 +99,7 @@ class BlobStore:
         return self._services[account]
 
     def _call(self, location: str, action: str, work: Any) -> Any:
+        # lazy: an optional dependency (vx-eval[blob]), loaded only where it is used
         from azure.core.exceptions import (
             ClientAuthenticationError,
             HttpResponseError,
@@ -133,6 +136,7 @@ class BlobStore:
         self._call(location, "write", lambda: self._blob(location).upload_blob(data, overwrite=True))
 
     def delete(self, location: str) -> None:
+        # lazy: an optional dependency (vx-eval[blob]), loaded only where it is used
         from azure.core.exceptions import ResourceNotFoundError
 
         with contextlib.suppress(StoreNotFound, ResourceNotFoundError):

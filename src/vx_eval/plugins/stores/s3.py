@@ -56,6 +56,7 @@ class S3Store:
     def client(self) -> Any:
         if self._client is None:
             try:
+                # lazy: an optional dependency (vx-eval[s3]), loaded only where it is used
                 import boto3
             except ImportError:
                 raise StoreError("s3:// locations need boto3: pip install 'vx-eval[s3]'") from None
@@ -64,6 +65,7 @@ class S3Store:
         return self._client
 
     def _call(self, location: str, action: str, method: str, **kwargs: Any) -> Any:
+        # lazy: an optional dependency (vx-eval[s3]), loaded only where it is used
         from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 
         try:
