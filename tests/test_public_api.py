@@ -76,6 +76,7 @@ SDK = [
     "ModelError",
     "ModelPlugin",
     "ModelSettings",
+    "ModelSource",
     "Models",
     "OpenContext",
     "PairScores",
