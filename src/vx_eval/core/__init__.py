@@ -1,7 +1,12 @@
-"""The small core of vx-eval, in rooms by capability: `measures` (and trec_eval's command line, `trec`), the
-`run` stage by stage, its `report`, `golden` data, `config`, `models` and `judging`; beside them the hooks
-(`hookspecs`, `plugins`), `stores` and `errors`. The core never imports a plugin or a view (import-linter holds
-it in CI: `pyproject.toml`)."""
+"""The small core of vx-eval, in rooms by capability and in layers, top to bottom (import-linter holds them in
+CI, `pyproject.toml`; a room imports only the rooms below it):
+
+- `usecases` (a whole run, its plan, judge check, rescore, export, watch) and `trec` (trec_eval's command line);
+- `run` (the stages of a run), `judging`, `golden` data, the `report`, the `corpus`, `config`, `models`;
+- `stores`, `remote` (the policy for remote calls), the hooks (`plugins`, `hookspecs`), the `measures`;
+- `contracts` (every role's Protocol and the value types rooms share) and `errors` at the bottom.
+
+The core never imports a plugin or a view."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""Experiment configs: the pydantic models of a YAML file (`experiment`), the field types they share
-(`fields`), pydantic's errors as a config's messages (`validation`), and reading YAML and JSON from outside
-safely (`yamlio`, `jsonio`).
+"""Experiment configs: the pydantic models of a YAML file (`experiment`), pydantic's errors as a config's
+messages (`validation`), and reading YAML and JSON from outside safely (`yamlio`, `jsonio`). The field types
+plugins share (`ConfigPath`, `SecretRef`, `SearchConfig`, …) are contracts (`core.contracts.fields`).
 
-Imports `core.golden`, `core.measures`, `core.models` and `core.run` (to check the names a config
-uses) and `core.errors`."""
+Imports `core.models` (to check the model names a config uses), `core.measures`, `core.contracts` and
+`core.errors`."""

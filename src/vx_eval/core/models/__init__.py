@@ -1,5 +1,6 @@
-"""Models: short names resolved to real models and loaded once (`loading`), served models' endpoints and
-prices (`endpoints`) and their calls at run time (`served`), and the keyed cache of what is computed once
-(`cache`).
+"""Models: short names resolved to real models and loaded once (`loading`), served models' calls at run time
+(`served`) and what they cost (`prices`), and the keyed cache of what is computed once (`cache`). The roles
+(encoders, `ModelPlugin`, `Provider`, `ModelEndpoint`) are contracts (`core.contracts.models`, `.endpoints`).
 
-Imports `core.config`, `core.run` (the executor that calls served models concurrently) and `core.errors`."""
+Imports `core.stores`, `core.remote` (timeouts, retries, the rate), the hooks' `Registry`,
+`core.contracts` and `core.errors`."""

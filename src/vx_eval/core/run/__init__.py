@@ -1,7 +1,7 @@
-"""The run, stage by stage as the data flows (`pipeline`): targets opened and indexed (`targets`), what to
-search (`selection`), the searches (`search`, on an executor: `executors`; kept as they finish:
-`checkpoints`), the scoring (`scoring`), the ranking (`ranking`); with the engine contract (`engine`), the
-policy for remote calls (`remote`), fusion and its tuning (`fusion`, `tuning`), hits as golden units
-(`units`), what killed runs leave (`leftovers`) and re-running on change (`watch`).
+"""The stages of a run (`core.usecases.pipeline` calls them in order): targets opened and indexed (`targets`),
+what to search (`selection`), the searches (`search`, on an executor: `executors`; kept as they finish:
+`checkpoints`), the scoring (`scoring`), the ranking (`ranking`), the report's sections put together
+(`assembly`); fusion and its tuning (`fusion`, `tuning`), where model work goes (`work`, `cluster`) and the
+load a run ran under (`load`).
 
-Imports every other room of the core; never `vx_eval.plugins` or a view (import-linter)."""
+Imports every room below it; never `core.usecases`, `vx_eval.plugins` or a view (import-linter)."""
