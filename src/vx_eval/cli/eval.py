@@ -10,6 +10,7 @@ import os
 import shutil
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import click
@@ -125,8 +126,19 @@ def eval_command(
     """Score a TREC RUN file (- for standard input) against QRELS (TREC qrels or a golden file), as `trec_eval -c`
     does."""
 
-    shape = Shape(max_per_query, judged_only, documents)
-    run = _run_path(run_file)
+    request = EvalRequest(
+        qrels=qrels,
+        run=_run_path(run_file),
+        measures=measures,
+        threshold=threshold,
+        per_query=per_query,
+        complete=complete,
+        shape=Shape(max_per_query, judged_only, documents),
+        zscores=zscores,
+        rel_format=rel_format,
+        no_summary=no_summary,
+        as_json=as_json,
+    )
     if debug_level.split(".")[0] not in ("", "0"):
         click.echo("note: -D asks trec_eval for a trace of its measures' workings; vx-eval prints none", err=True)
     if zscores is not None and not trec_format:
@@ -134,39 +146,75 @@ def eval_command(
     if rel_format != "qrels" and not trec_format:
         raise VxEvalError(f"-R {rel_format} prints trec_eval's own measures for those judgements: add --trec-format")
     if trec_format:
-        printing = Printing(per_query, run_tag(run), complete, shape, ZScores.read(zscores) if zscores else None)
-        warnings: tuple[str, ...] = ()
-        if rel_format == "qrels_jg":
-            output = jg_output(qrels, run, measures or ("qrels_jg",), printing, threshold=threshold)
-        elif rel_format != "qrels":
-            output = prefs_output(qrels, run, measures or ("prefs",), printing, qrels=rel_format == "qrels_prefs")
-        else:  # with no -m, what trec_eval prints with none: its official set
-            output, warnings = trec_eval_output(
-                read_judgements(qrels), run, measures or ("official",), printing, threshold=threshold
-            )
-        for warning in warnings:
-            click.echo(f"warning: {warning}", err=True)
-        _print(_summary_dropped(output) if no_summary else output)
-        return
+        _as_trec_eval(request)
+    else:
+        _as_vx_eval(request)
+
+
+@dataclass(frozen=True)
+class EvalRequest:
+    """What `vx-eval eval` was asked, parsed: the files, the measures and how to print them."""
+
+    qrels: Path
+    run: Path
+    measures: tuple[str, ...]
+    threshold: int
+    per_query: bool
+    complete: bool
+    shape: Shape
+    zscores: Path | None
+    rel_format: str
+    no_summary: bool
+    as_json: bool
+
+
+def _as_trec_eval(request: EvalRequest) -> None:
+    """What trec_eval prints: its names, order and layout (with no -m, its official set)."""
+    printing = Printing(
+        request.per_query,
+        run_tag(request.run),
+        request.complete,
+        request.shape,
+        ZScores.read(request.zscores) if request.zscores else None,
+    )
+    qrels, run, measures, threshold = request.qrels, request.run, request.measures, request.threshold
+    warnings: tuple[str, ...] = ()
+    if request.rel_format == "qrels_jg":
+        output = jg_output(qrels, run, measures or ("qrels_jg",), printing, threshold=threshold)
+    elif request.rel_format != "qrels":
+        output = prefs_output(qrels, run, measures or ("prefs",), printing, qrels=request.rel_format == "qrels_prefs")
+    else:  # with no -m, what trec_eval prints with none: its official set
+        output, warnings = trec_eval_output(
+            read_judgements(qrels), run, measures or ("official",), printing, threshold=threshold
+        )
+    for warning in warnings:
+        click.echo(f"warning: {warning}", err=True)
+    _print(_summary_dropped(output) if request.no_summary else output)
+
+
+def _as_vx_eval(request: EvalRequest) -> None:
+    """vx-eval's names, as lines or JSON, the means and (with -q) every question's values."""
     evaluation = evaluate_run(
-        read_judgements(qrels), run, measures or DEFAULT_MEASURES, threshold=threshold, shape=shape
+        read_judgements(request.qrels),
+        request.run,
+        request.measures or DEFAULT_MEASURES,
+        threshold=request.threshold,
+        shape=request.shape,
     )
     for warning in evaluation.warnings:
         click.echo(f"warning: {warning}", err=True)
     means = evaluation.means()
-    if as_json:
-        if per_query:
-            rows = {
-                q: dict(zip(evaluation.measures, map(float, v), strict=True))
-                for q, v in zip(evaluation.question_ids, evaluation.values, strict=True)
-            }
+    per_question = zip(evaluation.question_ids, evaluation.values, strict=True)
+    if request.as_json:
+        if request.per_query:
+            rows = {q: dict(zip(evaluation.measures, map(float, v), strict=True)) for q, v in per_question}
             click.echo(json.dumps({"all": means, "per_query": rows}, indent=1))
         else:
             click.echo(json.dumps(means, indent=1))
         return
     lines = []
-    if per_query:
-        for qid, values in zip(evaluation.question_ids, evaluation.values, strict=True):
+    if request.per_query:
+        for qid, values in per_question:
             lines += [
                 f"{name:<16}\t{qid}\t{value:.4f}\n" for name, value in zip(evaluation.measures, values, strict=True)
             ]

@@ -120,61 +120,91 @@ def _share_axis(lo: float, hi: float, y) -> str:
     return "".join(out)
 
 
+@dataclass(frozen=True)
+class _TimeScale:
+    """Where a (median ms, quality) pair falls: time on a log scale across, quality up."""
+
+    x_lo: float
+    x_hi: float
+    y_lo: float
+    y_hi: float
+
+    @classmethod
+    def over(cls, timed: Sequence[Point]) -> _TimeScale:
+        ys = [p.y for p in timed]
+        y_lo, y_hi = max(0.0, min(ys) - 0.05), min(1.0, max(ys) + 0.05) if max(ys) <= 1 else max(ys) * 1.05
+        return cls(
+            min(p.x for p in timed) / 1.5, max(p.x for p in timed) * 1.5, y_lo, y_hi if y_hi > y_lo else y_lo + 0.1
+        )
+
+    def x(self, v: float) -> float:
+        span = math.log10(self.x_hi) - math.log10(self.x_lo)
+        return LEFT + (math.log10(v) - math.log10(self.x_lo)) / span * (W - LEFT - RIGHT)
+
+    def y(self, v: float) -> float:
+        return TOP + (1 - (v - self.y_lo) / (self.y_hi - self.y_lo)) * (H - TOP - BOTTOM)
+
+
+def _time_ticks(s: _TimeScale) -> str:
+    return "".join(
+        f'<line class="grid" x1="{s.x(t):.1f}" x2="{s.x(t):.1f}" y1="{TOP}" y2="{H - BOTTOM}"/>'
+        f'<text class="tick" x="{s.x(t):.1f}" y="{H - BOTTOM + 16}" text-anchor="middle">{_fmt_ms(t)}</text>'
+        for t in _nice_log_ticks(s.x_lo, s.x_hi)
+    )
+
+
+def _frontier_line(timed: Sequence[Point], frontier: Sequence[str], s: _TimeScale) -> str:
+    by_key = {p.key: p for p in timed}
+    line = sorted((by_key[k] for k in frontier if k in by_key), key=lambda p: p.x)
+    if not line:
+        return ""
+    coords = " ".join(f"{s.x(p.x):.1f},{s.y(p.y):.1f}" for p in line)
+    return f'<polyline class="frontier" points="{coords}" data-keys="{escape(",".join(p.key for p in line))}"/>'
+
+
+def _shared_labels(timed: Sequence[Point], s: _TimeScale) -> dict[int, list[Point]]:
+    """Marks closer than a label's width share one label ("7, 8"), written once beside the first of them:
+    each first mark's number and the marks its label names."""
+    labels: dict[int, list[Point]] = {}
+    anchors: list[tuple[float, float, int]] = []
+    for p in sorted(timed, key=lambda p: p.number):
+        near = next((i for ax, ay, i in anchors if abs(ax - s.x(p.x)) < 14 and abs(ay - s.y(p.y)) < 10), None)
+        if near is None:
+            anchors.append((s.x(p.x), s.y(p.y), p.number))
+            labels[p.number] = [p]
+        else:
+            labels[near].append(p)
+    return labels
+
+
+def _label_spots(timed: Sequence[Point], s: _TimeScale) -> dict[int, tuple[float, float, str, str]]:
+    """Where each shared label goes (clear of every mark): x, y, anchor and its text, by the first mark's number."""
+    labels = _shared_labels(timed, s)
+    marks = [_Box(s.x(p.x) - 6, s.y(p.y) - 6, s.x(p.x) + 6, s.y(p.y) + 6) for p in timed]
+    firsts = [p for p in timed if p.number in labels]
+    names = {p.number: ", ".join(str(q.number) for q in labels[p.number]) for p in firsts}
+    spots = place_labels([(s.x(p.x), s.y(p.y), names[p.number]) for p in firsts], (LEFT, 2, W - 2, H - BOTTOM), marks)
+    return {p.number: (*spot, names[p.number]) for p, spot in zip(firsts, spots, strict=True)}
+
+
 def quality_vs_time(points: Sequence[Point], frontier: Sequence[str], y_label: str) -> Markup:
     """One mark per setup: quality up, median search time across on a log scale; the frontier (setups
     nothing beats on both) joined by a line from the fastest to the best."""
     timed = [p for p in points if p.x > 0]
     if not timed:
         return Markup('<p class="empty">No setup has search times to draw.</p>')
-    x_lo, x_hi = min(p.x for p in timed) / 1.5, max(p.x for p in timed) * 1.5
-    ys = [p.y for p in timed]
-    y_lo, y_hi = max(0.0, min(ys) - 0.05), min(1.0, max(ys) + 0.05) if max(ys) <= 1 else max(ys) * 1.05
-    if y_hi <= y_lo:
-        y_hi = y_lo + 0.1
-
-    def x(v: float) -> float:
-        return LEFT + (math.log10(v) - math.log10(x_lo)) / (math.log10(x_hi) - math.log10(x_lo)) * (W - LEFT - RIGHT)
-
-    def y(v: float) -> float:
-        return TOP + (1 - (v - y_lo) / (y_hi - y_lo)) * (H - TOP - BOTTOM)
-
-    parts = [_share_axis(y_lo, y_hi, y)]
-    for t in _nice_log_ticks(x_lo, x_hi):
-        parts.append(
-            f'<line class="grid" x1="{x(t):.1f}" x2="{x(t):.1f}" y1="{TOP}" y2="{H - BOTTOM}"/>'
-            f'<text class="tick" x="{x(t):.1f}" y="{H - BOTTOM + 16}" text-anchor="middle">{_fmt_ms(t)}</text>'
-        )
-    by_key = {p.key: p for p in timed}
-    line = sorted((by_key[k] for k in frontier if k in by_key), key=lambda p: p.x)
-    if line:
-        coords = " ".join(f"{x(p.x):.1f},{y(p.y):.1f}" for p in line)
-        parts.append(
-            f'<polyline class="frontier" points="{coords}" data-keys="{escape(",".join(p.key for p in line))}"/>'
-        )
-    # marks closer than a label's width share one label ("7, 8"), written once beside the first of them
-    labels: dict[int, list[Point]] = {}
-    anchors: list[tuple[float, float, int]] = []
-    for p in sorted(timed, key=lambda p: p.number):
-        near = next((i for ax, ay, i in anchors if abs(ax - x(p.x)) < 14 and abs(ay - y(p.y)) < 10), None)
-        if near is None:
-            anchors.append((x(p.x), y(p.y), p.number))
-            labels[p.number] = [p]
-        else:
-            labels[near].append(p)
-    marks = [_Box(x(p.x) - 6, y(p.y) - 6, x(p.x) + 6, y(p.y) + 6) for p in timed]
-    firsts = [p for p in timed if p.number in labels]
-    names = {p.number: ", ".join(str(q.number) for q in labels[p.number]) for p in firsts}
-    spots = place_labels([(x(p.x), y(p.y), names[p.number]) for p in firsts], (LEFT, 2, W - 2, H - BOTTOM), marks)
-    where = {p.number: spot for p, spot in zip(firsts, spots, strict=True)}
+    s = _TimeScale.over(timed)
+    parts = [_share_axis(s.y_lo, s.y_hi, s.y), _time_ticks(s), _frontier_line(timed, frontier, s)]
+    where = _label_spots(timed, s)
     for p in timed:
         on = " on-frontier" if p.key in frontier else ""
         text = ""
         if p.number in where:
-            lx, ly, anchor = where[p.number]
-            text = f'<text x="{lx:.1f}" y="{ly:.1f}" text-anchor="{anchor}">{names[p.number]}</text>'
+            lx, ly, anchor, name = where[p.number]
+            text = f'<text x="{lx:.1f}" y="{ly:.1f}" text-anchor="{anchor}">{name}</text>'
         parts.append(
             f'<g class="mark{on}" data-key="{escape(p.key)}"><title>{escape(p.tip)}</title>'
-            f'<circle cx="{x(p.x):.1f}" cy="{y(p.y):.1f}" r="6"/>{text}</g>'
+            f'<circle cx="{s.x(p.x):.1f}" cy="{s.y(p.y):.1f}" r="6"/>{text}</g>'
         )
     return _frame(
         "".join(parts),

@@ -116,24 +116,34 @@ def sample_units(
         raise ValueError(f"by is 'document' or 'page', not {by!r}")
     avoid = set(avoid)
     if by == "document":
-        pools: list[tuple[str, list[str], Callable[[list[str]], list[Document]]]] = []
-        for name, source in collections:
-            if isinstance(source, EngineHandle):
-                ids = [i for i in source.document_ids() if i not in avoid]
-                pools.append((name, ids, source.documents))
-            else:
-                held = {d.id: d for d in source if d.id not in avoid}
-                pools.append((name, sorted(held), functools.partial(_pick, held)))
-        counts = shares([len(ids) for _, ids, _ in pools], n)
-        out = []
-        for (name, ids, fetch), count in zip(pools, counts, strict=True):
-            chosen = (
-                random.Random(f"{seed}:{name}").sample(ids, count)
-                if len(pools) > 1
-                else random.Random(seed).sample(ids, count)
-            )
-            out += [Unit(d.id, d.title, d.text, collection=name if len(pools) > 1 else None) for d in fetch(chosen)]
-        return out
+        return _sample_documents(collections, n, seed, avoid)
+    return _sample_pages(collections, n, seed, avoid)
+
+
+Source = Iterable[Document] | EngineHandle
+
+
+def _sample_documents(collections: Sequence[tuple[str, Source]], n: int, seed: int, avoid: set[str]) -> list[Unit]:
+    """Documents drawn at random, each collection its share of `n` (its own seed where there are several)."""
+    pools: list[tuple[str, list[str], Callable[[list[str]], list[Document]]]] = []
+    for name, source in collections:
+        if isinstance(source, EngineHandle):
+            ids = [i for i in source.document_ids() if i not in avoid]
+            pools.append((name, ids, source.documents))
+        else:
+            held = {d.id: d for d in source if d.id not in avoid}
+            pools.append((name, sorted(held), functools.partial(_pick, held)))
+    counts = shares([len(ids) for _, ids, _ in pools], n)
+    several = len(pools) > 1
+    out = []
+    for (name, ids, fetch), count in zip(pools, counts, strict=True):
+        chosen = random.Random(f"{seed}:{name}" if several else seed).sample(ids, count)
+        out += [Unit(d.id, d.title, d.text, collection=name if several else None) for d in fetch(chosen)]
+    return out
+
+
+def _sample_pages(collections: Sequence[tuple[str, Source]], n: int, seed: int, avoid: set[str]) -> list[Unit]:
+    """Page units spread evenly over each collection, each its share of `n`."""
     per_collection = []
     for name, source in collections:
         documents = source.documents(source.document_ids()) if isinstance(source, EngineHandle) else list(source)

@@ -216,6 +216,42 @@ def read_location(stores: Stores, location: str, *, rankings: bool = False) -> R
     return attach(report, stores, location) if rankings else report
 
 
+@dataclass(frozen=True)
+class _Draws:
+    seed: int
+    permutations: int
+    bootstrap: int
+
+
+def _change(key: str, measure: str, a: np.ndarray, b: np.ndarray, draws: _Draws) -> Change | None:
+    """One setup's change in one measure over the questions both runs scored (None where there are none)."""
+    both = ~np.isnan(a) & ~np.isnan(b)
+    a, b = a[both], b[both]
+    if not len(a):
+        return None
+    lo, hi = stats.paired_bootstrap_ci(b, a, samples=draws.bootstrap, seed=draws.seed)
+    return Change(
+        setup=key,
+        measure=measure,
+        questions=len(a),
+        before=float(a.mean()),
+        after=float(b.mean()),
+        delta=float((b - a).mean()),
+        ci=(lo, hi),
+        p=stats.paired_randomization(b, a, samples=draws.permutations, seed=draws.seed),
+    )
+
+
+def _holm_per_measure(rows: list[Change], alpha: float) -> list[Change]:
+    """The rows with Holm's correction over each measure's family of setups, and whether it is significant."""
+    rows = list(rows)
+    for measure in {r.measure for r in rows}:
+        family = [i for i, r in enumerate(rows) if r.measure == measure]
+        for i, adjusted in zip(family, stats.holm([rows[i].p for i in family]), strict=True):
+            rows[i] = rows[i].model_copy(update={"p_holm": adjusted, "significant": adjusted < alpha})
+    return rows
+
+
 def compare_reports(
     before: Report,
     after: Report,
@@ -238,33 +274,17 @@ def compare_reports(
     a_index = {q: i for i, q in enumerate(before.question_ids)}
     b_index = {q: i for i, q in enumerate(after.question_ids)}
     shared_q = [q for q in after.question_ids if q in a_index]
+    draws = _Draws(seed, permutations, bootstrap)
     rows: list[Change] = []
     for key in [k for k in b_setups if k in a_setups]:
         a_metrics, b_metrics = a_setups[key].per_question.metrics, b_setups[key].per_question.metrics
         for measure in [m for m in b_metrics if m in a_metrics]:
             a = np.array([a_metrics[measure][a_index[q]] for q in shared_q], dtype=float)
             b = np.array([b_metrics[measure][b_index[q]] for q in shared_q], dtype=float)
-            both = ~np.isnan(a) & ~np.isnan(b)
-            a, b = a[both], b[both]
-            if not len(a):
-                continue
-            lo, hi = stats.paired_bootstrap_ci(b, a, samples=bootstrap, seed=seed)
-            rows.append(
-                Change(
-                    setup=key,
-                    measure=measure,
-                    questions=len(a),
-                    before=float(a.mean()),
-                    after=float(b.mean()),
-                    delta=float((b - a).mean()),
-                    ci=(lo, hi),
-                    p=stats.paired_randomization(b, a, samples=permutations, seed=seed),
-                )
-            )
-    for measure in {r.measure for r in rows}:
-        family = [i for i, r in enumerate(rows) if r.measure == measure]
-        for i, adjusted in zip(family, stats.holm([rows[i].p for i in family]), strict=True):
-            rows[i] = rows[i].model_copy(update={"p_holm": adjusted, "significant": adjusted < alpha})
+            change = _change(key, measure, a, b, draws)
+            if change is not None:
+                rows.append(change)
+    rows = _holm_per_measure(rows, alpha)
     return Comparison(
         before=before.id,
         after=after.id,

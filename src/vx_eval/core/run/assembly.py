@@ -16,6 +16,7 @@ from vx_eval.core.report.schema import (
     FORMAT,
     ConfigInfo,
     GoldenInfo,
+    Graded,
     Missing,
     Provenance,
     Report,
@@ -97,6 +98,40 @@ def enough_graded(questions: Sequence[Question]) -> bool:
     return count >= max(GRADED_AT_LEAST, math.ceil(GRADED_SHARE * len(questions)))
 
 
+def _best_graded(
+    setups: Sequence[SetupResult], leader: str | None, left_out: Collection[str]
+) -> tuple[SetupResult, Graded] | None:
+    """The setup with the best DCG@10 and its graded view: the leader where it is level with others, else the
+    higher ranked; never one `left_out`; None where no setup was graded."""
+    scored = [
+        (s, s.graded)
+        for s in setups
+        if s.graded is not None and s.error is None and s.graded.dcg is not None and s.key not in left_out
+    ]
+    if not scored:
+        return None
+    places = {s.key: i for i, (s, _) in enumerate(scored)}
+    return max(scored, key=lambda pair: (pair[1].dcg or 0.0, pair[0].key == leader, -places[pair[0].key]))
+
+
+Scored = list[tuple[float, str]]
+
+
+def _strongest_and_weakest(
+    ids: Sequence[str], per_question: Sequence[float | None], found: Sequence[int]
+) -> tuple[Scored, Scored]:
+    """The strongest questions (DCG@10 above 0, found by some setup) and the weakest of the rest, at most
+    `SHOWN_QUESTIONS` each and never one question in both; no weakest where fewer than two were scored."""
+    ranked = sorted(((v, q) for q, v in zip(ids, per_question, strict=True) if v is not None), reverse=True)
+    where = {q: i for i, q in enumerate(ids)}
+    strongest = [(v, q) for v, q in ranked if v > 0 and found[where[q]] > 0][: min(SHOWN_QUESTIONS, len(ranked) // 2)]
+    shown = {q for _, q in strongest}
+    if len(ranked) <= 1:
+        return strongest, []
+    weakest = [(v, q) for v, q in ranked[::-1] if q not in shown][: min(SHOWN_QUESTIONS, len(ranked) - len(shown))]
+    return strongest, weakest
+
+
 def graded_questions(
     setups: Sequence[SetupResult],
     ids: Sequence[str],
@@ -109,27 +144,16 @@ def graded_questions(
     DCG@10; never the same question in both, and only questions some setup finds among the strongest, as
     `found_by` counts them per question) and the failed ones (its first result graded 0 or ungraded). Setups
     `left_out` (those the judge's own model ranks) are never the best."""
-    scored = [
-        (s, s.graded)
-        for s in setups
-        if s.graded is not None and s.error is None and s.graded.dcg is not None and s.key not in left_out
-    ]
-    if not scored:
+    chosen = _best_graded(setups, leader, left_out)
+    if chosen is None:
         return None
-    places = {s.key: i for i, (s, _) in enumerate(scored)}
-    best, view = max(scored, key=lambda pair: (pair[1].dcg or 0.0, pair[0].key == leader, -places[pair[0].key]))
-    per_question = view.dcg_per_question
-    found = list(found_by) or [1] * len(ids)
-    ranked = sorted(((v, q) for q, v in zip(ids, per_question, strict=True) if v is not None), reverse=True)
-    where = {q: i for i, q in enumerate(ids)}
-    strongest = [(v, q) for v, q in ranked if v > 0 and found[where[q]] > 0][: min(SHOWN_QUESTIONS, len(ranked) // 2)]
-    shown = {q for _, q in strongest}
-    weakest = [(v, q) for v, q in ranked[::-1] if q not in shown][: min(SHOWN_QUESTIONS, len(ranked) - len(shown))]
+    best, view = chosen
+    strongest, weakest = _strongest_and_weakest(ids, view.dcg_per_question, list(found_by) or [1] * len(ids))
     grades = best.per_question.grades or []
     return GradedDashboard(
         best=BestGraded(key=best.key, label=best.label, dcg=view.dcg or 0.0),
         strongest=[GradedQuestion(id=q, dcg=v) for v, q in strongest],
-        weakest=[GradedQuestion(id=q, dcg=v) for v, q in weakest] if len(ranked) > 1 else [],
+        weakest=[GradedQuestion(id=q, dcg=v) for v, q in weakest],
         failed=[q for q, g in zip(ids, grades, strict=True) if g is not None and (not g or not g[0])],
     )
 
