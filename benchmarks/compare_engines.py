@@ -30,8 +30,8 @@ from pathlib import Path
 
 import yaml
 
-from vx_eval.api import run
 from vx_eval.core.report.schema import Report, SetupResult
+from vx_eval.python.commands import run
 
 REPO = Path(__file__).resolve().parents[1]
 SCIFACT = (REPO.parent / "shared" / "datasets" / "scifact").resolve()

@@ -22,8 +22,8 @@ from pathlib import Path
 import pytrec_eval
 
 import vx_eval
-from vx_eval.api import run
 from vx_eval.core.golden.sources import read_qrels
+from vx_eval.python.commands import run
 
 REPO = Path(__file__).resolve().parents[1]
 MEASURES = {"ndcg@10": "ndcg_cut_10", "map@100": "map_cut_100", "recall@100": "recall_100", "mrr": "recip_rank"}

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import yaml
 
-from vx_eval.api import run
-from vx_eval.format import setting_text
+from vx_eval.python.commands import run
+from vx_eval.views.format import setting_text
 
 REPO = Path(__file__).resolve().parents[1]
 TUNE = {"fusion": ["convex", "rrf"], "rrf_k": [10, 60, 100], "folds": 5, "timed": 20}

@@ -45,13 +45,13 @@ import numpy as np
 import yaml
 from scipy.stats import kendalltau, ttest_1samp
 
-from vx_eval.autoconfig import choose_writer, from_docs, prepare
 from vx_eval.core.config.experiment import load_config
 from vx_eval.core.contracts.engine import SilentProgress
 from vx_eval.core.plugins import load_plugins
 from vx_eval.core.usecases.judge_check import check_judge
 from vx_eval.core.usecases.pipeline import RunOptions, run_experiment
-from vx_eval.drafted import run_drafted
+from vx_eval.zeroconfig.autoconfig import choose_writer, from_docs, prepare
+from vx_eval.zeroconfig.drafted import run_drafted
 
 DATASETS = Path(__file__).resolve().parents[2] / "shared" / "datasets"
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from vx_eval.api import read_golden, run, save_golden
 from vx_eval.core.contracts.golden import Question
 from vx_eval.core.errors import GoldenError
+from vx_eval.python.commands import read_golden, run, save_golden
 
 
 def test_save_read_and_evaluate(project):

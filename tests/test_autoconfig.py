@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from vx_eval.autoconfig import choose_writer, from_docs, name_for, workspace
+from vx_eval.zeroconfig.autoconfig import choose_writer, from_docs, name_for, workspace
 
 from .test_cli import call
 
@@ -183,11 +183,11 @@ def test_a_qdrant_collection_pointed_at_is_searched_as_it_holds_with_its_saved_c
 ):
     """`--target qdrant:FOLDER/COLLECTION`: what the collection holds read (its named vectors, its BM25 sparse
     vector), every setup it allows run and judged; the questions already in the workspace are reused."""
-    from vx_eval.autoconfig import from_target
     from vx_eval.core.contracts.engine import OpenContext
     from vx_eval.core.golden.sources import FileCorpus
     from vx_eval.core.models.loading import Models
     from vx_eval.plugins.engines.qdrant import QdrantEngine, QdrantOptions
+    from vx_eval.zeroconfig.autoconfig import from_target
 
     monkeypatch.chdir(tmp_path)
     corpus = FileCorpus(QUICKSTART_DOCS.read_bytes(), str(QUICKSTART_DOCS))

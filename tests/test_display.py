@@ -8,8 +8,8 @@ import re
 
 from rich.console import Console
 
-from vx_eval.display import show_run
-from vx_eval.format import measures_shown
+from vx_eval.views.display import show_run
+from vx_eval.views.format import measures_shown
 
 from .test_cli import call
 

@@ -1,4 +1,4 @@
-"""A zero-configuration run whose pick is not sure drafts more questions and runs again (`vx_eval.drafted`),
+"""A zero-configuration run whose pick is not sure drafts more questions and runs again (`vx_eval.zeroconfig.drafted`),
 up to ``--most-questions``; and the judge's noise is stated from vx-eval's own check where the run's store
 has none."""
 
@@ -12,7 +12,7 @@ import pytest
 
 from vx_eval.core.report.schema import Picking
 from vx_eval.core.report.views import JudgeNoise
-from vx_eval.drafted import more_questions
+from vx_eval.zeroconfig.drafted import more_questions
 
 from .test_autoconfig import QUICKSTART_DOCS
 from .test_cli import call
@@ -60,10 +60,12 @@ def test_a_drafted_run_that_is_not_sure_drafts_more_and_keeps_one_report_that_a_
     ask = ["run", "--docs", str(docs), "--writer", "keywords", "--questions", "10", "--most-questions", "16"]
     # whether these few questions settle the pick is the data's business (`more_questions` has its own test):
     # here the first round is not sure, so the loop itself is what runs
-    import vx_eval.drafted
+    import vx_eval.zeroconfig.drafted
 
-    decided = iter([vx_eval.drafted.More(6, "not sure with 10 questions: drafting 6 more (at most 16 in all)")])
-    monkeypatch.setattr(vx_eval.drafted, "more_questions", lambda report, have, most: next(decided, None))
+    decided = iter(
+        [vx_eval.zeroconfig.drafted.More(6, "not sure with 10 questions: drafting 6 more (at most 16 in all)")]
+    )
+    monkeypatch.setattr(vx_eval.zeroconfig.drafted, "more_questions", lambda report, have, most: next(decided, None))
 
     code, out, err = call(capsys, *ask, "--json", "--run-id", "first-look")
     assert code == 0, err
@@ -114,12 +116,12 @@ def test_the_default_judge_states_vx_evals_own_check_where_the_store_has_none(tm
 def test_more_drafts_drop_a_question_the_golden_file_already_holds_by_its_own_rule(tmp_path, monkeypatch):
     """A new draft worded as a held question, up to case and spacing as the golden file compares questions
     (casefold: "STRASSE" is "straße"), is dropped; the file is rewritten whole, the held rows first."""
-    import vx_eval.api
-    from vx_eval.api import WriteSummary
-    from vx_eval.autoconfig import AutoConfig, WriterChoice
+    import vx_eval.python.commands
     from vx_eval.core.contracts.golden import GoldenRow
     from vx_eval.core.golden.files import dump_rows, lint
-    from vx_eval.drafted import draft_more
+    from vx_eval.python.commands import WriteSummary
+    from vx_eval.zeroconfig.autoconfig import AutoConfig, WriterChoice
+    from vx_eval.zeroconfig.drafted import draft_more
 
     held = GoldenRow(id="q1", question="Where is the Straße?", draft=True, metadata={"source": ["d1"]})
     (tmp_path / "golden.jsonl").write_bytes(dump_rows([held]))
@@ -134,7 +136,7 @@ def test_more_drafts_drop_a_question_the_golden_file_already_holds_by_its_own_ru
         asked.update(options, n=n)
         return drafts, WriteSummary("local", "m", "c", 2, 2, 5, n, {}, 0, 0, {})
 
-    monkeypatch.setattr(vx_eval.api, "write_golden_rows", write)
+    monkeypatch.setattr(vx_eval.python.commands, "write_golden_rows", write)
     summary = draft_more(made, 2, WriterChoice("local", None, ""), None)
     assert summary.accepted == 1 and asked["avoid"] == {"d1"} and asked["seed"] == 1
     defects, rows = lint((tmp_path / "golden.jsonl").read_bytes())

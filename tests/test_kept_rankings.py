@@ -12,10 +12,10 @@ import pytrec_eval
 import yaml
 
 import vx_eval
-from vx_eval.api import run
 from vx_eval.cli import cli
 from vx_eval.core.errors import ConfigError, StoreError
 from vx_eval.core.golden.sources import read_qrels
+from vx_eval.python.commands import run
 
 from .conftest import shared
 

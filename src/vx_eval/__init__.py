@@ -39,26 +39,26 @@ __all__ = [
 _LAZY = {
     "hookimpl": "vx_eval.core.hookspecs",
     "Hit": "vx_eval.core.contracts.engine",
-    "Question": "vx_eval.questions",
-    "Target": "vx_eval.questions",
-    "save_questions": "vx_eval.questions",
-    "read_golden": "vx_eval.questions",
-    "golden_template": "vx_eval.questions",
-    "write_golden": "vx_eval.questions",
+    "Question": "vx_eval.python.questions",
+    "Target": "vx_eval.python.questions",
+    "save_questions": "vx_eval.python.questions",
+    "read_golden": "vx_eval.python.questions",
+    "golden_template": "vx_eval.python.questions",
+    "write_golden": "vx_eval.python.questions",
     "Report": "vx_eval.core.report.schema",
-    "Retriever": "vx_eval.evaluation",
-    "evaluate": "vx_eval.evaluation",
-    "embed_corpus": "vx_eval.evaluation",
-    "load_model": "vx_eval.evaluation",
-    "load_report": "vx_eval.evaluation",
-    "open_engine": "vx_eval.evaluation",
-    "rescore": "vx_eval.evaluation",
-    "export_trec": "vx_eval.evaluation",
+    "Retriever": "vx_eval.python.evaluation",
+    "evaluate": "vx_eval.python.evaluation",
+    "embed_corpus": "vx_eval.python.evaluation",
+    "load_model": "vx_eval.python.evaluation",
+    "load_report": "vx_eval.python.evaluation",
+    "open_engine": "vx_eval.python.evaluation",
+    "rescore": "vx_eval.python.evaluation",
+    "export_trec": "vx_eval.python.evaluation",
 }
 
 
 def _report_views() -> ReportViews:
-    return cast("ReportViews", import_module("vx_eval.notebook"))
+    return cast("ReportViews", import_module("vx_eval.python.notebook"))
 
 
 _core.report_views = _report_views  # the Report's table, frames and page, which live above the core

@@ -51,8 +51,8 @@ def test_the_oracle_the_unfound_and_where_each_setup_wins():
     pairs = report.pairs
     assert pairs is not None and pairs.method == "randomised Tukey HSD" and len(pairs.pairs) == 1
     assert pairs.pairs[0].delta == pytest.approx(0.0) and pairs.pairs[0].p == pytest.approx(1.0)
-    from vx_eval.display import headroom_lines
     from vx_eval.html.render import render_page
+    from vx_eval.views.display import headroom_lines
 
     page = render_page(report)
     assert '<b id="headroom-oracle">0.750</b>' in page and '<p id="unfound">q4</p>' in page

@@ -10,7 +10,7 @@ import pytest
 
 from vx_eval.core.report.schema import Report, Settings, Timing
 from vx_eval.core.run.load import LoadMeter, cpus, loaded, unsteady
-from vx_eval.format import timing_doubt, timing_note
+from vx_eval.views.format import timing_doubt, timing_note
 
 
 def test_timings_that_do_not_repeat_are_named_and_steady_ones_are_not():

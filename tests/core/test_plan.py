@@ -9,7 +9,7 @@ from tests.conftest import Project, call, write_jsonl
 from vx_eval.core.config.experiment import load_config
 from vx_eval.core.usecases.pipeline import RunOptions, plan_experiment, run_experiment
 from vx_eval.core.usecases.plan import SAMPLE, Plan
-from vx_eval.format import plan_lines
+from vx_eval.views.format import plan_lines
 
 
 def _dense(project: Project, cache: Path, **options) -> Path:

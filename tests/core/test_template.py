@@ -5,10 +5,10 @@ from __future__ import annotations
 import itertools
 import json
 
-from vx_eval.api import template_rows
 from vx_eval.core.contracts.engine import Document
 from vx_eval.core.contracts.writer import Unit
 from vx_eval.core.golden.template import hint, sample_units, shares, spread, units_of
+from vx_eval.python.commands import template_rows
 
 WORDS = " ".join(f"word{i}" for i in range(30))
 REPORT = Document(

@@ -92,7 +92,7 @@ def test_found_reads_the_engines_order_and_ignores_ties():
 
 def test_a_run_with_heavy_ties_is_flagged_and_can_rank_by_the_expected_order(project):
     import vx_eval
-    from vx_eval.display import tie_lines
+    from vx_eval.views.display import tie_lines
 
     questions = [
         vx_eval.Question("Can a customer postpone a loan payment?", ("deferment",), "q1"),

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 import yaml
 
-from vx_eval.api import run
 from vx_eval.core.run.tuning import folds_of
+from vx_eval.python.commands import run
 
 from ..conftest import quickstart_copy
 

@@ -14,8 +14,8 @@ from vx_eval.core.report.compare import compare_reports
 from vx_eval.core.report.history import list_runs, read_report
 from vx_eval.core.report.schema import FORMAT, load_report
 from vx_eval.core.stores import Stores
-from vx_eval.display import show_run
 from vx_eval.html.render import render_page
+from vx_eval.views.display import show_run
 
 SAVED = Path(__file__).resolve().parents[1] / "data" / "format1"
 

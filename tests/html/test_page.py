@@ -11,10 +11,10 @@ from html.parser import HTMLParser
 from vx_eval.core.report.history import read_report, same_questions
 from vx_eval.core.report.schema import Report, load_report
 from vx_eval.core.stores import Stores
-from vx_eval.format import fmt
 from vx_eval.html import page_for
 from vx_eval.html.render import render_page
 from vx_eval.html.view import graded_view, setup_views
+from vx_eval.views.format import fmt
 
 from ..test_cli import call
 

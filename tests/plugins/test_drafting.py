@@ -272,9 +272,9 @@ def test_the_plain_install_carries_everything_the_offline_writer_loads_with() ->
 def test_every_draft_tried_moves_the_progress_not_only_the_accepted_ones(project, plugins):
     """Drafting says each try as the model gives it back (a stage of its own), so a writer whose drafts
     keep failing its checks is seen working."""
-    from vx_eval.api import draft_rows
     from vx_eval.core.config.experiment import load_config
     from vx_eval.core.contracts.engine import Document
+    from vx_eval.python.commands import draft_rows
 
     moved: dict[str, int] = {}
 

@@ -9,9 +9,9 @@ import psycopg
 import pytest
 import yaml
 
-from vx_eval.api import run
 from vx_eval.core.contracts.engine import DENSE_PREFIX, FUSION, KEYWORD, Query, server_time
 from vx_eval.core.errors import EngineError
+from vx_eval.python.commands import run
 from vx_eval.testing.conformance import EngineConformance, Opened
 
 DSN_ENV = "VX_TEST_PG_DSN"

@@ -208,7 +208,7 @@ def test_a_real_index_is_searched_densely_with_the_model_named_on_the_command_li
     """`--target qdrant:FOLDER/COLLECTION --model FIELD=PROVIDER:MODEL@URL`: a collection whose vectors
     came from a served model is searched densely through it, with no config written by hand."""
     from vx_eval import open_engine
-    from vx_eval.autoconfig import config_data, from_target
+    from vx_eval.zeroconfig.autoconfig import config_data, from_target
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("OPENAI_API_KEY", KEY)  # the provider's usual variable, named in the config it writes

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
-from vx_eval.display import fmt
 from vx_eval.serve.auth import Users
 from vx_eval.testing.processes import free_port, start_server
+from vx_eval.views.display import fmt
 
 ADMIN_KEY = "browser-tests-admin-key"
 

@@ -18,9 +18,9 @@ import pytest
 import yaml
 from playwright.sync_api import expect
 
-from vx_eval.display import fmt
 from vx_eval.serve.auth import Users
 from vx_eval.testing.processes import free_port, start_server
+from vx_eval.views.display import fmt
 
 from ..conftest import quickstart_copy
 
@@ -211,8 +211,8 @@ def test_a_runner_starts_a_run_on_a_target_with_no_configuration_and_it_ends_as_
     """`serve --target help=sqlite:INDEX`: a runner names the target and nothing else; the run reads what the
     index holds, takes the questions drafted for it (kept beside its config in the server's folder), grades
     every top 10 with the judge, and gives what `vx-eval run --target` gives in the same folder."""
-    from vx_eval.autoconfig import from_target, workspace
     from vx_eval.core.plugins import load_plugins
+    from vx_eval.zeroconfig.autoconfig import from_target, workspace
 
     config = quickstart_copy(tmp_path, shared_cache, keyword_only=True)
     subprocess.run(

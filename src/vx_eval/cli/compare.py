@@ -14,7 +14,7 @@ from vx_eval.core.measures.metrics import parse
 from vx_eval.core.plugins import load_plugins
 from vx_eval.core.report.compare import Gate, compare_reports, failed_gates, load_report, partial_setups
 from vx_eval.core.stores import Stores
-from vx_eval.tables import show_comparison
+from vx_eval.views.tables import show_comparison
 
 
 @click.command()

@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING
 import click
 from rich.markup import escape
 
-from vx_eval.api import template_rows, write_golden_rows
 from vx_eval.cli.common import err_console, location, new_file, out_console, shown_path
 from vx_eval.cli.progress import RichProgress
 from vx_eval.core.config.experiment import CorpusSource, load_config
@@ -31,6 +30,7 @@ from vx_eval.core.run.targets import close_targets, nearest_ids, open_targets
 from vx_eval.core.stores import Stores, local_folder
 from vx_eval.core.usecases.plan import Plan, drafting
 from vx_eval.llm.drafting import parse_mix
+from vx_eval.python.commands import template_rows, write_golden_rows
 
 if TYPE_CHECKING:
     from vx_eval.core.plugins import Plugins

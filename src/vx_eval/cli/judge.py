@@ -13,7 +13,7 @@ from vx_eval.core.judging.check import keep_check
 from vx_eval.core.plugins import load_plugins
 from vx_eval.core.stores import Stores
 from vx_eval.core.usecases.judge_check import check_judge
-from vx_eval.tables import show_judge_check
+from vx_eval.views.tables import show_judge_check
 
 
 @click.group("judge")

@@ -23,7 +23,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from vx_eval.format import duration, plan_lines
+from vx_eval.views.format import duration, plan_lines
 
 if TYPE_CHECKING:
     from vx_eval.core.usecases.plan import Plan

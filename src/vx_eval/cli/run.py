@@ -13,7 +13,6 @@ import click
 from rich.markup import escape
 from rich.syntax import Syntax
 
-from vx_eval.autoconfig import GOLDEN, choose_writer, from_docs, from_target, prepare, refusals, write_config
 from vx_eval.cli.common import config_argument, err_console, location, out_console, wide_option, write_page
 from vx_eval.cli.progress import FileProgress, RichProgress
 from vx_eval.core.config.experiment import load_config, with_overrides
@@ -23,18 +22,19 @@ from vx_eval.core.stores import Stores
 from vx_eval.core.usecases.pipeline import RunOptions, plan_experiment, run_experiment
 from vx_eval.core.usecases.plan import drafting
 from vx_eval.core.usecases.watch import Outcome, Watcher
-from vx_eval.display import show_run
-from vx_eval.drafted import MOST, run_drafted
-from vx_eval.format import plan_lines
+from vx_eval.views.display import show_run
+from vx_eval.views.format import plan_lines
+from vx_eval.zeroconfig.autoconfig import GOLDEN, choose_writer, from_docs, from_target, prepare, refusals, write_config
+from vx_eval.zeroconfig.drafted import MOST, run_drafted
 
 if TYPE_CHECKING:
-    from vx_eval.autoconfig import AutoConfig, Source, WriterChoice
     from vx_eval.core.config.experiment import Experiment
     from vx_eval.core.contracts.engine import Progress
     from vx_eval.core.plugins import Plugins
     from vx_eval.core.report.schema import Report
     from vx_eval.core.usecases.pipeline import RunResult
     from vx_eval.core.usecases.plan import Plan
+    from vx_eval.zeroconfig.autoconfig import AutoConfig, Source, WriterChoice
 
 
 @dataclass(frozen=True)

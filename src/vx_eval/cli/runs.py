@@ -21,9 +21,9 @@ from vx_eval.cli.common import (
 from vx_eval.cli.progress import RichProgress
 from vx_eval.core.errors import VxEvalError
 from vx_eval.core.report.history import golden_bytes, list_runs, read_report
-from vx_eval.display import show_run
-from vx_eval.evaluation import export_trec, rescore
-from vx_eval.tables import runs_table
+from vx_eval.python.evaluation import export_trec, rescore
+from vx_eval.views.display import show_run
+from vx_eval.views.tables import runs_table
 
 
 @click.group()

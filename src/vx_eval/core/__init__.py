@@ -19,4 +19,4 @@ if TYPE_CHECKING:
 report_views: Callable[[], ReportViews] | None = None
 """Where the `Report`'s conveniences for people come from (``report.table()``, ``to_pandas()``,
 ``per_question()``, its notebook page, ``save()``): a function giving the module that holds them, set by the
-`vx_eval` package above the core (to `vx_eval.notebook`), so that the core never imports a view."""
+`vx_eval` package above the core (to `vx_eval.python.notebook`), so that the core never imports a view."""

@@ -12,17 +12,6 @@ from markupsafe import Markup
 
 from vx_eval import __version__
 from vx_eval.core.report.schema import Report
-from vx_eval.format import (
-    circular_note,
-    corpus_note,
-    fmt,
-    meaning,
-    measures_shown,
-    sources_note,
-    tie_notes,
-    timing_note,
-    tuning_notes,
-)
 from vx_eval.html import charts
 from vx_eval.html.view import (
     PER_PAGE,
@@ -33,6 +22,17 @@ from vx_eval.html.view import (
     found_metrics,
     graded_view,
     setup_views,
+)
+from vx_eval.views.format import (
+    circular_note,
+    corpus_note,
+    fmt,
+    meaning,
+    measures_shown,
+    sources_note,
+    tie_notes,
+    timing_note,
+    tuning_notes,
 )
 
 OVER_TIME_SERIES = 7

@@ -1,7 +1,7 @@
 """What the report page shows, worked out from a saved report (and the earlier runs on the same questions).
 
 Everything here reads the report only, so a page can be made for any saved run, on any machine, long after
-the engines are gone. Numbers are worded the way the command line words them (`vx_eval.format`).
+the engines are gone. Numbers are worded the way the command line words them (`vx_eval.views.format`).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from vx_eval.core.report.schema import Graded, Report, Settings, SetupResult, TargetInfo
 from vx_eval.core.report.views import JudgeInfo
-from vx_eval.format import fmt_ms as display_ms
+from vx_eval.views.format import fmt_ms as display_ms
 
 PICKS = (
     ("finds_the_most", "Finds the most", "the best {measure}"),

@@ -27,15 +27,15 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from vx_eval.autoconfig import QUESTIONS
+from vx_eval._processes import child_setup
 from vx_eval.core.errors import SEARCHES_FAILED, StoreError, service_text
 from vx_eval.core.report.saving import REPORT_NAME, is_run_id, new_run_id, runs_folder
 from vx_eval.core.run.checkpoints import Checkpoints
 from vx_eval.core.stores import Stores, full_error, join
-from vx_eval.processes import child_setup
 from vx_eval.serve.bounds import Limits
 from vx_eval.serve.public import public_text
 from vx_eval.serve.records import ACTIVE, Health, Job, Progress, QueueFull, RunRequest
+from vx_eval.zeroconfig.autoconfig import QUESTIONS
 
 __all__ = ["Job", "Jobs", "QueueFull", "RunRequest"]
 

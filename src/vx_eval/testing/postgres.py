@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from vx_eval.processes import child_setup
+from vx_eval._processes import child_setup
 from vx_eval.testing.processes import Server, free_port, start_server
 
 USER = "vx"

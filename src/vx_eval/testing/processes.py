@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from vx_eval.processes import child_setup as _child_setup
+from vx_eval._processes import child_setup as _child_setup
 
 
 def free_port() -> int:

@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from vx_eval.evaluation import load_model
+from vx_eval.python.evaluation import load_model
 
 DENSE_MODEL = "all-MiniLM-L6-v2"
 RERANK_MODEL = "ms-marco-MiniLM-L-6-v2"

@@ -419,7 +419,7 @@ class Report(Frozen):
 
         return report_mapping(self)[key]
 
-    # ---------------------- for people (the code lives above the core, `vx_eval.notebook`: see `_views`)
+    # ---------------------- for people (the code lives above the core, `vx_eval.python.notebook`: see `_views`)
 
     def table(self, width: int = 120, *, wide: bool = False) -> str:
         """The ranked table and the picks as `vx-eval run` prints them (plain text, `width` columns)."""
@@ -446,7 +446,7 @@ class Report(Frozen):
 
 
 class ReportViews(Protocol):
-    """What the module behind `core.report_views` gives the `Report` (`vx_eval.notebook` is one)."""
+    """What the module behind `core.report_views` gives the `Report` (`vx_eval.python.notebook` is one)."""
 
     def table_text(self, report: Report, width: int, wide: bool) -> str: ...
 

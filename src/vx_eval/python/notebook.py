@@ -11,8 +11,8 @@ from vx_eval.core.errors import VxEvalError, redact
 from vx_eval.core.plugins import load_plugins
 from vx_eval.core.report.saving import save_report
 from vx_eval.core.stores import Stores
-from vx_eval.display import show_run
 from vx_eval.html.render import render_page
+from vx_eval.views.display import show_run
 
 if TYPE_CHECKING:
     from vx_eval.core.report.schema import Report

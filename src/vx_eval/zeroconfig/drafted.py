@@ -1,6 +1,6 @@
 """A zero-configuration run that drafts more questions while its pick is not sure.
 
-A run on drafted questions (`vx_eval.autoconfig`) ranks its setups on a few dozen questions. Where the paired
+A run on drafted questions (`vx_eval.zeroconfig.autoconfig`) ranks its setups on a few dozen questions. Where the paired
 test cannot tell the leader from the setup ranked next (`Picking.sure`), or the judge's measured noise cannot
 (`Picking.judge_noise`), the run drafts more, from passages its questions do not draw on yet, and runs again
 (the index, the vectors, the drafts and the judge's grades are kept by content, so only the new questions cost
@@ -15,19 +15,19 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from vx_eval.api import write_golden_rows
-from vx_eval.autoconfig import FEWEST, MIX, AutoConfig, WriterChoice, judged_only, refusals, write_golden
 from vx_eval.core.golden.files import lint, question_key
 from vx_eval.core.report.saving import check_run_id, save_report
 from vx_eval.core.stores import Stores
 from vx_eval.core.usecases.pipeline import RunResult, run_experiment
+from vx_eval.python.commands import write_golden_rows
+from vx_eval.zeroconfig.autoconfig import FEWEST, MIX, AutoConfig, WriterChoice, judged_only, refusals, write_golden
 
 if TYPE_CHECKING:
-    from vx_eval.api import WriteSummary
     from vx_eval.core.config.experiment import Experiment
     from vx_eval.core.plugins import Plugins
     from vx_eval.core.report.schema import Report
     from vx_eval.core.usecases.pipeline import RunOptions, RunResult
+    from vx_eval.python.commands import WriteSummary
 
 MOST = 4
 """By default a run drafts up to this many times ``--questions`` while its pick is not sure."""

@@ -16,7 +16,6 @@ from typing import Any
 
 import yaml
 
-from vx_eval.api import run
 from vx_eval.core.config.experiment import EvaluationConfig, load_config, parse_config
 from vx_eval.core.contracts.engine import (
     Document,
@@ -46,7 +45,8 @@ from vx_eval.core.usecases.export import export_trec as _export
 from vx_eval.core.usecases.pipeline import RunOptions, run_experiment
 from vx_eval.core.usecases.rescore import Rescoring, rejudge, searched_questions
 from vx_eval.core.usecases.rescore import rescore as _rescore
-from vx_eval.questions import Target
+from vx_eval.python.commands import run
+from vx_eval.python.questions import Target
 
 GIVEN = "(questions given to evaluate())"
 

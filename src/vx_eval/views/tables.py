@@ -1,5 +1,5 @@
 """How `compare`, `runs list` and `judge check` look in a terminal: the tables beside the run's own
-(`vx_eval.display`)."""
+(`vx_eval.views.display`)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from vx_eval.core.errors import brief
-from vx_eval.display import Justify
-from vx_eval.format import fmt_ms, gullibility_line, judge_line
+from vx_eval.views.display import Justify
+from vx_eval.views.format import fmt_ms, gullibility_line, judge_line
 
 if TYPE_CHECKING:
     from vx_eval.core.judging.check import JudgeCheck

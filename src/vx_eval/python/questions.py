@@ -13,8 +13,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from vx_eval.api import draft_rows, save_golden
-from vx_eval.api import read_golden as _read
 from vx_eval.core.config.experiment import ModelsConfig
 from vx_eval.core.contracts.engine import EngineHandle
 from vx_eval.core.contracts.golden import GoldenSet
@@ -23,6 +21,8 @@ from vx_eval.core.contracts.writer import WriteRequest
 from vx_eval.core.errors import ConfigError, GoldenError
 from vx_eval.core.golden.template import drafted, sample_units
 from vx_eval.core.plugins import load_plugins
+from vx_eval.python.commands import draft_rows, save_golden
+from vx_eval.python.commands import read_golden as _read
 
 
 def question_id(text: str) -> str:

@@ -27,7 +27,6 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from vx_eval.api import write_golden_rows
 from vx_eval.core.contracts.endpoints import ModelEndpoint
 from vx_eval.core.contracts.engine import Discovered, slug
 from vx_eval.core.contracts.golden import GoldenRow
@@ -36,13 +35,14 @@ from vx_eval.core.errors import ConfigError, GoldenError
 from vx_eval.core.golden.files import dump_rows
 from vx_eval.core.models.loading import ModelCatalog, unknown_model
 from vx_eval.llm.local import INSTALL
+from vx_eval.python.commands import write_golden_rows
 
 if TYPE_CHECKING:
     from vx_eval.core.plugins import Plugins
 
 
 if TYPE_CHECKING:
-    from vx_eval.api import WriteSummary
+    from vx_eval.python.commands import WriteSummary
 
 METRICS = ("dcg@10", "ndcg@10", "found@10", "mrr", "recall@10")
 MIX = {"fact": 0.35, "why": 0.15, "keyword": 0.5}

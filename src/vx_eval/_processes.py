@@ -1,6 +1,6 @@
-"""Child processes that never outlive the process that started them: a process group of their own (so they are
-stopped as a group, by PID) and, on Linux, ``PR_SET_PDEATHSIG``, so the kernel stops them the moment their
-parent ends however it ends. The server's runs and the tests' servers are started so."""
+"""Internal (no contract): child processes that never outlive the process that started them: a process group
+of their own (so they are stopped as a group, by PID) and, on Linux, ``PR_SET_PDEATHSIG``, so the kernel stops
+them the moment their parent ends however it ends. The server's runs and the tests' servers are started so."""
 
 from __future__ import annotations
 

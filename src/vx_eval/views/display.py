@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from vx_eval.format import (
+from vx_eval.views.format import (
     circular_note,
     corpus_note,
     fmt,
