@@ -116,7 +116,7 @@ def test_the_default_judge_states_vx_evals_own_check_where_the_store_has_none(tm
 def test_more_drafts_drop_a_question_the_golden_file_already_holds_by_its_own_rule(tmp_path, monkeypatch):
     """A new draft worded as a held question, up to case and spacing as the golden file compares questions
     (casefold: "STRASSE" is "straße"), is dropped; the file is rewritten whole, the held rows first."""
-    import vx_eval.python.commands
+    import vx_eval.zeroconfig.drafted
     from vx_eval.core.contracts.golden import GoldenRow
     from vx_eval.core.golden.files import dump_rows, lint
     from vx_eval.python.commands import WriteSummary
@@ -136,7 +136,7 @@ def test_more_drafts_drop_a_question_the_golden_file_already_holds_by_its_own_ru
         asked.update(options, n=n)
         return drafts, WriteSummary("local", "m", "c", 2, 2, 5, n, {}, 0, 0, {})
 
-    monkeypatch.setattr(vx_eval.python.commands, "write_golden_rows", write)
+    monkeypatch.setattr(vx_eval.zeroconfig.drafted, "write_golden_rows", write)  # the name draft_more calls
     summary = draft_more(made, 2, WriterChoice("local", None, ""), None)
     assert summary.accepted == 1 and asked["avoid"] == {"d1"} and asked["seed"] == 1
     defects, rows = lint((tmp_path / "golden.jsonl").read_bytes())

@@ -12,8 +12,9 @@ from fastapi.testclient import TestClient
 
 from vx_eval.core.report.saving import golden_copy_location
 from vx_eval.core.stores import Stores
-from vx_eval.serve.app import MENU_SIZE, ServeSettings, create_app
+from vx_eval.serve.app import ServeSettings, create_app
 from vx_eval.serve.auth import Users
+from vx_eval.serve.service import MENU_SIZE
 
 ADMIN_KEY = "the-servers-own-admin-key"
 

@@ -10,11 +10,11 @@ golden download does. Every action is in the access log.
 from __future__ import annotations
 
 import hashlib
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import Body, FastAPI, Form, Request
-from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
-from markupsafe import Markup
+from fastapi import APIRouter, Body, Depends, Form, Request
+from fastapi.responses import JSONResponse, RedirectResponse, Response
+from fastapi.routing import APIRoute
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from vx_eval.core.config.experiment import with_overrides
@@ -22,11 +22,13 @@ from vx_eval.core.contracts.store import StoreNotFound
 from vx_eval.core.errors import ConfigError, GoldenError, MetricError, StoreError
 from vx_eval.core.measures.metrics import expand_cutoffs, parse
 from vx_eval.core.run.selection import selection_problem
-from vx_eval.html.render import Account, small_page, start_form
+from vx_eval.serve.access import allowed, service_of
 from vx_eval.serve.auth import Principal
 from vx_eval.serve.datasets import DamagedFile, DatasetIn
 from vx_eval.serve.jobs import Job, QueueFull, RunRequest
+from vx_eval.serve.pages import job_view
 from vx_eval.serve.public import public_text
+from vx_eval.serve.service import Service
 
 
 class NowRequest(BaseModel):
@@ -55,7 +57,7 @@ def _damaged(exc: StoreError) -> Response:
     return JSONResponse({"detail": public_text(str(exc)), "damaged": True}, status_code=409)
 
 
-def check_request(service: Any, request: RunRequest) -> Response | None:
+def check_request(service: Service, request: RunRequest) -> Response | None:
     """A run request checked as `vx-eval run` would check it, before anything is queued: the measures
     (spelling, and no cut-off deeper than the experiment searches), the cut-offs, and `only`/`skip` against
     the setups the experiment's newest run had (where it has run here before)."""
@@ -88,227 +90,179 @@ def check_request(service: Any, request: RunRequest) -> Response | None:
     return None
 
 
-def job_view(job: Job) -> dict[str, Any]:
-    """A run the server started, as the API shows it (no question text; no host paths)."""
-    progress = job.progress
-    return {
-        "id": job.id,
-        "experiment": job.experiment,
-        "target": job.target,
-        "status": job.status,
-        "reason": public_text(job.reason) if job.reason else None,
-        "created_at": job.created_at,
-        "started_at": job.started_at,
-        "finished_at": job.finished_at,
-        "dataset": job.request.dataset,
-        "golden_sha256": job.golden_sha256,
-        "progress": {
-            "stage": progress.stage,
-            "setups": progress.setups,
-            "questions": progress.questions,
-            "searches_done": progress.searches_done,
-            "searches_total": progress.searches_total,
-        },
-    }
-
-
-def add_run_routes(app: FastAPI, service: Any) -> None:
-    """The run and dataset routes, over the app's `Service` (`service.jobs`, `service.datasets`)."""
-
-    def golden_for(request: RunRequest) -> tuple[str | None, str | None] | Response:
-        if request.target is not None and request.target not in service.targets:
-            known = ", ".join(sorted(service.targets)) or "none"
-            return _invalid("target", f"no target {request.target!r} (the server knows: {known})")
-        if request.experiment is not None and request.experiment not in service.experiments:
-            known = ", ".join(sorted(service.experiments)) or "none"
-            return _invalid("experiment", f"no experiment {request.experiment!r} (the server knows: {known})")
-        refused = check_request(service, request)
-        if refused is not None:
-            return refused
-        if request.dataset:
-            try:
-                where, sha = service.datasets.version(request.dataset, request.dataset_version)
-            except StoreError as exc:
-                return _invalid("dataset", public_text(str(exc)))
-            return where, sha
-        if request.experiment is None:
-            return None, None  # a target's questions are drafted by the run, and kept beside its config
-        return None, service.config_golden_sha(request.experiment)
-
-    def submit(who: Principal, run: RunRequest) -> tuple[Job, bool] | Response:
-        found = golden_for(run)
-        if isinstance(found, Response):
-            return found
+def golden_for(service: Service, request: RunRequest) -> tuple[str | None, str | None] | Response:
+    """The golden file a run request names (where it is kept and its sha256), or a 422 saying what is wrong."""
+    if request.target is not None and request.target not in service.targets:
+        known = ", ".join(sorted(service.targets)) or "none"
+        return _invalid("target", f"no target {request.target!r} (the server knows: {known})")
+    if request.experiment is not None and request.experiment not in service.experiments:
+        known = ", ".join(sorted(service.experiments)) or "none"
+        return _invalid("experiment", f"no experiment {request.experiment!r} (the server knows: {known})")
+    refused = check_request(service, request)
+    if refused is not None:
+        return refused
+    if request.dataset:
         try:
-            job, new = service.jobs.submit(run, *found, owner=who.name or who.kind, key_id=who.key_id)
-        except QueueFull as exc:
-            service.log.write(event="run refused: queue full", caller=who.kind, name=who.name)
-            return JSONResponse({"detail": str(exc)}, status_code=429, headers={"Retry-After": str(exc.retry_after)})
+            where, sha = service.datasets.version(request.dataset, request.dataset_version)
         except StoreError as exc:
-            return _cannot_keep("the run", exc)
-        service.log.write(event="run started" if new else "run asked again", run=job.id, experiment=job.experiment,
-                          target=job.target, caller=who.kind, name=who.name)  # fmt: skip
-        return job, new
+            return _invalid("dataset", public_text(str(exc)))
+        return where, sha
+    if request.experiment is None:
+        return None, None  # a target's questions are drafted by the run, and kept beside its config
+    return None, service.config_golden_sha(request.experiment)
 
-    def start(who: Principal, run: RunRequest) -> Response:
-        submitted = submit(who, run)
-        if isinstance(submitted, Response):
-            return submitted
-        job, new = submitted
-        return JSONResponse({**job_view(job), "new": new}, status_code=202)
 
-    @app.post(
-        "/api/v1/evaluations",
-        status_code=202,
-        summary="Start a run of an experiment the server knows, or of a target with no configuration",
-    )
-    def start_run(request: Request, run: RunRequest = Body(...)) -> Response:  # noqa: B008 - FastAPI's way
-        who = service.caller(request, "evaluation.start")
-        return who if not isinstance(who, Principal) else start(who, run)
+def submit(service: Service, who: Principal, run: RunRequest) -> tuple[Job, bool] | Response:
+    """The run queued (or the same run already queued: `new` False), or why not (422, 429, 507)."""
+    found = golden_for(service, run)
+    if isinstance(found, Response):
+        return found
+    try:
+        job, new = service.jobs.submit(run, *found, owner=who.name or who.kind, key_id=who.key_id)
+    except QueueFull as exc:
+        service.log.write(event="run refused: queue full", caller=who.kind, name=who.name)
+        return JSONResponse({"detail": str(exc)}, status_code=429, headers={"Retry-After": str(exc.retry_after)})
+    except StoreError as exc:
+        return _cannot_keep("the run", exc)
+    service.log.write(event="run started" if new else "run asked again", run=job.id, experiment=job.experiment,
+                      target=job.target, caller=who.kind, name=who.name)  # fmt: skip
+    return job, new
 
-    @app.post("/api/v1/evaluations/now", status_code=202, summary="evaluate_now: a run on the latest golden version")
-    def evaluate_now(request: Request, now: NowRequest = Body(...)) -> Response:  # noqa: B008
-        who = service.caller(request, "evaluation.start")
-        if not isinstance(who, Principal):
-            return who
-        return start(who, RunRequest(experiment=now.experiment, dataset=now.dataset))
 
-    @app.post("/api/v1/evaluations/{run_id}/cancel", summary="Cancel a pending or running run")
-    def cancel_run(request: Request, run_id: str) -> Response:
-        who = service.caller(request, "evaluation.cancel")
-        if not isinstance(who, Principal):
-            return who
-        job = service.jobs.cancel(run_id) if service.jobs.get(run_id) else None
-        if job is None:
-            return JSONResponse({"detail": f"no run {run_id!r} started by this server"}, status_code=404)
-        service.log.write(event="run cancelled", run=run_id, caller=who.kind, name=who.name)
-        return JSONResponse(job_view(job))
+def _started(service: Service, who: Principal, run: RunRequest) -> Response:
+    submitted = submit(service, who, run)
+    if isinstance(submitted, Response):
+        return submitted
+    job, new = submitted
+    return JSONResponse({**job_view(job), "new": new}, status_code=202)
 
-    @app.get("/api/v1/experiments", summary="The experiments this server can run")
-    def experiments(request: Request) -> Response:
-        who = service.caller(request, "evaluation.read")
-        return (
-            who
-            if not isinstance(who, Principal)
-            else JSONResponse({"experiments": sorted(service.experiments), "targets": sorted(service.targets)})
-        )
 
-    @app.post("/api/v1/datasets", status_code=201, summary="Keep a dataset's new version")
-    def keep_dataset(request: Request, dataset: DatasetIn = Body(...)) -> Response:  # noqa: B008
-        who = service.caller(request, "dataset.write")
-        if not isinstance(who, Principal):
-            return who
+Served = Annotated[Service, Depends(service_of)]
+
+
+def start_run(
+    service: Served,
+    who: Annotated[Principal, Depends(allowed("evaluation.start"))],
+    run: Annotated[RunRequest, Body()],
+) -> Response:
+    return _started(service, who, run)
+
+
+def evaluate_now(
+    service: Served,
+    who: Annotated[Principal, Depends(allowed("evaluation.start"))],
+    now: Annotated[NowRequest, Body()],
+) -> Response:
+    return _started(service, who, RunRequest(experiment=now.experiment, dataset=now.dataset))
+
+
+def cancel_run(
+    service: Served, who: Annotated[Principal, Depends(allowed("evaluation.cancel"))], run_id: str
+) -> Response:
+    job = service.jobs.cancel(run_id) if service.jobs.get(run_id) else None
+    if job is None:
+        return JSONResponse({"detail": f"no run {run_id!r} started by this server"}, status_code=404)
+    service.log.write(event="run cancelled", run=run_id, caller=who.kind, name=who.name)
+    return JSONResponse(job_view(job))
+
+
+def experiments(service: Served, _who: Annotated[Principal, Depends(allowed("evaluation.read"))]) -> Response:
+    return JSONResponse({"experiments": sorted(service.experiments), "targets": sorted(service.targets)})
+
+
+def keep_dataset(
+    service: Served,
+    who: Annotated[Principal, Depends(allowed("dataset.write"))],
+    dataset: Annotated[DatasetIn, Body()],
+) -> Response:
+    try:
+        info, left_out = service.datasets.keep(dataset)
+    except GoldenError as exc:
+        return _invalid(dataset.given_as, str(exc))
+    except StoreError as exc:
+        return _cannot_keep("the dataset", exc)
+    service.log.write(event="dataset kept", dataset=info.name, sha256=info.current, caller=who.kind, name=who.name)
+    return JSONResponse({**info.model_dump(), "left_out": [p.render() for p in left_out]}, status_code=201)
+
+
+def datasets(service: Served, _who: Annotated[Principal, Depends(allowed("dataset.list"))]) -> Response:
+    rows: list[dict[str, Any]] = []
+    for name in service.datasets.names():
         try:
-            info, left_out = service.datasets.keep(dataset)
-        except GoldenError as exc:
-            return _invalid(dataset.given_as, str(exc))
-        except StoreError as exc:
-            return _cannot_keep("the dataset", exc)
-        service.log.write(event="dataset kept", dataset=info.name, sha256=info.current, caller=who.kind, name=who.name)
-        return JSONResponse({**info.model_dump(), "left_out": [p.render() for p in left_out]}, status_code=201)
-
-    @app.get("/api/v1/datasets", summary="The datasets kept: names, current versions, question counts")
-    def datasets(request: Request) -> Response:
-        who = service.caller(request, "dataset.list")
-        if not isinstance(who, Principal):
-            return who
-        rows: list[dict[str, Any]] = []
-        for name in service.datasets.names():
-            try:
-                info = service.datasets.info(name)
-            except StoreError as exc:  # damaged: listed with why; the others are still served
-                rows.append({"name": name, "damaged": public_text(str(exc))})
-                continue
-            current = next(v for v in info.versions if v.sha256 == info.current)
-            rows.append({"name": name, "current": info.current, "versions": len(info.versions),
-                         "questions": current.questions})  # fmt: skip
-        return JSONResponse({"datasets": rows})
-
-    @app.get("/api/v1/datasets/{name}", summary="One dataset's versions (by sha256) and its current one")
-    def dataset(request: Request, name: str) -> Response:
-        who = service.caller(request, "dataset.list")
-        if not isinstance(who, Principal):
-            return who
-        try:
-            return JSONResponse(service.datasets.info(name).model_dump())
-        except StoreNotFound as exc:
-            return JSONResponse({"detail": public_text(str(exc))}, status_code=404)
-        except StoreError as exc:
-            return _damaged(exc)
-
-    @app.get("/api/v1/datasets/{name}/rows", summary="A dataset's questions (admins signed in as a person)")
-    def dataset_rows(request: Request, name: str, version: str | None = None) -> Response:
-        who = service.caller(request, "dataset.read")
-        if not isinstance(who, Principal):
-            service.log.write(event="dataset text refused", dataset=name)
-            return who
-        try:
-            data = service.datasets.rows(name, version)
-        except StoreNotFound as exc:
-            return JSONResponse({"detail": public_text(str(exc))}, status_code=404)
-        except StoreError as exc:
-            return _damaged(exc)
-        sha = hashlib.sha256(data).hexdigest()
-        service.log.write(event="dataset text read", dataset=name, sha256=sha, person=who.name)
-        return Response(data, media_type="application/x-ndjson", headers={"Cache-Control": "no-store"})
-
-    @app.post("/evaluations/start", summary="The page's form: start a run, then follow it")
-    def start_from_page(request: Request, experiment: str = Form(min_length=1), dataset: str = Form("")) -> Response:
-        refused = service.foreign(request)
-        if refused is not None:
-            return refused
-        who = service.caller(request, "evaluation.start")
-        if not isinstance(who, Principal):
-            return who
-        target = experiment.removeprefix("target:") if experiment.startswith("target:") else None
-        try:
-            if target is not None:  # an index the server runs with no configuration (the menu's second group)
-                run = RunRequest(target=target, dataset=dataset or None)
-            else:
-                run = RunRequest(experiment=experiment, dataset=dataset or None)
-        except ValidationError as exc:
-            return _invalid("experiment", str(exc.errors()[0]["msg"]))
-        submitted = submit(who, run)
-        if isinstance(submitted, Response):
-            return submitted
-        return RedirectResponse(f"/runs/{submitted[0].id}", status_code=303)
+            info = service.datasets.info(name)
+        except StoreError as exc:  # damaged: listed with why; the others are still served
+            rows.append({"name": name, "damaged": public_text(str(exc))})
+            continue
+        current = next(v for v in info.versions if v.sha256 == info.current)
+        rows.append({"name": name, "current": info.current, "versions": len(info.versions),
+                     "questions": current.questions})  # fmt: skip
+    return JSONResponse({"datasets": rows})
 
 
-def progress_page(job: Job) -> HTMLResponse:
-    """A run the server started that has no report yet: where it is, refreshed every two seconds."""
-    p = job.progress
-    done = f"{p.searches_done} of {p.searches_total} searches" if p.searches_total else "starting"
-    body = Markup(
-        '<header><h1>Run {id}</h1><p>{kind} <b>{experiment}</b>{dataset}.</p></header><main class="progress">'
-        '<p>Status: <b id="run-status">{status}</b>{stage} · <span id="run-progress">{done}</span></p>{bar}{reason}'
-        '<p><a href="/">All runs</a></p></main>'
-    ).format(
-        id=job.id,
-        kind="Experiment" if job.target is None else "Target",
-        experiment=job.experiment if job.target is None else job.target,
-        dataset=Markup(", dataset <b>{}</b>").format(job.request.dataset) if job.request.dataset else "",
-        status=job.status,
-        stage=f" · {p.stage}" if p.stage else "",
-        done=done,
-        bar=Markup('<progress max="{}" value="{}"></progress>').format(p.searches_total, p.searches_done)
-        if p.searches_total
-        else "",
-        reason=Markup('<p class="notice" id="run-reason">{}</p>').format(public_text(job.reason)) if job.reason else "",
-    )
-    live = job.status in ("pending", "in_progress")
-    return HTMLResponse(small_page(f"Run {job.id}", body, refresh=2 if live else None))
+def dataset(service: Served, _who: Annotated[Principal, Depends(allowed("dataset.list"))], name: str) -> Response:
+    try:
+        return JSONResponse(service.datasets.info(name).model_dump())
+    except StoreNotFound as exc:
+        return JSONResponse({"detail": public_text(str(exc))}, status_code=404)
+    except StoreError as exc:
+        return _damaged(exc)
 
 
-def first_page(account: Account) -> HTMLResponse:
-    """The page of a server with no runs yet: who is signed in and, for a runner, the form to start one."""
-    who = (
-        Markup(
-            'Signed in as <b id="signed-in">{}</b> · <form method="post" action="/logout" style="display:inline">'
-            '<button type="submit" id="sign-out">sign out</button></form>'
-        ).format(account.name)
-        if account.name
-        else Markup('<a href="/login" id="sign-in-link">Sign in</a>')
-    )
-    start = start_form(account.start) if account.start else Markup("<p>A runner can start one once signed in.</p>")
-    body = Markup('<header><p class="account" id="account">{}</p><h1>No runs yet</h1></header><main>{}</main>')
-    return HTMLResponse(small_page("No runs yet", body.format(who, start)))
+def dataset_rows(service: Served, request: Request, name: str, version: str | None = None) -> Response:
+    who = service.caller(request, "dataset.read")
+    if not isinstance(who, Principal):  # refused here, not by a dependency: the refusal is logged with the name
+        service.log.write(event="dataset text refused", dataset=name)
+        return who
+    try:
+        data = service.datasets.rows(name, version)
+    except StoreNotFound as exc:
+        return JSONResponse({"detail": public_text(str(exc))}, status_code=404)
+    except StoreError as exc:
+        return _damaged(exc)
+    sha = hashlib.sha256(data).hexdigest()
+    service.log.write(event="dataset text read", dataset=name, sha256=sha, person=who.name)
+    return Response(data, media_type="application/x-ndjson", headers={"Cache-Control": "no-store"})
+
+
+def start_from_page(
+    service: Served, request: Request, experiment: str = Form(min_length=1), dataset: str = Form("")
+) -> Response:
+    refused = service.foreign(request)  # before who: a cross-site post is refused whoever sends it
+    if refused is not None:
+        return refused
+    who = service.caller(request, "evaluation.start")
+    if not isinstance(who, Principal):
+        return who
+    target = experiment.removeprefix("target:") if experiment.startswith("target:") else None
+    try:
+        if target is not None:  # an index the server runs with no configuration (the menu's second group)
+            run = RunRequest(target=target, dataset=dataset or None)
+        else:
+            run = RunRequest(experiment=experiment, dataset=dataset or None)
+    except ValidationError as exc:
+        return _invalid("experiment", str(exc.errors()[0]["msg"]))
+    submitted = submit(service, who, run)
+    if isinstance(submitted, Response):
+        return submitted
+    return RedirectResponse(f"/runs/{submitted[0].id}", status_code=303)
+
+
+def run_routes(route_class: type[APIRoute]) -> APIRouter:
+    """The run and dataset routes, each handler a function of its own; who may call each is its dependency."""
+    router = APIRouter(route_class=route_class)
+    add = router.add_api_route
+    add("/api/v1/evaluations", start_run, methods=["POST"], status_code=202,
+        summary="Start a run of an experiment the server knows, or of a target with no configuration")  # fmt: skip
+    add("/api/v1/evaluations/now", evaluate_now, methods=["POST"], status_code=202,
+        summary="evaluate_now: a run on the latest golden version")  # fmt: skip
+    add("/api/v1/evaluations/{run_id}/cancel", cancel_run, methods=["POST"], summary="Cancel a pending or running run")
+    add("/api/v1/experiments", experiments, methods=["GET"], summary="The experiments this server can run")
+    add("/api/v1/datasets", keep_dataset, methods=["POST"], status_code=201, summary="Keep a dataset's new version")
+    add("/api/v1/datasets", datasets, methods=["GET"],
+        summary="The datasets kept: names, current versions, question counts")  # fmt: skip
+    add("/api/v1/datasets/{name}", dataset, methods=["GET"],
+        summary="One dataset's versions (by sha256) and its current one")  # fmt: skip
+    add("/api/v1/datasets/{name}/rows", dataset_rows, methods=["GET"],
+        summary="A dataset's questions (admins signed in as a person)")  # fmt: skip
+    add("/evaluations/start", start_from_page, methods=["POST"], summary="The page's form: start a run, then follow it")
+    return router
