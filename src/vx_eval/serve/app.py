@@ -11,31 +11,27 @@ import contextlib
 import sys
 import traceback
 from collections.abc import AsyncIterator
-from typing import Any, Literal
+from typing import Any
 
 from fastapi import FastAPI, Form, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from starlette.middleware.sessions import SessionMiddleware
 
-from vx_eval.core.contracts.store import StoreNotFound
-from vx_eval.core.errors import StoreError, redact
-from vx_eval.core.report.history import list_runs
+from vx_eval.core.errors import redact
 from vx_eval.core.stores import Stores
 from vx_eval.serve.access import Refused, refused
 from vx_eval.serve.auth import (
     SESSION_HOURS,
-    Principal,
     Throttle,
     UsersUnreadable,
     session_secret,
 )
 from vx_eval.serve.limits import BodyLimit, strict_route, unavailable, validation_error
 from vx_eval.serve.openapi import complete as complete_openapi
-from vx_eval.serve.pages import job_view, login_page
-from vx_eval.serve.public import public_text
+from vx_eval.serve.pages import login_page
 from vx_eval.serve.runs_api import run_routes
-from vx_eval.serve.service import ServeSettings, Service, error_response
+from vx_eval.serve.service import ServeSettings, Service
 
 
 def create_app(settings: ServeSettings, stores: Stores, throttle: Throttle | None = None) -> FastAPI:
@@ -111,42 +107,6 @@ def create_app(settings: ServeSettings, stores: Stores, throttle: Throttle | Non
     @app.post("/logout")
     def logout(request: Request) -> Response:
         return service.sign_out(request)
-
-    @app.get("/api/v1/evaluations")
-    def evaluations(request: Request, limit: int = Query(20, ge=1, le=200), offset: int = Query(0, ge=0)) -> Response:
-        who = service.caller(request, "evaluation.read")
-        if not isinstance(who, Principal):
-            return who
-        entries, total = list_runs(stores, settings.store, limit=limit, offset=offset)
-        shown = [
-            {**{k: v for k, v in e.as_dict().items() if k != "location"}, "reason": public_text(e.reason or "") or None}
-            for e in entries
-        ]
-        return JSONResponse({"runs": shown, "total": total, "limit": limit, "offset": offset})
-
-    @app.get("/api/v1/evaluations/{run_id}")
-    def evaluation(
-        request: Request,
-        run_id: str,
-        fields: Literal["all", "summary"] = Query(
-            "all", description="summary: every setup without its per-question lists"
-        ),
-    ) -> Response:
-        who = service.caller(request, "evaluation.read")
-        if not isinstance(who, Principal):
-            return who
-        job = service.jobs.get(run_id) if run_id != "latest" else None
-        if job is not None and job.status != "completed":
-            return JSONResponse(job_view(job))
-        try:
-            report = service.reports.get(run_id)
-        except StoreNotFound as exc:
-            return error_response(exc, 404)
-        except StoreError as exc:  # unreadable, or a link out of the store
-            return error_response(exc, 500)
-        may = who.may("golden.download") and service.reports.has_golden(report)
-        data = service.reports.json(report, who.admin, fields, may, lambda r: service.shown(who, r))
-        return Response(data, media_type="application/json")
 
     @app.get("/api/v1/evaluations/{run_id}/golden")
     def golden(request: Request, run_id: str) -> Response:

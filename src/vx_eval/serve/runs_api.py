@@ -10,9 +10,9 @@ golden download does. Every action is in the access log.
 from __future__ import annotations
 
 import hashlib
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Body, Depends, Form, Request
+from fastapi import APIRouter, Body, Depends, Form, Query, Request
 from fastapi.responses import JSONResponse, RedirectResponse, Response
 from fastapi.routing import APIRoute
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -21,6 +21,7 @@ from vx_eval.core.config.experiment import with_overrides
 from vx_eval.core.contracts.store import StoreNotFound
 from vx_eval.core.errors import ConfigError, GoldenError, MetricError, StoreError
 from vx_eval.core.measures.metrics import expand_cutoffs, parse
+from vx_eval.core.report.history import list_runs
 from vx_eval.core.run.selection import selection_problem
 from vx_eval.serve.access import allowed, service_of
 from vx_eval.serve.auth import Principal
@@ -28,7 +29,7 @@ from vx_eval.serve.datasets import DamagedFile, DatasetIn
 from vx_eval.serve.jobs import Job, QueueFull, RunRequest
 from vx_eval.serve.pages import job_view
 from vx_eval.serve.public import public_text
-from vx_eval.serve.service import Service
+from vx_eval.serve.service import Service, error_response
 
 
 class NowRequest(BaseModel):
@@ -156,6 +157,42 @@ def evaluate_now(
     return _started(service, who, RunRequest(experiment=now.experiment, dataset=now.dataset))
 
 
+def evaluations(
+    service: Served,
+    _who: Annotated[Principal, Depends(allowed("evaluation.read"))],
+    limit: Annotated[int, Query(ge=1, le=200)] = 20,
+    offset: Annotated[int, Query(ge=0)] = 0,
+) -> Response:
+    entries, total = list_runs(service.stores, service.settings.store, limit=limit, offset=offset)
+    shown = [
+        {**{k: v for k, v in e.as_dict().items() if k != "location"}, "reason": public_text(e.reason or "") or None}
+        for e in entries
+    ]
+    return JSONResponse({"runs": shown, "total": total, "limit": limit, "offset": offset})
+
+
+def evaluation(
+    service: Served,
+    who: Annotated[Principal, Depends(allowed("evaluation.read"))],
+    run_id: str,
+    fields: Annotated[
+        Literal["all", "summary"], Query(description="summary: every setup without its per-question lists")
+    ] = "all",
+) -> Response:
+    job = service.jobs.get(run_id) if run_id != "latest" else None
+    if job is not None and job.status != "completed":
+        return JSONResponse(job_view(job))
+    try:
+        report = service.reports.get(run_id)
+    except StoreNotFound as exc:
+        return error_response(exc, 404)
+    except StoreError as exc:  # unreadable, or a link out of the store
+        return error_response(exc, 500)
+    may = who.may("golden.download") and service.reports.has_golden(report)
+    data = service.reports.json(report, who.admin, fields, may, lambda r: service.shown(who, r))
+    return Response(data, media_type="application/json")
+
+
 def cancel_run(
     service: Served, who: Annotated[Principal, Depends(allowed("evaluation.cancel"))], run_id: str
 ) -> Response:
@@ -251,6 +288,9 @@ def run_routes(route_class: type[APIRoute]) -> APIRouter:
     """The run and dataset routes, each handler a function of its own; who may call each is its dependency."""
     router = APIRouter(route_class=route_class)
     add = router.add_api_route
+    add("/api/v1/evaluations", evaluations, methods=["GET"], summary="The runs kept, newest first, a page at a time")
+    add("/api/v1/evaluations/{run_id}", evaluation, methods=["GET"],
+        summary="One run: its report, or where it is while it runs")  # fmt: skip
     add("/api/v1/evaluations", start_run, methods=["POST"], status_code=202,
         summary="Start a run of an experiment the server knows, or of a target with no configuration")  # fmt: skip
     add("/api/v1/evaluations/now", evaluate_now, methods=["POST"], status_code=202,
