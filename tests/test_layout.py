@@ -108,3 +108,17 @@ def test_no_function_is_above_complexity_20():
         )
         > 20
     )
+
+
+def test_the_cores_tests_mirror_its_rooms():
+    """Each room of the core (a package under `vx_eval/core/`) has its tests in `tests/core/<room>/`, and every
+    folder there is a room or a module of the core (`stores`): a test of the measures is where the measures are."""
+    core = Path(vx_eval.__file__).parent / "core"
+    rooms = {p.name for p in core.iterdir() if (p / "__init__.py").is_file()}
+    modules = {p.stem for p in core.glob("*.py") if p.stem != "__init__"}
+    folders = {p.name for p in (REPO / "tests" / "core").iterdir() if p.is_dir() and p.name != "__pycache__"}
+    assert not rooms - folders, f"rooms without a test folder: {sorted(rooms - folders)}"
+    assert not folders - rooms - modules, f"test folders of no room: {sorted(folders - rooms - modules)}"
+    empty = sorted(f for f in folders if not list((REPO / "tests" / "core" / f).glob("test_*.py")))
+    assert not empty, f"no tests in tests/core/{empty}"
+    assert not list((REPO / "tests" / "core").glob("test_*.py")), "a core test belongs in its room's folder"

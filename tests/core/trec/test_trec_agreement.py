@@ -26,7 +26,7 @@ from vx_eval.core.measures.metrics import parse
 from vx_eval.core.trec import stream as trecstream
 from vx_eval.core.trec.files import read_judgements, read_run, score
 
-from ..test_cli import call
+from ...test_cli import call
 
 # trec_eval's name -> vx-eval's, for the measures pytrec_eval computes as trec_eval 10.0 does (its gm_map is
 # a log, and its iprec levels round as trec_eval 9 did)

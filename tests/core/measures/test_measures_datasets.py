@@ -18,7 +18,7 @@ from vx_eval.core.golden.units import judge
 from vx_eval.core.measures.metrics import Batch, parse
 from vx_eval.core.trec.files import Judgements, Run, run_batch
 
-from ..conftest import shared
+from ...conftest import shared
 
 PAIRS = {
     "ndcg": "ndcg",

@@ -17,7 +17,7 @@ from vx_eval.core.errors import ConfigError, StoreError
 from vx_eval.core.golden.sources import read_qrels
 from vx_eval.python.commands import run
 
-from .conftest import shared
+from ...conftest import shared
 
 TREC = {"ndcg@10": "ndcg_cut_10", "map": "map", "recall@100": "recall_100", "mrr": "recip_rank", "p@5": "P_5"}
 

@@ -17,7 +17,7 @@ from vx_eval.core.stores import Stores
 from vx_eval.html.render import render_page
 from vx_eval.views.display import show_run
 
-SAVED = Path(__file__).resolve().parents[1] / "data" / "format1"
+SAVED = Path(__file__).resolve().parents[2] / "data" / "format1"
 
 
 @pytest.mark.parametrize("name", ["keyword", "judged"])

@@ -11,7 +11,7 @@ import yaml
 from vx_eval.core.run.tuning import folds_of
 from vx_eval.python.commands import run
 
-from ..conftest import quickstart_copy
+from ...conftest import quickstart_copy
 
 
 @pytest.mark.slow

@@ -16,7 +16,7 @@ from vx_eval.core.judging.check import agreement, same_order
 from vx_eval.core.judging.grading import GradeCache, grade_pairs, with_judged_grades
 from vx_eval.core.usecases.pipeline import RunOptions, run_experiment
 
-from ..conftest import GOLDEN, write_jsonl
+from ...conftest import GOLDEN, write_jsonl
 
 
 class CountingJudge:
@@ -122,7 +122,7 @@ def test_a_run_with_a_judge_grades_unlabelled_pairs_and_reports_where_grades_cam
 
 
 def test_the_command_line_shows_the_graded_dashboard_and_judge_check_measures(judged_project, capsys):
-    from ..test_cli import call
+    from ...test_cli import call
 
     page = judged_project.parent / "page.html"
     code, out, err = call(capsys, "run", str(judged_project), "--html", str(page))
@@ -212,7 +212,7 @@ def test_how_sure_a_pick_is_under_the_judge_follows_its_measured_agreement_with_
 def test_after_a_judge_check_a_judged_run_says_how_sure_its_pick_is_under_the_judge(project, capsys):
     """The check keeps its confusion matrix; a later run graded by the same judge redraws the judge's grades
     from it and says, on the terminal, in the report and on the page, how often the leaders lead."""
-    from ..test_cli import call
+    from ...test_cli import call
 
     write_jsonl(
         project / "golden.jsonl",

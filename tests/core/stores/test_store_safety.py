@@ -22,7 +22,7 @@ from vx_eval.core.report.history import golden_bytes, list_runs, read_report, ru
 from vx_eval.core.stores import Stores
 from vx_eval.core.usecases.pipeline import RunOptions, run_experiment
 
-from ..test_cli import call
+from ...test_cli import call
 
 
 def finished_run(project, plugins):

@@ -233,7 +233,7 @@ GROUPED = [
 
 
 def grouped_project(project, golden):
-    from ..conftest import write_jsonl
+    from ...conftest import write_jsonl
 
     write_jsonl(project / "docs.jsonl", GROUPED)
     write_jsonl(project / "golden.jsonl", golden)
@@ -302,7 +302,7 @@ class CopySetups:
 
 
 def test_setups_a_paired_test_cannot_tell_from_the_leader_are_marked_tied(tmp_path, shared_cache):
-    from ..conftest import quickstart_copy
+    from ...conftest import quickstart_copy
 
     config = quickstart_copy(tmp_path, shared_cache)
     report = run(config, with_setups(CopySetups), save=False)[0].report.model_dump(mode="json")

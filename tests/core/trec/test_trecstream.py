@@ -14,7 +14,7 @@ from vx_eval.core.measures.metrics import parse
 from vx_eval.core.trec import stream as trecstream
 from vx_eval.core.trec.files import read_judgements, read_run, score
 
-from .test_measures_datasets import COLLECTIONS, draw_run, load_qrels
+from ..measures.test_measures_datasets import COLLECTIONS, draw_run, load_qrels
 
 MEASURES = [parse(m) for m in ("ndcg@10", "map", "recall@100", "mrr", "p@5", "found@10", "bpref", "err@10", "rprec")]
 

@@ -21,9 +21,9 @@ from pathlib import Path
 import pytest
 import pytrec_eval
 
-from ..test_cli import call
+from ...test_cli import call
 
-DATA = Path(__file__).parents[1] / "data" / "trec_eval"
+DATA = Path(__file__).parents[2] / "data" / "trec_eval"
 MEASURES = (DATA / "measures.txt").read_text().split()
 
 
@@ -50,7 +50,7 @@ def test_vx_evals_own_names_are_printed_in_trec_evals(capsys):
     assert [line.split("\t")[0].strip() for line in printed.splitlines()] == ["recip_rank", "ndcg_cut_10", "success_5"]
 
 
-UPSTREAM = Path(__file__).parents[1] / "data" / "trec_eval10"
+UPSTREAM = Path(__file__).parents[2] / "data" / "trec_eval10"
 
 
 def theirs(expected: str, mine: list[str]) -> list[str]:

@@ -8,7 +8,7 @@ import pytest
 from vx_eval.core.errors import VxEvalError
 from vx_eval.core.trec.files import evaluate_run, read_judgements, read_run
 
-from ..test_cli import call
+from ...test_cli import call
 
 
 def files(tmp_path, qrels: str, run: str):

@@ -12,7 +12,7 @@ from vx_eval.core.config.experiment import CorpusSource
 from vx_eval.core.golden.sources import read_corpus
 from vx_eval.core.stores import Stores
 
-from ..conftest import call as run
+from ...conftest import call as run
 
 
 @pytest.fixture
