@@ -3,7 +3,9 @@
 - every import between vx-eval's modules, at a module's top or inside a function (those under
   ``if TYPE_CHECKING:`` are left out: they never run), and any cycle among them;
 - the imports inside functions, by package, and how many carry a comment on their line or the line above
-  saying why they are lazy.
+  saying why they are lazy;
+- the libraries declared at a module's top to load on first use (`core.optional.on_first_use`): optional
+  extras' clients and slow libraries, imported when a name of theirs is first read.
 
     python scripts/imports.py [--list]
 
@@ -67,6 +69,16 @@ def _type_checking(node: ast.AST) -> bool:
     return isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
 
 
+def on_first_use() -> list[str]:
+    """Every ``on_first_use("module", …)`` declaration in the package, as ``vx_eval.x.y: module``."""
+    found = []
+    for module, path in _modules().items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "on_first_use" and node.args:
+                found.append(f"{module}: {ast.literal_eval(node.args[0])}")
+    return found
+
+
 def read() -> tuple[dict[str, set[str]], list[Lazy]]:
     """Every module's vx-eval imports that run (top and in functions), and the imports inside functions."""
     modules = _modules()
@@ -127,10 +139,14 @@ def main() -> int:
     print("import cycle: " + " -> ".join(loop) if loop else "no import cycle")
     explained = sum(item.explained for item in lazy)
     print(f"{len(lazy)} imports inside functions, {explained} with a comment saying why (goal: under 40, all said)")
+    declared = on_first_use()
+    print(f"{len(declared)} libraries declared at a module's top to load on first use (core.optional)")
     by_package = Counter(".".join(item.module.split(".")[:3]) for item in lazy)
     for package, count in by_package.most_common():
         print(f"  {count:4}  {package}")
     if args.list:
+        for line in declared:
+            print(f"{line}   (on first use)")
         for item in lazy:
             print(f"{item.module}:{item.line}: {item.imported}{'' if item.explained else '   (no reason given)'}")
     return 1 if loop else 0

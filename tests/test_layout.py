@@ -63,9 +63,9 @@ def _imports_script() -> Any:
     return imports
 
 
-LAZY_IMPORTS = 104
-"""Imports inside functions today (each an optional dependency or one that takes long to load); the goal is
-under 40. The count may only fall: lower this number with it."""
+LAZY_IMPORTS = 31
+"""Imports inside functions today (each an optional dependency behind a message of its own, a class to
+subclass, or start-up time); under 40, the structure issue's goal. The count may only fall: lower it with it."""
 
 
 def test_every_import_inside_a_function_says_why_and_their_number_only_falls():

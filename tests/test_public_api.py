@@ -124,6 +124,7 @@ SDK = [
     "is_uri",
     "local_folder",
     "maxsim",
+    "on_first_use",
     "one_blas_thread",
     "onnx_providers",
     "owned_by_this_process",

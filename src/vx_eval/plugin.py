@@ -29,7 +29,10 @@ of each role has (the Protocols below are the ones the core itself annotates wit
 - **question writer** (`QuestionWriter`): ``Options``, ``writes_questions``, ``describe`` and
   ``write(units, request) -> WriteOutcome`` with `GoldenRow` rows.
 
-Remote engines call their service through `RemotePolicy` (timeouts, bounded retries with backoff, one
+A client library an engine needs only once it is used is declared at the module's top with `on_first_use`
+(``sql = on_first_use("psycopg.sql", "pgvector")``): it is imported when first read, so loading plugins costs
+nothing, and where it is not installed the error names the extra to install. Remote engines call their
+service through `RemotePolicy` (timeouts, bounded retries with backoff, one
 clear error for refused credentials). `vx_eval.testing.conformance.EngineConformance` is the test suite
 every engine should pass.
 """
@@ -127,6 +130,7 @@ from vx_eval.core.models.loading import (
     onnx_providers,
     torch_device,
 )
+from vx_eval.core.optional import on_first_use
 from vx_eval.core.remote import RemotePolicy
 from vx_eval.core.run.fusion import convex, fuse, hit_key, rrf
 from vx_eval.core.stores import full_error, local_folder
@@ -227,6 +231,7 @@ __all__ = [
     "is_uri",
     "local_folder",
     "maxsim",
+    "on_first_use",
     "one_blas_thread",
     "onnx_providers",
     "owned_by_this_process",

@@ -13,6 +13,9 @@ from typing import Any
 import click
 
 from vx_eval.core.errors import VxEvalError, install_redacting_excepthook, redact
+from vx_eval.core.optional import on_first_use
+
+_rich_markup = on_first_use("rich.markup")
 
 # name -> (module under vx_eval.cli, attribute, one-line help for `vx-eval --help`)
 COMMANDS: dict[str, tuple[str, str, str]] = {
@@ -64,17 +67,15 @@ def cli() -> None:
 
 
 def _show_error(exc: Any) -> None:
-    # lazy: rich is loaded only to print an error (`vx-eval --help` and `eval` start without it)
-    from rich.markup import escape
 
     from vx_eval.cli.common import err_console  # lazy: it loads rich too
 
     lines = redact(str(exc)).splitlines() or [type(exc).__name__]
     console = err_console()
 
-    console.print(f"[red]error:[/] {escape(lines[0])}", highlight=False)
+    console.print(f"[red]error:[/] {_rich_markup.escape(lines[0])}", highlight=False)
     for line in lines[1:]:
-        console.print(f"  {escape(line)}", highlight=False)
+        console.print(f"  {_rich_markup.escape(line)}", highlight=False)
 
 
 LOCAL_ONLY = frozenset({"eval"})

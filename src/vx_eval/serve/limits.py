@@ -17,6 +17,7 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 import anyio
+import h11
 from fastapi import Request
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
@@ -25,6 +26,7 @@ from fastapi.routing import APIRoute
 from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from vx_eval.core.config.jsonio import JsonInputError, refuse_unwritable
 from vx_eval.serve.bounds import Limits, mib
@@ -176,11 +178,6 @@ def head_deadline(head_timeout: float) -> type[asyncio.Protocol]:
     """uvicorn's HTTP/1.1 protocol with a deadline for each request's line and headers: a connection that
     sends nothing, or trickles a request's head, for `head_timeout` seconds is answered 408 and closed
     (uvicorn itself waits for them for ever, so a thousand slow clients would hold a thousand connections)."""
-    # lazy: an optional dependency (vx-eval[serve]), loaded only where it is used
-    import h11
-
-    # lazy: an optional dependency (vx-eval[serve]), loaded only where it is used
-    from uvicorn.protocols.http.h11_impl import H11Protocol
 
     class HeadDeadline(H11Protocol):  # type: ignore[misc, unused-ignore]
         _deadline: asyncio.TimerHandle | None = None

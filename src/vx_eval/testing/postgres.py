@@ -25,7 +25,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from vx_eval._processes import child_setup
+from vx_eval.core.optional import on_first_use
 from vx_eval.testing.processes import Server, free_port, start_server
+
+psycopg = on_first_use("psycopg", "pgvector")
 
 USER = "vx"
 
@@ -67,8 +70,6 @@ class Postgres:
 
     def require_password(self, role: str) -> None:
         """Make `role` sign in with its password over TCP (the cluster trusts everyone else)."""
-        # lazy: an optional dependency (vx-eval[pgvector]), loaded only where it is used
-        import psycopg
 
         hba = self.folder / "data" / "pg_hba.conf"
         rules = hba.read_text()

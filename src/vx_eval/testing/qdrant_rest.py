@@ -23,6 +23,11 @@ from types import TracebackType
 from typing import Any
 from urllib.parse import urlsplit
 
+from vx_eval.core.optional import on_first_use
+
+_qdrant_client = on_first_use("qdrant_client", "qdrant")
+models = on_first_use("qdrant_client.http.models", "qdrant")
+
 COLLECTION = r"/collections/(?P<name>[^/]+)"
 
 
@@ -30,10 +35,8 @@ class QdrantRest:
     """Serves the REST calls the Qdrant plugin makes over `qdrant_client.QdrantClient(':memory:')`."""
 
     def __init__(self) -> None:
-        # lazy: an optional dependency (vx-eval[qdrant]), loaded only where it is used
-        from qdrant_client import QdrantClient
 
-        self.client = QdrantClient(location=":memory:")
+        self.client = _qdrant_client.QdrantClient(location=":memory:")
         self.lock = threading.Lock()
         self.routes: list[tuple[str, re.Pattern[str], Callable[[str, Any], Any]]] = [
             ("GET", re.compile(r"/"), lambda name, body: {"title": "qdrant (vx-eval double)", "version": "1.15.0"}),
@@ -93,8 +96,6 @@ class QdrantRest:
         return {"exists": self.client.collection_exists(name)}
 
     def _create(self, name: str, body: Any) -> bool:
-        # lazy: an optional dependency (vx-eval[qdrant]), loaded only where it is used
-        from qdrant_client.http import models
 
         request = models.CreateCollection.model_validate(body)
         return self.client.create_collection(
@@ -105,27 +106,19 @@ class QdrantRest:
         )
 
     def _update(self, name: str, body: Any) -> bool:
-        # lazy: an optional dependency (vx-eval[qdrant]), loaded only where it is used
-        from qdrant_client.http import models
 
         return self.client.update_collection(name, metadata=models.UpdateCollection.model_validate(body).metadata)
 
     def _upsert(self, name: str, body: Any) -> Any:
-        # lazy: an optional dependency (vx-eval[qdrant]), loaded only where it is used
-        from qdrant_client.http import models
 
         return self.client.upsert(name, points=models.PointsList.model_validate(body).points, wait=True)
 
     def _retrieve(self, name: str, body: Any) -> Any:
-        # lazy: an optional dependency (vx-eval[qdrant]), loaded only where it is used
-        from qdrant_client.http import models
 
         request = models.PointRequest.model_validate(body)
         return self.client.retrieve(name, ids=request.ids, with_payload=request.with_payload or True)
 
     def _scroll(self, name: str, body: Any) -> dict[str, Any]:
-        # lazy: an optional dependency (vx-eval[qdrant]), loaded only where it is used
-        from qdrant_client.http import models
 
         request = models.ScrollRequest.model_validate(body)
         points, offset = self.client.scroll(
@@ -139,8 +132,6 @@ class QdrantRest:
         return {"points": points, "next_page_offset": offset}
 
     def _query(self, name: str, body: Any) -> Any:
-        # lazy: an optional dependency (vx-eval[qdrant]), loaded only where it is used
-        from qdrant_client.http import models
 
         request = models.QueryRequest.model_validate(body)
         return self.client.query_points(

@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from vx_eval.core.optional import on_first_use
 from vx_eval.views.format import (
     circular_note,
     corpus_note,
@@ -25,6 +26,8 @@ from vx_eval.views.format import (
     timing_note,
     tuning_notes,
 )
+
+_rich_text = on_first_use("rich.text")
 
 Justify = Literal[  # the columns' alignments
     "left", "right", "center"
@@ -161,12 +164,10 @@ def stacked_lines(report: Report, width: int) -> list[str]:
 
 def _wrapped(cells: list[str], width: int, indent: int) -> list[str]:
     """Cells joined by ' · ', wrapped between cells at `width` (markup not counted)."""
-    # lazy: rich takes long to load; only the commands that use it pay for it
-    from rich.text import Text
 
     lines, current, used = [], "", indent
     for cell in cells:
-        size = Text.from_markup(cell).cell_len
+        size = _rich_text.Text.from_markup(cell).cell_len
         if current and used + 3 + size > width:
             lines.append(" " * indent + current)
             current, used = "", indent

@@ -23,9 +23,13 @@ from pydantic import BaseModel, Field, ValidationError
 
 from vx_eval.core.contracts.judge import GRADES
 from vx_eval.core.contracts.store import StoreNotFound
+from vx_eval.core.optional import on_first_use
 from vx_eval.core.report.schema import GoldenInfo
 from vx_eval.core.report.views import Gullibility, JudgeInfo, MeasuredAgreement
 from vx_eval.core.stores import join
+
+_scipy_stats = on_first_use("scipy.stats")
+_sklearn_metrics = on_first_use("sklearn.metrics")
 
 if TYPE_CHECKING:
     from vx_eval.core.stores import Stores
@@ -131,28 +135,26 @@ def calibrate(pairs: Sequence[PairCheck], current: Sequence[float] | None) -> Ca
 
 def agreement(human: Sequence[int], judged: Sequence[int]) -> Agreement:
     """Weighted Cohen's kappa (linear and quadratic), plain agreement and the confusion matrix."""
-    # lazy: sklearn takes long to load; only the commands that use it pay for it
-    from sklearn.metrics import cohen_kappa_score, confusion_matrix
 
     if not human:
         return Agreement()
     return Agreement(
         pairs=len(human),
-        kappa_linear=float(cohen_kappa_score(human, judged, weights="linear", labels=list(GRADES))),
-        kappa_quadratic=float(cohen_kappa_score(human, judged, weights="quadratic", labels=list(GRADES))),
+        kappa_linear=float(_sklearn_metrics.cohen_kappa_score(human, judged, weights="linear", labels=list(GRADES))),
+        kappa_quadratic=float(
+            _sklearn_metrics.cohen_kappa_score(human, judged, weights="quadratic", labels=list(GRADES))
+        ),
         exact=sum(a == b for a, b in zip(human, judged, strict=True)) / len(human),
-        confusion=confusion_matrix(human, judged, labels=list(GRADES)).tolist(),
+        confusion=_sklearn_metrics.confusion_matrix(human, judged, labels=list(GRADES)).tolist(),
     )
 
 
 def same_order(human: Sequence[float], judged: Sequence[float]) -> tuple[float | None, float | None]:
     """Kendall's tau-b between two scorings of the same setups (1: the same order), and its p-value."""
-    # lazy: scipy takes long to load; only the commands that use it pay for it
-    from scipy.stats import kendalltau
 
     if len(human) < 2:
         return None, None
-    result = kendalltau(human, judged)
+    result = _scipy_stats.kendalltau(human, judged)
     return float(result.statistic), float(result.pvalue)
 
 

@@ -28,6 +28,10 @@ from vx_eval.core.contracts.models import (
 from vx_eval.core.errors import EngineError, did_you_mean, quoted
 from vx_eval.core.models.cache import KeyedCache, pair_key
 from vx_eval.core.models.served import cache_space, load_served
+from vx_eval.core.optional import on_first_use
+
+ort = on_first_use("onnxruntime")
+torch = on_first_use("torch")
 
 if TYPE_CHECKING:
     from vx_eval.core.contracts.registry import Registry
@@ -140,8 +144,6 @@ GPU_BATCH = 256
 def torch_device(settings: ModelSettings) -> str:
     """The torch device for `settings.device`: ``auto`` is CUDA where torch sees a GPU, else the CPU; a
     named CUDA device torch cannot see is refused in one line."""
-    # lazy: torch takes long to load; only the commands that use it pay for it
-    import torch
 
     wanted = settings.device
     if wanted == "auto":
@@ -179,8 +181,6 @@ def check_device(settings: ModelSettings) -> None:
 def onnx_providers(settings: ModelSettings) -> list[str | tuple[str, dict[str, str]]]:
     """onnxruntime's execution providers for `settings.device`: its CUDA provider first where asked (or, with
     ``auto``, where the installed onnxruntime has one), the CPU always last."""
-    # lazy: onnxruntime takes long to load; only the commands that use it pay for it
-    import onnxruntime as ort
 
     wanted = settings.device
     has_cuda = "CUDAExecutionProvider" in ort.get_available_providers()

@@ -18,8 +18,12 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from vx_eval.core.errors import StoreError
+from vx_eval.core.optional import on_first_use
 from vx_eval.core.report.schema import RankingsFile, Report, Result
 from vx_eval.core.stores import join as place
+
+pa = on_first_use("pyarrow")
+pq = on_first_use("pyarrow.parquet")
 
 if TYPE_CHECKING:
     from vx_eval.core.stores import Stores
@@ -35,11 +39,6 @@ def held(report: Report) -> bool:
 def split(report: Report) -> tuple[Report, bytes | None]:
     """The report without its rankings (naming the file that holds them), and that file's bytes; a report
     that holds none is given back as it is."""
-    # lazy: pyarrow takes long to load; only the commands that use it pay for it
-    import pyarrow as pa
-
-    # lazy: pyarrow takes long to load; only the commands that use it pay for it
-    import pyarrow.parquet as pq
 
     if not held(report):
         return report, None
@@ -78,8 +77,6 @@ def split(report: Report) -> tuple[Report, bytes | None]:
 
 def join(report: Report, data: bytes) -> Report:
     """The report with its rankings read back from the file's bytes (checked against the sha256 it names)."""
-    # lazy: pyarrow takes long to load; only the commands that use it pay for it
-    import pyarrow.parquet as pq
 
     info = report.rankings
     if info is None:

@@ -18,12 +18,15 @@ from vx_eval.core.contracts.engine import Setup, SilentProgress
 from vx_eval.core.errors import PluginError
 from vx_eval.core.golden.units import units_for
 from vx_eval.core.models.loading import own_models
+from vx_eval.core.optional import on_first_use
 from vx_eval.core.plugins import load_plugins
 from vx_eval.core.run.executors import Part, Shard, ShardPart, UnitOf, Work, search_one, worker_name
 from vx_eval.core.run.selection import enumerate_setups
 from vx_eval.core.run.targets import open_targets
 from vx_eval.core.run.work import ClusterWork
 from vx_eval.core.stores import Stores
+
+_distributed = on_first_use("distributed", "dask")
 
 if TYPE_CHECKING:
     from vx_eval.core.models.loading import Models
@@ -186,8 +189,6 @@ class DaskExecutor:
 
     def run(self, work: Work, unit_of: UnitOf, advance: Callable[[int], None]) -> Iterator[tuple[str, int, Part]]:
         """Every (setup, shard) task submitted at once; parts given back as they finish, in any order."""
-        # lazy: an optional dependency (vx-eval[dask]), loaded only where it is used
-        from distributed import as_completed
 
         if not self.opened:  # every worker opens its targets first, as a serial run does before its first search
             said = self.client.run(_open_here, self.config_path, self.config_sha, self.only, self.skip)
@@ -211,7 +212,7 @@ class DaskExecutor:
             for shard, setups in work
             for s in setups
         }
-        for future in as_completed(futures):
+        for future in _distributed.as_completed(futures):
             key, shard = futures[future]
             part, worker, served = future.result()
             self.sent.keep(worker, served)

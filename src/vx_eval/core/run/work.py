@@ -30,8 +30,11 @@ from vx_eval.core.contracts.judge import GradeOn
 from vx_eval.core.contracts.models import ModelSettings
 from vx_eval.core.judging.grading import judge_maker
 from vx_eval.core.models.loading import Models
+from vx_eval.core.optional import on_first_use
 from vx_eval.core.plugins import load_plugins
 from vx_eval.core.run.executors import worker_name
+
+_distributed = on_first_use("distributed", "dask")
 
 if TYPE_CHECKING:
     from vx_eval.core.contracts.judge import Judge, Verdict
@@ -180,8 +183,6 @@ class ClusterWork:
         """Each item with its task's values, as tasks finish, the served counts each answer carries kept on
         `models`; never more than `ahead` tasks a worker submitted and not done, so a failure stops the work
         after those (the rest are cancelled) and it is raised here."""
-        # lazy: an optional dependency (vx-eval[dask]), loaded only where it is used
-        from distributed import as_completed
 
         ahead = self.workers * self.ahead
         waiting = iter(items)
@@ -193,7 +194,7 @@ class ClusterWork:
             pending[future.key] = (future, item)
             return future
 
-        running = as_completed([submit(item) for item in itertools.islice(waiting, max(1, ahead))])
+        running = _distributed.as_completed([submit(item) for item in itertools.islice(waiting, max(1, ahead))])
         try:
             for future in running:
                 done: Done = future.result()

@@ -26,7 +26,11 @@ import numpy as np
 
 from vx_eval.core.measures import metrics
 from vx_eval.core.measures.trec_only import relevance_strings
+from vx_eval.core.optional import on_first_use
 from vx_eval.core.trec.columns import Columns, as_bytes, same_bytes
+
+csv = on_first_use("pyarrow.csv")
+_pyarrow = on_first_use("pyarrow")
 
 QID, DOC = 0, 1
 CHUNK_LINES = 1 << 18
@@ -141,11 +145,6 @@ trec_eval, which splits at every run of blanks (spaces, tabs, and the other C bl
 def _reader(path: Path) -> tuple[Any, bool]:
     """Arrow's reader of the run, every field as text, and whether a field may hold a blank (a file with tabs,
     or with another blank than the one Arrow splits at): `_check_fields` looks inside them then."""
-    # lazy: pyarrow takes long to load; only the commands that use it pay for it
-    import pyarrow as pa
-
-    # lazy: pyarrow takes long to load; only the commands that use it pay for it
-    import pyarrow.csv as csv
 
     with path.open("rb") as handle:
         head = handle.readline(1 << 16)
@@ -165,13 +164,13 @@ def _reader(path: Path) -> tuple[Any, bool]:
             read_options=csv.ReadOptions(column_names=names, block_size=BLOCK),
             parse_options=csv.ParseOptions(delimiter=delimiter, quote_char=False, double_quote=False),
             convert_options=csv.ConvertOptions(
-                column_types={name: pa.float64() if name == "score" else pa.string() for name in names},
+                column_types={name: _pyarrow.float64() if name == "score" else _pyarrow.string() for name in names},
                 null_values=[],
                 strings_can_be_null=False,
             ),
-            memory_pool=pa.system_memory_pool(),  # freed at once: jemalloc's pool kept a quarter more, slower
+            memory_pool=_pyarrow.system_memory_pool(),  # freed at once: jemalloc's pool kept a quarter more, slower
         )
-    except (pa.ArrowInvalid, ValueError) as exc:
+    except (_pyarrow.ArrowInvalid, ValueError) as exc:
         raise Unstreamable(str(exc)) from None
     return reader, delimiter == "\t" or seen.other_blanks
 
@@ -247,8 +246,6 @@ def score_stream(
 ) -> Scored:
     """The run at `path` scored in chunks of whole questions (see the module), with the relstrings of the
     lengths in `strings`; `Unstreamable` where the careful reader is needed."""
-    # lazy: pyarrow takes long to load; only the commands that use it pay for it
-    import pyarrow as pa
 
     nq = len(judged.ideal)
     out = Scored(np.zeros((nq, len(measures))), np.zeros(nq, dtype=np.int64), np.zeros(nq, dtype=np.int64))
@@ -260,19 +257,21 @@ def score_stream(
     try:
         reader, blanks = _reader(path)
         for whole in reader:
-            _check_fields(pa.Table.from_batches([whole]), blanks)
+            _check_fields(_pyarrow.Table.from_batches([whole]), blanks)
             batch = whole.select(KEPT)  # the other fields were only looked at
             pending.append(batch)
             held += batch.num_rows
             if held >= limit:
-                table = pa.Table.from_batches(pending)
+                table = _pyarrow.Table.from_batches(pending)
                 keep = _before_last_question(table)
                 if keep:
                     _score_chunk(Chunk.of(table.slice(0, keep), str(path)), judged, measures, threshold, seen, out)
                 pending, held = table.slice(keep).to_batches(), table.num_rows - keep
         if held:
-            _score_chunk(Chunk.of(pa.Table.from_batches(pending), str(path)), judged, measures, threshold, seen, out)
-    except pa.ArrowInvalid as exc:  # a line Arrow cannot read as trec_eval would (see the module)
+            _score_chunk(
+                Chunk.of(_pyarrow.Table.from_batches(pending), str(path)), judged, measures, threshold, seen, out
+            )
+    except _pyarrow.ArrowInvalid as exc:  # a line Arrow cannot read as trec_eval would (see the module)
         raise Unstreamable(str(exc)) from None
     unseen = np.flatnonzero(~seen)  # judged questions the run never answers score on no results (trec_eval -c)
     if len(unseen) and measures:

@@ -43,6 +43,7 @@ from vx_eval.plugin import (
     RemotePolicy,
     SecretRef,
     ServiceUrl,
+    on_first_use,
     record_server_time,
 )
 from vx_eval.plugins.engines.remote import (
@@ -56,6 +57,13 @@ from vx_eval.plugins.engines.remote import (
     payload_hit,
     stored_documents,
 )
+
+_az_credentials = on_first_use("azure.core.credentials", "azure")
+_az_errors = on_first_use("azure.core.exceptions", "azure")
+_az_search = on_first_use("azure.search.documents", "azure")
+_az_indexes = on_first_use("azure.search.documents.indexes", "azure")
+_az_index_models = on_first_use("azure.search.documents.indexes.models", "azure")
+_az_query_models = on_first_use("azure.search.documents.models", "azure")
 
 FORMAT = 1
 SEMANTIC = "semantic"
@@ -91,39 +99,22 @@ def key_of(chunk_id: str) -> str:
 
 def _clients(options: AzureSearchOptions, index: str) -> tuple[Any, Any]:
     need("azure.search.documents", "azure")
-    # lazy: an optional dependency (vx-eval[azure]), loaded only where it is used
-    from azure.core.credentials import AzureKeyCredential
 
-    # lazy: an optional dependency (vx-eval[azure]), loaded only where it is used
-    from azure.search.documents import SearchClient
-
-    # lazy: an optional dependency (vx-eval[azure]), loaded only where it is used
-    from azure.search.documents.indexes import SearchIndexClient
-
-    credential = AzureKeyCredential(options.api_key.value())
+    credential = _az_credentials.AzureKeyCredential(options.api_key.value())
     transport = {  # the policy retries (every call, searches and paging included); azure-core does not
         "retry_total": 0,
         "connection_timeout": options.timeout,
         "read_timeout": options.timeout,
     }
     return (
-        SearchIndexClient(options.endpoint, credential, **transport),
-        SearchClient(options.endpoint, index, credential, **transport),
+        _az_indexes.SearchIndexClient(options.endpoint, credential, **transport),
+        _az_search.SearchClient(options.endpoint, index, credential, **transport),
     )
 
 
 def policy(options: AzureSearchOptions, target: str) -> RemotePolicy:
     """azure-core's errors: 408, 429 and 502-504 or a timeout tried again, 401/403 refused at once (the key
     named by api_key), a service that cannot be reached said in one line."""
-    # lazy: an optional dependency (vx-eval[azure]), loaded only where it is used
-    from azure.core.exceptions import (
-        AzureError,
-        ClientAuthenticationError,
-        HttpResponseError,
-        ResourceExistsError,
-        ServiceRequestError,
-        ServiceResponseError,
-    )
 
     def status(exc: BaseException) -> object:
         return getattr(exc, "status_code", None)
@@ -132,17 +123,17 @@ def policy(options: AzureSearchOptions, target: str) -> RemotePolicy:
         target=target,
         where=options.endpoint,
         retries=options.retries,
-        errors=(AzureError,),
+        errors=(_az_errors.AzureError,),
         transient=lambda exc: (
-            isinstance(exc, ServiceResponseError)
-            or (isinstance(exc, HttpResponseError) and exc.status_code in (408, 429, 502, 503, 504))
+            isinstance(exc, _az_errors.ServiceResponseError)
+            or (isinstance(exc, _az_errors.HttpResponseError) and exc.status_code in (408, 429, 502, 503, 504))
         ),
         refused=lambda exc: (
-            isinstance(exc, ClientAuthenticationError)
-            or (isinstance(exc, HttpResponseError) and exc.status_code in (401, 403))
+            isinstance(exc, _az_errors.ClientAuthenticationError)
+            or (isinstance(exc, _az_errors.HttpResponseError) and exc.status_code in (401, 403))
         ),
-        unreachable=lambda exc: isinstance(exc, ServiceRequestError),
-        already_exists=lambda exc: isinstance(exc, ResourceExistsError),
+        unreachable=lambda exc: isinstance(exc, _az_errors.ServiceRequestError),
+        already_exists=lambda exc: isinstance(exc, _az_errors.ResourceExistsError),
         status=status,
         credentials=f"the key named by api_key (env {options.api_key.env})",
         check="check it is an admin key to build, or a query key to search",
@@ -156,17 +147,17 @@ class AzureSearchEngine(Engine[AzureSearchOptions]):
     Options: ClassVar[type[EngineOptions]] = AzureSearchOptions
 
     def open(self, options: AzureSearchOptions, context: OpenContext) -> AzureSearchHandle:
-        # lazy: an optional dependency (vx-eval[azure]), loaded only where it is used
-        from azure.core.exceptions import ResourceNotFoundError
 
         index = collection_name(options, context)
         indexes, search = _clients(options, index)
         call = policy(options, context.target_name)
         try:
             definition = call(
-                f"reading index {index}", lambda: indexes.get_index(index), expected=(ResourceNotFoundError,)
+                f"reading index {index}",
+                lambda: indexes.get_index(index),
+                expected=(_az_errors.ResourceNotFoundError,),
             )
-        except ResourceNotFoundError:
+        except _az_errors.ResourceNotFoundError:
             definition = None
 
         def stored() -> str | None:
@@ -196,62 +187,55 @@ class AzureSearchEngine(Engine[AzureSearchOptions]):
 
 def semantic_search(definition: Any) -> Any:
     """A semantic configuration over the chunk text (and the title where the index has one)."""
-    # lazy: an optional dependency (vx-eval[azure]), loaded only where it is used
-    from azure.search.documents.indexes.models import (
-        SemanticConfiguration,
-        SemanticField,
-        SemanticPrioritizedFields,
-        SemanticSearch,
-    )
 
     names = {f.name for f in definition.fields}
-    fields = SemanticPrioritizedFields(
-        title_field=SemanticField(field_name="title") if "title" in names else None,
-        content_fields=[SemanticField(field_name="body")],
+    fields = _az_index_models.SemanticPrioritizedFields(
+        title_field=_az_index_models.SemanticField(field_name="title") if "title" in names else None,
+        content_fields=[_az_index_models.SemanticField(field_name="body")],
     )
-    configuration = SemanticConfiguration(name=DEFAULT_SEMANTIC, prioritized_fields=fields)
-    return SemanticSearch(default_configuration_name=DEFAULT_SEMANTIC, configurations=[configuration])
+    configuration = _az_index_models.SemanticConfiguration(name=DEFAULT_SEMANTIC, prioritized_fields=fields)
+    return _az_index_models.SemanticSearch(default_configuration_name=DEFAULT_SEMANTIC, configurations=[configuration])
 
 
 def index_definition(index: str, options: AzureSearchOptions, built: Built, description: str) -> Any:
-    # lazy: an optional dependency (vx-eval[azure]), loaded only where it is used
-    from azure.search.documents.indexes.models import (
-        HnswAlgorithmConfiguration,
-        HnswParameters,
-        SearchField,
-        SearchFieldDataType,
-        SearchIndex,
-        VectorSearch,
-        VectorSearchProfile,
-    )
 
-    string, integer, boolean = SearchFieldDataType.STRING, SearchFieldDataType.INT32, SearchFieldDataType.BOOLEAN
+    string, integer, boolean = (
+        _az_index_models.SearchFieldDataType.STRING,
+        _az_index_models.SearchFieldDataType.INT32,
+        _az_index_models.SearchFieldDataType.BOOLEAN,
+    )
     fields = [
-        SearchField(name="id", type=string, key=True, filterable=True),
-        SearchField(name="body", type=string, searchable=True),
-        SearchField(name="doc_id", type=string, filterable=True),
-        SearchField(name="chunk_id", type=string, filterable=True),
-        SearchField(name="page", type=integer, filterable=True),
-        SearchField(name="first", type=boolean, filterable=True),
-        SearchField(name="title", type=string, searchable=True),
-        SearchField(name="text", type=string),
-        SearchField(name="metadata", type=string),
+        _az_index_models.SearchField(name="id", type=string, key=True, filterable=True),
+        _az_index_models.SearchField(name="body", type=string, searchable=True),
+        _az_index_models.SearchField(name="doc_id", type=string, filterable=True),
+        _az_index_models.SearchField(name="chunk_id", type=string, filterable=True),
+        _az_index_models.SearchField(name="page", type=integer, filterable=True),
+        _az_index_models.SearchField(name="first", type=boolean, filterable=True),
+        _az_index_models.SearchField(name="title", type=string, searchable=True),
+        _az_index_models.SearchField(name="text", type=string),
+        _az_index_models.SearchField(name="metadata", type=string),
     ]
     for model in options.dense_models:
         fields.append(
-            SearchField(
+            _az_index_models.SearchField(
                 name=options.field(model),
-                type=SearchFieldDataType.Collection(SearchFieldDataType.SINGLE),  # type: ignore[operator]  # a static method on the SDK's enum
+                type=_az_index_models.SearchFieldDataType.Collection(_az_index_models.SearchFieldDataType.SINGLE),
                 searchable=True,
                 vector_search_dimensions=int(built.dense[model].shape[1]),
                 vector_search_profile_name=PROFILE,
             )
         )
-    vector_search = VectorSearch(
-        algorithms=[HnswAlgorithmConfiguration(name=ALGORITHM, parameters=HnswParameters(metric="cosine"))],
-        profiles=[VectorSearchProfile(name=PROFILE, algorithm_configuration_name=ALGORITHM)],
+    vector_search = _az_index_models.VectorSearch(
+        algorithms=[
+            _az_index_models.HnswAlgorithmConfiguration(
+                name=ALGORITHM, parameters=_az_index_models.HnswParameters(metric="cosine")
+            )
+        ],
+        profiles=[_az_index_models.VectorSearchProfile(name=PROFILE, algorithm_configuration_name=ALGORITHM)],
     )
-    definition = SearchIndex(name=index, fields=fields, vector_search=vector_search, description=description)
+    definition = _az_index_models.SearchIndex(
+        name=index, fields=fields, vector_search=vector_search, description=description
+    )
     if options.semantic:
         definition.semantic_search = semantic_search(definition)
     return definition
@@ -262,11 +246,13 @@ def _build(
 ) -> Any:
     """(Re)create the index without its fingerprint, upload every chunk, then write the fingerprint into
     the index description last: an index a crash left half-filled has none and is built again."""
-    # lazy: an optional dependency (vx-eval[azure]), loaded only where it is used
-    from azure.core.exceptions import ResourceNotFoundError
 
-    with contextlib.suppress(ResourceNotFoundError):
-        call(f"deleting index {index}", lambda: indexes.delete_index(index), expected=(ResourceNotFoundError,))
+    with contextlib.suppress(_az_errors.ResourceNotFoundError):
+        call(
+            f"deleting index {index}",
+            lambda: indexes.delete_index(index),
+            expected=(_az_errors.ResourceNotFoundError,),
+        )
     building = index_definition(index, options, built, "vx-eval: building")
     call.create(f"creating index {index}", lambda: indexes.create_index(building))
     context = built.context
@@ -369,8 +355,6 @@ class AzureSearchHandle(RemoteHandle[AzureSearchOptions]):
 
     def request(self, query: Query) -> dict[str, Any]:
         """The keyword arguments of `SearchClient.search` for a query: what this plugin asks, exactly."""
-        # lazy: an optional dependency (vx-eval[azure]), loaded only where it is used
-        from azure.search.documents.models import QueryType, VectorizedQuery
 
         capability, text, k = query.capability, query.text, query.k
         parts = query.parts if capability == FUSION else (capability,)
@@ -385,7 +369,9 @@ class AzureSearchHandle(RemoteHandle[AzureSearchOptions]):
             if part.startswith(DENSE_PREFIX):
                 model = part.removeprefix(DENSE_PREFIX)
                 vector = [float(x) for x in self.models.get(model, DENSE).encode_queries([text])[0]]
-                vectors.append(VectorizedQuery(vector=vector, k_nearest_neighbors=k, fields=self.dense[model]))
+                vectors.append(
+                    _az_query_models.VectorizedQuery(vector=vector, k_nearest_neighbors=k, fields=self.dense[model])
+                )
         arguments: dict[str, Any] = {
             "search_text": text if KEYWORD in parts else None,
             "top": k,
@@ -396,7 +382,7 @@ class AzureSearchHandle(RemoteHandle[AzureSearchOptions]):
         if query.ranker is not None:
             if query.ranker != SEMANTIC or not self.semantic:
                 raise EngineError(f"index {self.definition.name} has no service ranker '{query.ranker}'")
-            arguments.update(query_type=QueryType.SEMANTIC, semantic_configuration_name=self.semantic)
+            arguments.update(query_type=_az_query_models.QueryType.SEMANTIC, semantic_configuration_name=self.semantic)
         return arguments
 
     def search(self, query: Query) -> list[Hit]:

@@ -45,6 +45,7 @@ from vx_eval.plugin import (
     Query,
     RemotePolicy,
     ServiceUrl,
+    on_first_use,
     query_terms,
     slug,
 )
@@ -56,6 +57,9 @@ from vx_eval.plugins.engines.remote import (
     need,
     stored_documents,
 )
+
+errors = on_first_use("chromadb.errors", "chroma")
+httpx = on_first_use("httpx")
 
 FORMAT = 1
 UPSERT_BATCH = 1000
@@ -105,9 +109,6 @@ def _client(options: ChromaOptions, context_dir: Any, target: str) -> tuple[Any,
             ) from None
         session = getattr(getattr(client, "_server", None), "_session", None)
         if session is not None:  # the client makes its HTTP session with no timeout at all
-            # lazy: httpx takes long to load; only the commands that use it pay for it
-            import httpx
-
             session.timeout = httpx.Timeout(options.timeout)
         return client, options.url
     folder = options.path or context_dir / ".vx" / f"{slug(target)}.chroma"
@@ -115,11 +116,6 @@ def _client(options: ChromaOptions, context_dir: Any, target: str) -> tuple[Any,
 
 
 def _policy(options: ChromaOptions, target: str, where: str) -> RemotePolicy:
-    # lazy: httpx takes long to load; only the commands that use it pay for it
-    import httpx
-
-    # lazy: an optional dependency (vx-eval[chroma]), loaded only where it is used
-    from chromadb import errors
 
     return RemotePolicy(
         target=f"target {target}",

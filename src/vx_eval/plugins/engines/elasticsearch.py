@@ -42,6 +42,7 @@ from vx_eval.plugin import (
     SecretRef,
     ServiceUrl,
     fuse,
+    on_first_use,
     record_server_time,
 )
 from vx_eval.plugins.engines.remote import (
@@ -59,6 +60,10 @@ from vx_eval.plugins.engines.remote import (
     payload_hit,
     stored_documents,
 )
+
+_es = on_first_use("elasticsearch", "elasticsearch")
+elastic_transport = on_first_use("elastic_transport", "elasticsearch")
+helpers = on_first_use("elasticsearch.helpers", "elasticsearch")
 
 FORMAT = 1
 HIT_FIELDS = ["doc_id", "chunk_id", "page"]
@@ -93,11 +98,6 @@ class ElasticsearchOptions(RemoteOptions):
 def policy(options: ElasticsearchOptions, target: str) -> RemotePolicy:
     """Every call: the client's own errors, a 429 or 502-504 or a timeout tried again, 401/403 refused at
     once, a connection that cannot be made said in one line."""
-    # lazy: an optional dependency (vx-eval[elasticsearch]), loaded only where it is used
-    import elastic_transport
-
-    # lazy: an optional dependency (vx-eval[elasticsearch]), loaded only where it is used
-    from elasticsearch import ApiError, AuthenticationException, AuthorizationException, BadRequestError
 
     def status(exc: BaseException) -> object:
         return getattr(getattr(exc, "meta", None), "status", None)
@@ -106,16 +106,16 @@ def policy(options: ElasticsearchOptions, target: str) -> RemotePolicy:
         target=target,
         where=options.url,
         retries=options.retries,
-        errors=(ApiError, elastic_transport.TransportError),
+        errors=(_es.ApiError, elastic_transport.TransportError),
         transient=lambda exc: (
             isinstance(exc, elastic_transport.ConnectionTimeout) or status(exc) in (429, 502, 503, 504)
         ),
-        refused=lambda exc: isinstance(exc, AuthenticationException | AuthorizationException),
+        refused=lambda exc: isinstance(exc, _es.AuthenticationException | _es.AuthorizationException),
         unreachable=lambda exc: (
             isinstance(exc, elastic_transport.ConnectionError)
             and not isinstance(exc, elastic_transport.ConnectionTimeout)
         ),
-        already_exists=lambda exc: isinstance(exc, BadRequestError) and "already_exists" in str(exc),
+        already_exists=lambda exc: isinstance(exc, _es.BadRequestError) and "already_exists" in str(exc),
         status=status,
         check="check the API key, or user and password",
     )
@@ -182,12 +182,14 @@ def _build(
 ) -> None:
     """(Re)create the index without its fingerprint, bulk-load every chunk, then write the fingerprint into
     the mapping's ``_meta`` last."""
-    # lazy: an optional dependency (vx-eval[elasticsearch]), loaded only where it is used
-    from elasticsearch import NotFoundError, helpers
 
     if call(f"looking up index {index}", lambda: client.indices.exists(index=index)):
-        with contextlib.suppress(NotFoundError):
-            call(f"deleting index {index}", lambda: client.indices.delete(index=index), expected=(NotFoundError,))
+        with contextlib.suppress(_es.NotFoundError):
+            call(
+                f"deleting index {index}",
+                lambda: client.indices.delete(index=index),
+                expected=(_es.NotFoundError,),
+            )
     body = index_body(options, built)
     call.create(f"creating index {index}", lambda: client.indices.create(index=index, **body))
     advance = built.context.progress.start(f"Writing {built.context.target_name} · {index}", len(built.chunks))
@@ -320,8 +322,6 @@ class ElasticsearchHandle(RemoteHandle[ElasticsearchOptions]):
         return {"size": query.k, "retriever": found, "_source": HIT_FIELDS}
 
     def search(self, query: Query) -> list[Hit]:
-        # lazy: an optional dependency (vx-eval[elasticsearch]), loaded only where it is used
-        from elasticsearch import BadRequestError
 
         if query.capability == KEYWORD and not query.text.strip():
             return []
@@ -330,9 +330,11 @@ class ElasticsearchHandle(RemoteHandle[ElasticsearchOptions]):
         body = self.body(query)
         try:
             response = self.call(
-                "searching", lambda: self.client.search(index=self.index, **body), expected=(BadRequestError,)
+                "searching",
+                lambda: self.client.search(index=self.index, **body),
+                expected=(_es.BadRequestError,),
             )
-        except BadRequestError as exc:
+        except _es.BadRequestError as exc:
             if query.capability != FUSION:
                 raise EngineError(f"the Elasticsearch target refused the search: {exc}") from None
             self.retrievers = False  # an older cluster, or a licence without the rrf/linear retrievers

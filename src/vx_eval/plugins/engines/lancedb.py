@@ -22,7 +22,7 @@ import os
 from collections.abc import Iterable, Sequence
 from importlib.metadata import version
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from vx_eval import hookimpl
 from vx_eval.plugin import (
@@ -41,6 +41,7 @@ from vx_eval.plugin import (
     OpenContext,
     Query,
     fuse,
+    on_first_use,
     owned_by_this_process,
     slug,
 )
@@ -52,6 +53,13 @@ from vx_eval.plugins.engines.remote import (
     need,
     stored_documents,
 )
+
+_lance_index = on_first_use("lancedb.index", "lancedb")
+_lance_rerankers = on_first_use("lancedb.rerankers", "lancedb")
+_pyarrow = on_first_use("pyarrow")
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 FORMAT = 1
 COLUMNS = ["doc_id", "chunk_id", "page"]
@@ -153,18 +161,13 @@ def _read_meta(path: Path) -> dict[str, Any]:
 
 def _build(db: Any, table: str, options: LanceOptions, built: Built) -> None:
     """The table written again from the chunks, in batches, with its full-text index (and vector indexes)."""
-    # lazy: pyarrow takes long to load; only the commands that use it pay for it
-    import pyarrow as pa
-
-    # lazy: an optional dependency (vx-eval[lancedb]), loaded only where it is used
-    from lancedb.index import FTS
 
     def rows(start: int) -> pa.Table:
         batch = built.chunks[start : start + UPSERT_BATCH]
         columns: dict[str, Any] = {
             "chunk_id": [c.chunk_id for c in batch],
             "doc_id": [c.doc_id for c in batch],
-            "page": pa.array([c.page for c in batch], pa.int32()),
+            "page": _pyarrow.array([c.page for c in batch], _pyarrow.int32()),
             "body": [c.body for c in batch],
             "first": [is_first_chunk(c) for c in batch],
         }
@@ -175,9 +178,9 @@ def _build(db: Any, table: str, options: LanceOptions, built: Built) -> None:
         ]
         for model in options.dense_models:
             matrix = built.dense[model][start : start + UPSERT_BATCH]
-            flat = pa.array(matrix.reshape(-1), pa.float32())
-            columns[_column(model)] = pa.FixedSizeListArray.from_arrays(flat, matrix.shape[1])
-        return pa.table(columns)
+            flat = _pyarrow.array(matrix.reshape(-1), _pyarrow.float32())
+            columns[_column(model)] = _pyarrow.FixedSizeListArray.from_arrays(flat, matrix.shape[1])
+        return _pyarrow.table(columns)
 
     advance = built.context.progress.start(f"Writing {built.context.target_name} · {table}", len(built.chunks))
     handle = db.create_table(table, data=rows(0), mode="overwrite")
@@ -185,7 +188,7 @@ def _build(db: Any, table: str, options: LanceOptions, built: Built) -> None:
     for start in range(UPSERT_BATCH, len(built.chunks), UPSERT_BATCH):
         handle.add(rows(start))
         advance(min(UPSERT_BATCH, len(built.chunks) - start))
-    handle.create_index("body", config=FTS(), replace=True)
+    handle.create_index("body", config=_lance_index.FTS(), replace=True)
     if options.vector_index and len(built.chunks) >= 256:
         for model in options.dense_models:
             handle.create_index(metric="cosine", vector_column_name=_column(model), index_type="IVF_HNSW_SQ")
@@ -256,16 +259,14 @@ class LanceHandle(RemoteHandle[LanceOptions]):
         return self._hits(found, lambda r: 1.0 - r["_distance"])
 
     def _hybrid(self, model: str, query: Query) -> list[Hit]:
-        # lazy: an optional dependency (vx-eval[lancedb]), loaded only where it is used
-        from lancedb.rerankers import LinearCombinationReranker, RRFReranker
 
         if not query.text.strip():
             return self._dense(model, query.text, query.k)
         if query.fusion == "rrf":
-            reranker: Any = RRFReranker(K=query.rrf_k)
+            reranker: Any = _lance_rerankers.RRFReranker(K=query.rrf_k)
         else:
             dense_share = query.weights[1] / sum(query.weights) if query.weights and sum(query.weights) else 0.5
-            reranker = LinearCombinationReranker(weight=dense_share)
+            reranker = _lance_rerankers.LinearCombinationReranker(weight=dense_share)
         request = self.table.search(query_type="hybrid", vector_column_name=self.dense[model], fts_columns="body")
         request = request.vector(self._vector(model, query.text)).text(query.text).distance_type("cosine")
         found = request.rerank(reranker).select(COLUMNS).limit(query.k).to_list()

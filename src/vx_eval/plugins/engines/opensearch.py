@@ -41,6 +41,7 @@ from vx_eval.plugin import (
     RemotePolicy,
     SecretRef,
     ServiceUrl,
+    on_first_use,
     record_server_time,
 )
 from vx_eval.plugins.engines.remote import (
@@ -60,6 +61,9 @@ from vx_eval.plugins.engines.remote import (
     stored_documents,
     target_parts,
 )
+
+_os_errors = on_first_use("opensearchpy.exceptions", "opensearch")
+helpers = on_first_use("opensearchpy.helpers", "opensearch")
 
 FORMAT = 1
 USER_ENV, PASSWORD_ENV = "OPENSEARCH_USER", "OPENSEARCH_PASSWORD"
@@ -92,32 +96,24 @@ class OpenSearchOptions(RemoteOptions):
 def policy(options: OpenSearchOptions, target: str) -> RemotePolicy:
     """Every call this plugin makes: opensearch-py's own errors, a 429 or 502-504 or a timeout tried again,
     401/403 refused at once, a connection that cannot be made said in one line."""
-    # lazy: an optional dependency (vx-eval[opensearch]), loaded only where it is used
-    from opensearchpy.exceptions import (
-        AuthenticationException,
-        AuthorizationException,
-        ConnectionError,
-        ConnectionTimeout,
-        OpenSearchException,
-        RequestError,
-        TransportError,
-    )
 
     def status(exc: BaseException) -> object:
-        return exc.status_code if isinstance(exc, TransportError) else None
+        return exc.status_code if isinstance(exc, _os_errors.TransportError) else None
 
     return RemotePolicy(
         target=target,
         where=options.url,
         retries=options.retries,
-        errors=(OpenSearchException,),
+        errors=(_os_errors.OpenSearchException,),
         transient=lambda exc: (
-            isinstance(exc, ConnectionTimeout)
-            or (isinstance(exc, TransportError) and exc.status_code in (429, 502, 503, 504))
+            isinstance(exc, _os_errors.ConnectionTimeout)
+            or (isinstance(exc, _os_errors.TransportError) and exc.status_code in (429, 502, 503, 504))
         ),
-        refused=lambda exc: isinstance(exc, AuthenticationException | AuthorizationException),
-        unreachable=lambda exc: isinstance(exc, ConnectionError) and not isinstance(exc, ConnectionTimeout),
-        already_exists=lambda exc: isinstance(exc, RequestError) and "already_exists" in str(exc.error),
+        refused=lambda exc: isinstance(exc, _os_errors.AuthenticationException | _os_errors.AuthorizationException),
+        unreachable=lambda exc: (
+            isinstance(exc, _os_errors.ConnectionError) and not isinstance(exc, _os_errors.ConnectionTimeout)
+        ),
+        already_exists=lambda exc: isinstance(exc, _os_errors.RequestError) and "already_exists" in str(exc.error),
         status=status,
         check="check user and password",
     )
@@ -190,11 +186,9 @@ class OpenSearchEngine(Engine[OpenSearchOptions]):
 def _connection_class() -> type:
     """opensearch-py's urllib3 connection, keeping a failed answer's ``Retry-After`` on the error it raises as
     ``retry_after`` (the client drops every header of an error otherwise), for the policy to wait as asked."""
-    # lazy: an optional dependency (vx-eval[opensearch]), loaded only where it is used
-    from opensearchpy.connection import Urllib3HttpConnection
 
-    # lazy: an optional dependency (vx-eval[opensearch]), loaded only where it is used
-    from opensearchpy.exceptions import TransportError
+    # lazy: a class of the optional dependency (vx-eval[opensearch]) to subclass; made once, when first asked
+    from opensearchpy.connection import Urllib3HttpConnection
 
     answered = threading.local()  # searches run in threads: each keeps the headers of its own last answer
 
@@ -207,8 +201,8 @@ def _connection_class() -> type:
         def _raise_error(self, status_code: int, raw_data: Any, content_type: str | None = None) -> None:
             try:
                 super()._raise_error(status_code, raw_data, content_type)
-            except TransportError as exc:
-                exc.retry_after = getattr(answered, "retry_after", None)  # type: ignore[attr-defined]
+            except _os_errors.TransportError as exc:
+                exc.retry_after = getattr(answered, "retry_after", None)
                 raise
 
     return RetryAfterConnection
@@ -272,15 +266,14 @@ def _build(
 ) -> None:
     """(Re)create the index without its fingerprint, bulk-load every chunk, make the hybrid pipeline, then
     write the fingerprint into the mapping's ``_meta`` last."""
-    # lazy: an optional dependency (vx-eval[opensearch]), loaded only where it is used
-    from opensearchpy import helpers
-
-    # lazy: an optional dependency (vx-eval[opensearch]), loaded only where it is used
-    from opensearchpy.exceptions import NotFoundError, RequestError
 
     if call(f"looking up index {index}", lambda: client.indices.exists(index=index)):
-        with contextlib.suppress(NotFoundError):  # gone already: our own earlier, retried delete
-            call(f"deleting index {index}", lambda: client.indices.delete(index=index), expected=(NotFoundError,))
+        with contextlib.suppress(_os_errors.NotFoundError):  # gone already: our own earlier, retried delete
+            call(
+                f"deleting index {index}",
+                lambda: client.indices.delete(index=index),
+                expected=(_os_errors.NotFoundError,),
+            )
     body = index_body(options, built, None)
     call.create(f"creating index {index}", lambda: client.indices.create(index=index, body=body))
     advance = built.context.progress.start(f"Writing {built.context.target_name} · {index}", len(built.chunks))
@@ -309,9 +302,9 @@ def _build(
         call(
             f"creating search pipeline {pipeline}",
             lambda: client.transport.perform_request("PUT", path, body=body),
-            expected=(RequestError,),
+            expected=(_os_errors.RequestError,),
         )
-    except RequestError as exc:  # a cluster without the neural-search plugin (or a test server)
+    except _os_errors.RequestError as exc:  # a cluster without the neural-search plugin (or a test server)
         built.context.progress.note(
             f"{built.context.target_name}: the cluster made no search pipeline ({exc.error}); hybrid search is "
             "fused by vx-eval instead"
@@ -332,8 +325,6 @@ class OpenSearchHandle(RemoteHandle[OpenSearchOptions]):
         options: OpenSearchOptions,
         models: ModelSource,
     ) -> None:
-        # lazy: an optional dependency (vx-eval[opensearch]), loaded only where it is used
-        from opensearchpy.exceptions import NotFoundError, RequestError
 
         self.client = client
         self.call = call
@@ -353,10 +344,13 @@ class OpenSearchHandle(RemoteHandle[OpenSearchOptions]):
             call(
                 f"looking up search pipeline {pipeline}",
                 lambda: client.transport.perform_request("GET", path),
-                expected=(NotFoundError, RequestError),
+                expected=(_os_errors.NotFoundError, _os_errors.RequestError),
             )
             self.has_pipeline = True
-        except (NotFoundError, RequestError):  # none made, or a cluster without the neural-search plugin
+        except (
+            _os_errors.NotFoundError,
+            _os_errors.RequestError,
+        ):  # none made, or a cluster without the neural-search plugin
             self.has_pipeline = False
         self.chunks = int(call(f"counting the chunks of {index}", lambda: client.count(index=index))["count"])
 

@@ -9,8 +9,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from vx_eval.plugin import RemotePolicy
+from vx_eval.plugin import RemotePolicy, on_first_use
 from vx_eval.plugins.engines.remote import Built, is_first_chunk, need
+
+psycopg = on_first_use("psycopg", "pgvector")
+sql = on_first_use("psycopg.sql", "pgvector")
 
 if TYPE_CHECKING:
     from vx_eval.plugins.engines.pgvector import PgvectorOptions
@@ -67,8 +70,6 @@ class Connections:
         self.lock = threading.Lock()
 
     def _connect(self, read_only: bool) -> Any:
-        # lazy: an optional dependency (vx-eval[pgvector]), loaded only where it is used
-        import psycopg
 
         conn = psycopg.connect(self.conninfo, autocommit=True, connect_timeout=max(1, int(self.options.timeout)))
         conn.execute(f"SET statement_timeout = {int(self.options.timeout * 1000)}")
@@ -134,8 +135,6 @@ def table_columns(conn: Any, table: str) -> dict[str, str]:
 
 def table_counts(conn: Any, table: str) -> tuple[int, int, str, str | None]:
     """Chunks, documents, the server's version and pgvector's (None when the extension is not there)."""
-    # lazy: an optional dependency (vx-eval[pgvector]), loaded only where it is used
-    from psycopg import sql
 
     chunks, documents = conn.execute(
         sql.SQL("SELECT count(*), count(DISTINCT doc_id) FROM {}").format(sql.Identifier(table))
@@ -159,8 +158,6 @@ def vector_text(values: Any) -> str:
 
 def build(connections: Connections, table: str, options: PgvectorOptions, built: Built, wanted: str) -> None:
     """The table built under a temporary name, filled, indexed, swapped in; the fingerprint written last."""
-    # lazy: an optional dependency (vx-eval[pgvector]), loaded only where it is used
-    from psycopg import sql
 
     building = f"{table}__building"
     columns = {m: options.column(m) for m in options.dense_models}

@@ -48,6 +48,7 @@ from vx_eval.plugin import (
     OpenContext,
     Query,
     SecretRef,
+    on_first_use,
     quoted,
     record_server_time,
 )
@@ -72,6 +73,8 @@ from vx_eval.plugins.engines.remote import (
     stored_documents,
     target_parts,
 )
+
+sql = on_first_use("psycopg.sql", "pgvector")
 
 IDENTIFIER = r"^[a-z_][a-z0-9_]{0,50}$"
 WORD = re.compile(r"\w+", re.UNICODE)
@@ -300,8 +303,6 @@ class PgvectorHandle(RemoteHandle[PgvectorOptions]):
 
     def _part(self, capability: str, text: str, depth: int) -> Any | None:
         """The SQL of one ranked list: (doc_id, chunk_id, page, score), best first; None: nothing to ask."""
-        # lazy: an optional dependency (vx-eval[pgvector]), loaded only where it is used
-        from psycopg import sql
 
         table = sql.Identifier(self.table)
         if capability == KEYWORD:
@@ -341,8 +342,6 @@ class PgvectorHandle(RemoteHandle[PgvectorOptions]):
     def _fused(self, query: Query) -> Any | None:
         """The parts fused in one statement: RRF (weight / (k + rank)) or convex (each list's scores min-max
         normalised over what it returned, weighted), best first."""
-        # lazy: an optional dependency (vx-eval[pgvector]), loaded only where it is used
-        from psycopg import sql
 
         parts = [(p, self._part(p, query.text, query.k)) for p in query.parts]
         asked = [(i, statement) for i, (_, statement) in enumerate(parts) if statement is not None]
@@ -369,8 +368,6 @@ class PgvectorHandle(RemoteHandle[PgvectorOptions]):
     def _timed(self, statement: Any) -> list[Hit]:
         """Run `statement` between two readings of the server's clock, in one round trip; the server's time
         is recorded, the hits returned."""
-        # lazy: an optional dependency (vx-eval[pgvector]), loaded only where it is used
-        from psycopg import sql
 
         def work(conn: Any) -> list[Hit]:
             text = sql.SQL("SELECT clock_timestamp(); {}; SELECT clock_timestamp()").format(statement).as_string(conn)
@@ -396,8 +393,6 @@ class PgvectorHandle(RemoteHandle[PgvectorOptions]):
         return self._timed(statement) if statement is not None else []
 
     def passages(self, hits: Sequence[Hit]) -> list[str]:
-        # lazy: an optional dependency (vx-eval[pgvector]), loaded only where it is used
-        from psycopg import sql
 
         ids = [h.chunk_id or "" for h in hits]
         statement = sql.SQL("SELECT chunk_id, body FROM {} WHERE chunk_id = ANY(%s)").format(sql.Identifier(self.table))
@@ -411,16 +406,12 @@ class PgvectorHandle(RemoteHandle[PgvectorOptions]):
     # ------------------------------------------------------------------------------------------ documents
 
     def _read_document_ids(self) -> list[str]:
-        # lazy: an optional dependency (vx-eval[pgvector]), loaded only where it is used
-        from psycopg import sql
 
         statement = sql.SQL("SELECT DISTINCT doc_id FROM {} ORDER BY doc_id").format(sql.Identifier(self.table))
         rows = self.connections.read(f"listing documents of {self.table}", lambda c: c.execute(statement).fetchall())
         return sorted(str(r[0]) for r in rows)
 
     def documents(self, doc_ids: Iterable[str]) -> list[Document]:
-        # lazy: an optional dependency (vx-eval[pgvector]), loaded only where it is used
-        from psycopg import sql
 
         wanted = list(doc_ids)
         if not wanted:

@@ -45,6 +45,7 @@ from vx_eval.plugin import (
     Query,
     SecretRef,
     ServiceUrl,
+    on_first_use,
 )
 from vx_eval.plugins.engines.qdrant_calls import (
     Caller,
@@ -70,6 +71,8 @@ from vx_eval.plugins.engines.remote import (
     words_path,
 )
 from vx_eval.plugins.engines.words import WordsIndex, build_words, read_fingerprint
+
+qm = on_first_use("qdrant_client.models", "qdrant")
 
 FORMAT = 1
 SPARSE = "bm25"
@@ -228,29 +231,27 @@ def _place(base: str, where: str) -> dict[str, Any]:
 
 def _build(call: Caller, name: str, options: QdrantOptions, built: Built, wanted: str, words) -> None:
     """(Re)create the collection, upsert every chunk, write the words index, then the fingerprint last."""
-    # lazy: an optional dependency (vx-eval[qdrant]), loaded only where it is used
-    from qdrant_client import models
 
     vectors = {
-        options.vector(m): models.VectorParams(size=int(built.dense[m].shape[1]), distance=models.Distance.COSINE)
+        options.vector(m): qm.VectorParams(size=int(built.dense[m].shape[1]), distance=qm.Distance.COSINE)
         for m in options.dense_models
     }
     late = options.indexing()["late_model"]
     if late:
-        vectors[options.vector(late)] = models.VectorParams(
+        vectors[options.vector(late)] = qm.VectorParams(
             size=built.context.loaded.get(late, LATE).dim,
-            distance=models.Distance.COSINE,
-            multivector_config=models.MultiVectorConfig(comparator=models.MultiVectorComparator.MAX_SIM),
-            hnsw_config=models.HnswConfigDiff(m=0),  # rescoring only: no graph over token vectors
+            distance=qm.Distance.COSINE,
+            multivector_config=qm.MultiVectorConfig(comparator=qm.MultiVectorComparator.MAX_SIM),
+            hnsw_config=qm.HnswConfigDiff(m=0),  # rescoring only: no graph over token vectors
         )
-    sparse = {SPARSE: models.SparseVectorParams(modifier=models.Modifier.IDF)} if options.sparse else None
+    sparse = {SPARSE: qm.SparseVectorParams(modifier=qm.Modifier.IDF)} if options.sparse else None
     if call("collection_exists", name):
         call("delete_collection", name)
     call.create(
         "create_collection", name, vectors_config=vectors, sparse_vectors_config=sparse, metadata={"format": FORMAT}
     )
     if options.url:  # local mode has no payload indexes (and says so in a warning)
-        call("create_payload_index", name, field_name="doc_id", field_schema=models.PayloadSchemaType.KEYWORD)
+        call("create_payload_index", name, field_name="doc_id", field_schema=qm.PayloadSchemaType.KEYWORD)
     weights = bm25_documents([c.body for c in built.chunks]) if options.sparse else None
     tokens = iter(built.token_slices(late, UPSERT_BATCH)) if late else None
     advance = built.context.progress.start(f"Writing {built.context.target_name} · {name}", len(built.chunks))
@@ -261,7 +262,7 @@ def _build(call: Caller, name: str, options: QdrantOptions, built: Built, wanted
         for i, chunk in enumerate(batch, start):
             vector: dict[str, Any] = {options.vector(m): built.dense[m][i].tolist() for m in options.dense_models}
             if weights is not None and weights[i][0]:
-                vector[SPARSE] = models.SparseVector(indices=weights[i][0], values=weights[i][1])
+                vector[SPARSE] = qm.SparseVector(indices=weights[i][0], values=weights[i][1])
             if token_batch is not None:
                 vector[options.vector(late)] = token_batch[i - start].tolist()
             payload: dict[str, Any] = {
@@ -272,7 +273,7 @@ def _build(call: Caller, name: str, options: QdrantOptions, built: Built, wanted
             }
             if is_first_chunk(chunk):
                 payload.update(built.documents[chunk.doc_id], first=True)
-            points.append(models.PointStruct(id=point_id(chunk.chunk_id), vector=vector, payload=payload))
+            points.append(qm.PointStruct(id=point_id(chunk.chunk_id), vector=vector, payload=payload))
         call("upsert", name, points=points, wait=True)
         advance(len(batch))
     build_words(words, built.chunks, wanted, "porter unicode61 remove_diacritics 2")
@@ -305,9 +306,6 @@ class QdrantHandle(RemoteHandle[QdrantOptions]):
         self.words = WordsIndex(words) if built is not None and read_fingerprint(words) == built else None
         self.search_params = None
         if options.exact:
-            # lazy: an optional dependency (vx-eval[qdrant]), loaded only where it is used
-            from qdrant_client import models as qm
-
             self.search_params = qm.SearchParams(exact=True)
 
     def held(self) -> int:
@@ -348,8 +346,6 @@ class QdrantHandle(RemoteHandle[QdrantOptions]):
 
     def _sub(self, capability: str, text: str, depth: int) -> tuple[Any, str]:
         """The query and vector name for one of this collection's capabilities."""
-        # lazy: an optional dependency (vx-eval[qdrant]), loaded only where it is used
-        from qdrant_client import models as qm
 
         if capability == SPARSE_PREFIX + SPARSE and self.sparse:
             indices, values = bm25_query(text)
@@ -372,8 +368,6 @@ class QdrantHandle(RemoteHandle[QdrantOptions]):
         return sorted(hits, key=lambda h: (-h.score, h.chunk_id or ""))
 
     def search(self, query: Query) -> list[Hit]:
-        # lazy: an optional dependency (vx-eval[qdrant]), loaded only where it is used
-        from qdrant_client import models as qm
 
         capability, text, k = query.capability, query.text, query.k
         if capability == KEYWORD and self.words is not None:
@@ -426,8 +420,6 @@ class QdrantHandle(RemoteHandle[QdrantOptions]):
         return sorted(seen)
 
     def documents(self, doc_ids: Iterable[str]) -> list[Document]:
-        # lazy: an optional dependency (vx-eval[qdrant]), loaded only where it is used
-        from qdrant_client import models as qm
 
         wanted = list(doc_ids)
         if not wanted:

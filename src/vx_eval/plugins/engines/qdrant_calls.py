@@ -10,8 +10,11 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from vx_eval.plugin import STOPWORDS, RemotePolicy
+from vx_eval.plugin import STOPWORDS, RemotePolicy, on_first_use
 from vx_eval.plugins.engines.remote import need
+
+_client_errors = on_first_use("qdrant_client.common.client_exceptions", "qdrant")
+_http_errors = on_first_use("qdrant_client.http.exceptions", "qdrant")
 
 if TYPE_CHECKING:
     from vx_eval.plugins.engines.qdrant import QdrantOptions
@@ -77,19 +80,18 @@ def _cause(exc: BaseException) -> str:
 def policy(options: QdrantOptions, target: str, where: str) -> RemotePolicy:
     """qdrant-client's errors (a server's; local mode raises none of them): 429 and 502-504, timeouts and
     dropped connections tried again, 401/403 refused at once, a server that cannot be reached said once."""
-    # lazy: an optional dependency (vx-eval[qdrant]), loaded only where it is used
-    from qdrant_client.common.client_exceptions import QdrantException, ResourceExhaustedResponse
-
-    # lazy: an optional dependency (vx-eval[qdrant]), loaded only where it is used
-    from qdrant_client.http.exceptions import ApiException, ResponseHandlingException
 
     return RemotePolicy(
         target=target,
         where=where,
         retries=options.retries,
-        errors=(ApiException, ResponseHandlingException, QdrantException),  # a 429 with Retry-After: the last
+        errors=(
+            _http_errors.ApiException,
+            _http_errors.ResponseHandlingException,
+            _client_errors.QdrantException,
+        ),  # a 429 with Retry-After: the last
         transient=lambda exc: (
-            isinstance(exc, ResourceExhaustedResponse)
+            isinstance(exc, _client_errors.ResourceExhaustedResponse)
             or getattr(exc, "status_code", None) in (429, 502, 503, 504)
             or _cause(exc) in _TIMEOUTS
         ),

@@ -13,7 +13,9 @@ from urllib.parse import urlsplit
 import numpy as np
 
 from vx_eval import hookimpl
-from vx_eval.plugin import DENSE, GPU_BATCH, ModelError, ModelSettings, torch_device
+from vx_eval.plugin import DENSE, GPU_BATCH, ModelError, ModelSettings, on_first_use, torch_device
+
+constants = on_first_use("huggingface_hub.constants")
 
 
 class SentenceTransformerEncoder:
@@ -131,8 +133,6 @@ class AnySentenceTransformer:
 
 
 def _cache_dir() -> str:
-    # lazy: huggingface_hub takes long to load; only the commands that use it pay for it
-    from huggingface_hub import constants
 
     return str(constants.HF_HUB_CACHE)
 

@@ -14,7 +14,9 @@ from typing import Any, ClassVar
 import numpy as np
 
 from vx_eval import hookimpl
-from vx_eval.plugin import Billed, ConfigError, Embedded, Failure, InputType, ModelEndpoint, Reranked
+from vx_eval.plugin import Billed, ConfigError, Embedded, Failure, InputType, ModelEndpoint, Reranked, on_first_use
+
+httpx = on_first_use("httpx")
 
 
 def _seconds(headers: Any) -> float | None:
@@ -63,8 +65,6 @@ class OpenAIProvider:
 
     def __init__(self, endpoint: ModelEndpoint, key: str | None) -> None:
         openai = _client("openai", "chat", endpoint)
-        # lazy: httpx takes long to load; only the commands that use it pay for it
-        import httpx
 
         self.endpoint = endpoint
         self._openai, self._httpx = openai, httpx
@@ -135,8 +135,6 @@ class CohereProvider:
 
     def __init__(self, endpoint: ModelEndpoint, key: str | None) -> None:
         cohere = _client("cohere", "cohere", endpoint)
-        # lazy: httpx takes long to load; only the commands that use it pay for it
-        import httpx
 
         self.endpoint = endpoint
         self._api_error = importlib.import_module("cohere.core.api_error").ApiError

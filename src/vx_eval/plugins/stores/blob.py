@@ -18,7 +18,9 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict
 
 from vx_eval import hookimpl
-from vx_eval.plugin import SecretRef, StoreDenied, StoreError, StoreNotFound, remember_secret
+from vx_eval.plugin import SecretRef, StoreDenied, StoreError, StoreNotFound, on_first_use, remember_secret
+
+_az_errors = on_first_use("azure.core.exceptions", "blob")
 
 PUBLIC = ".blob.core.windows.net"
 
@@ -99,30 +101,23 @@ class BlobStore:
         return self._services[account]
 
     def _call(self, location: str, action: str, work: Any) -> Any:
-        # lazy: an optional dependency (vx-eval[blob]), loaded only where it is used
-        from azure.core.exceptions import (
-            ClientAuthenticationError,
-            HttpResponseError,
-            ResourceNotFoundError,
-            ServiceRequestError,
-        )
 
         try:
             return work()
-        except ResourceNotFoundError as exc:
+        except _az_errors.ResourceNotFoundError as exc:
             if getattr(exc, "error_code", None) == "ContainerNotFound":
                 raise StoreNotFound(f"the container of {location} does not exist") from None
             raise StoreNotFound(f"{location} does not exist") from None
-        except ClientAuthenticationError:
+        except _az_errors.ClientAuthenticationError:
             raise StoreDenied(
                 f"the credentials in use may not {action} {location}: check the connection string or the "
                 "identity's role on the container (Storage Blob Data Reader to read, Contributor to write)"
             ) from None
-        except HttpResponseError as exc:
+        except _az_errors.HttpResponseError as exc:
             if exc.status_code == 403:
                 raise StoreDenied(f"the credentials in use may not {action} {location} (403)") from None
             raise StoreError(f"could not {action} {location}: {exc.reason or exc.status_code}") from None
-        except ServiceRequestError as exc:
+        except _az_errors.ServiceRequestError as exc:
             raise StoreError(f"could not reach {location} to {action} it: {exc}") from None
 
     def _blob(self, location: str) -> Any:
@@ -136,10 +131,8 @@ class BlobStore:
         self._call(location, "write", lambda: self._blob(location).upload_blob(data, overwrite=True))
 
     def delete(self, location: str) -> None:
-        # lazy: an optional dependency (vx-eval[blob]), loaded only where it is used
-        from azure.core.exceptions import ResourceNotFoundError
 
-        with contextlib.suppress(StoreNotFound, ResourceNotFoundError):
+        with contextlib.suppress(StoreNotFound, _az_errors.ResourceNotFoundError):
             self._call(location, "delete", lambda: self._blob(location).delete_blob())
 
     def exists(self, location: str) -> bool:

@@ -13,7 +13,9 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict
 
 from vx_eval import hookimpl
-from vx_eval.plugin import StoreDenied, StoreError, StoreNotFound
+from vx_eval.plugin import StoreDenied, StoreError, StoreNotFound, on_first_use
+
+_boto_errors = on_first_use("botocore.exceptions", "s3")
 
 NOT_FOUND = {"404", "NoSuchKey", "NoSuchBucket", "NotFound"}
 DENIED = {"403", "AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "ExpiredToken", "AllAccessDisabled"}
@@ -65,17 +67,15 @@ class S3Store:
         return self._client
 
     def _call(self, location: str, action: str, method: str, **kwargs: Any) -> Any:
-        # lazy: an optional dependency (vx-eval[s3]), loaded only where it is used
-        from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 
         try:
             return getattr(self.client, method)(**kwargs)
-        except NoCredentialsError:
+        except _boto_errors.NoCredentialsError:
             raise StoreDenied(
                 f"no AWS credentials to {action} {location}: set AWS_PROFILE, or AWS_ACCESS_KEY_ID and "
                 "AWS_SECRET_ACCESS_KEY, or run where an instance role applies"
             ) from None
-        except ClientError as exc:
+        except _boto_errors.ClientError as exc:
             code = str(exc.response.get("Error", {}).get("Code", ""))
             bucket = kwargs.get("Bucket", "")
             if code == "NoSuchBucket":
@@ -88,7 +88,7 @@ class S3Store:
                     f"bucket '{bucket}'"
                 ) from None
             raise StoreError(f"could not {action} {location}: {code or exc}") from None
-        except BotoCoreError as exc:
+        except _boto_errors.BotoCoreError as exc:
             raise StoreError(f"could not {action} {location}: {exc}") from None
 
     def read(self, location: str) -> bytes:
