@@ -9,11 +9,10 @@ import click
 from rich.markup import escape
 
 from vx_eval.cli.common import err_console, location, out_console
-from vx_eval.core.errors import VxEvalError
 from vx_eval.core.measures.metrics import parse
 from vx_eval.core.plugins import load_plugins
-from vx_eval.core.report.compare import Gate, compare_reports, failed_gates, load_report, partial_setups
 from vx_eval.core.stores import Stores
+from vx_eval.core.usecases.compare import CompareRequest, compare_runs
 from vx_eval.views.tables import show_comparison
 
 
@@ -55,36 +54,18 @@ def compare(
     as_json: bool,
 ) -> None:
     """Compare two runs (ids, `latest`, or paths): every change with its interval and significance."""
-    try:
-        parsed_gates = [Gate.parse(g) for g in gates]
-    except VxEvalError as exc:
-        raise VxEvalError(f"--fail-if: {exc}") from None
-    stores = Stores(load_plugins())
-    runs_at = location(runs) or runs
-    first, second = load_report(before, stores, runs_at), load_report(after, stores, runs_at)
-    if first.golden.sha256 != second.golden.sha256 and not allow_different_golden:
-        raise VxEvalError(
-            f"the runs read different golden files ({(first.golden.sha256 or '')[:12]}… and "
-            f"{(second.golden.sha256 or '')[:12]}…): their questions differ, so their scores do not compare; "
-            "pass --allow-different-golden to compare the questions they share"
-        )
-    comparison = compare_reports(first, second, allow_different_golden=True)
-    if same_settings and comparison.searches_differ:
-        differ = "; ".join(f"{c.name}: {c.before!r} → {c.after!r}" for c in comparison.searches_differ[:5])
-        raise VxEvalError(f"the runs searched with different settings ({differ}); --same-settings refuses them")
-    shown = {parse(m).name for m in only_measures}
-    tripped = failed_gates(comparison, parsed_gates)
-    if parsed_gates:  # a run with failed searches passes no gate, whatever its partial scores say
-        tripped += partial_setups(comparison, first, second)
+    request = CompareRequest(before, after, location(runs) or runs, gates, allow_different_golden, same_settings)
+    compared = compare_runs(request, Stores(load_plugins()))
+    comparison, tripped = compared.comparison, compared.tripped
     if as_json:
         click.echo(json.dumps({**comparison.model_dump(mode="json"), "failed_gates": tripped}, indent=1))
     else:
-        show_comparison(out_console(), comparison, shown, changed=changed)
+        show_comparison(out_console(), comparison, {parse(m).name for m in only_measures}, changed=changed)
         for line in tripped:
             err_console().print(f"[red]gate failed:[/] {escape(line)}", highlight=False)
-        if parsed_gates and not tripped:
+        if compared.gates and not tripped:
             setups = len({r.setup for r in comparison.rows})
-            for gate in parsed_gates:
+            for gate in compared.gates:
                 out_console().print(
                     f"Gate passed: “{escape(gate.text)}” is true of none of the {setups} setups compared",
                     highlight=False,
