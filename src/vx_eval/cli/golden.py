@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -12,28 +11,24 @@ from rich.markup import escape
 
 from vx_eval.cli.common import err_console, location, new_file, out_console, shown_path
 from vx_eval.cli.progress import RichProgress
-from vx_eval.core.config.experiment import CorpusSource, load_config
 from vx_eval.core.contracts.golden import LeftOut
 from vx_eval.core.errors import GoldenError, quoted
-from vx_eval.core.golden.files import dump_rows, lint
+from vx_eval.core.golden.files import dump_rows
 from vx_eval.core.golden.importers import bedrock_golden_bytes
 from vx_eval.core.golden.sources import (
     beir_golden_bytes,
-    folder_golden,
-    read_corpus,
     trec_folder_bytes,
     trec_golden_bytes,
 )
-from vx_eval.core.golden.units import document_of
 from vx_eval.core.plugins import load_plugins
-from vx_eval.core.run.targets import close_targets, nearest_ids, open_targets
 from vx_eval.core.stores import Stores, local_folder
+from vx_eval.core.usecases.golden_check import GoldenCheckRequest, check_golden
 from vx_eval.core.usecases.plan import Plan, drafting
 from vx_eval.llm.drafting import parse_mix
 from vx_eval.python.commands import template_rows, write_golden_rows
 
 if TYPE_CHECKING:
-    from vx_eval.core.plugins import Plugins
+    pass
 
 
 @click.group()
@@ -53,27 +48,27 @@ def golden_check(file: str, config: Path | None, split: str) -> None:
     """Lint a golden FILE (or a BEIR folder's queries and qrels, or a TREC folder's topics and qrels): every
     defect on every line, at once."""
     plugins = load_plugins()
-    stores = Stores(plugins)
-    where = location(file) or file
     err = err_console()
-    folder = folder_golden(where, split)
-    if folder is not None:
-        raw, left_out, _ = folder
-        for part in left_out:
-            err.print(escape(f"{file}: {part.render()}"), highlight=False)
-    else:
-        raw = stores.read(where)
-    defects, rows = lint(raw)
-    for defect in defects:
+    request = GoldenCheckRequest(location(file) or file, split, config)
+    check = check_golden(request, plugins, Stores(plugins), RichProgress(err))
+    for part in check.left_out:
+        err.print(escape(f"{file}: {part.render()}"), highlight=False)
+    for defect in check.defects:
         err.print(escape(defect.render(file)), highlight=False)
-    filled = [r for _, r in rows if r.question.strip()]
-    problems = len(defects)
-    if config is not None and not defects:
-        problems += _absent_ids(file, config, {u for r in filled for u in r.expected}, plugins, stores)
-    if problems:
-        err.print(f"[red]{problems} problem{'s' * (problems != 1)}[/] in {escape(file)}")
+    if check.corpus is not None:
+        source, size = check.corpus
+        said = f"{file}: ids checked against {shown_path(source)} ({size:,} documents); no index built"
+        err.print(escape(said), highlight=False)
+    for absent in check.absent:
+        meant = f"; did you mean {quoted(absent.meant)}?" if absent.meant else ""
+        err.print(
+            escape(f"{file}: expected document {quoted(absent.doc)} is not in {absent.where}{meant}"), highlight=False
+        )
+    if check.problems:
+        err.print(f"[red]{check.problems} problem{'s' * (check.problems != 1)}[/] in {escape(file)}")
         sys.exit(2)
-    unfilled = len(rows) - len(filled)
+    filled = check.filled
+    unfilled = len(check.rows) - len(filled)
     unlabelled = sum(1 for r in filled if not r.expected)
     out_console().print(
         escape(
@@ -83,37 +78,6 @@ def golden_check(file: str, config: Path | None, split: str) -> None:
         ),
         highlight=False,
     )
-
-
-def _absent_ids(file: str, config: Path, expected: set[str], plugins: Plugins, stores: Stores) -> int:
-    """Each expected id the config's collection lacks, said with the id most likely meant; how many. Where
-    the config declares a corpus, its file is read (nothing is indexed or embedded); else each target opens
-    the index that is there, building none."""
-    err = err_console()
-    experiment = load_config(config, plugins)
-    wanted = {document_of(u) for u in expected}
-    source = experiment.config.corpus_source
-    lacks: list[tuple[str, list[str], Sequence[str]]] = []  # where, the ids it lacks, the ids it holds
-    if source is not None:
-        corpus = read_corpus(CorpusSource(path=source.path), stores)  # the whole file: a slice keeps what is expected
-        ids = [doc.id for doc in corpus]
-        lacks.append((f"the corpus {corpus.source}", sorted(wanted.difference(ids)), ids))
-        said = f"{file}: ids checked against {shown_path(corpus.source)} ({len(ids):,} documents); no index built"
-        err.print(escape(said), highlight=False)
-    else:
-        targets = open_targets(experiment, plugins, stores, RichProgress(err), build=False)
-        try:
-            for target in targets:
-                absent = sorted(target.handle.missing(wanted))
-                lacks.append((target.name, absent, target.handle.document_ids() if absent else ()))
-        finally:
-            close_targets(targets)
-    for name, absent, held in lacks:
-        nearest = nearest_ids(absent, held) if absent else {}
-        for doc in absent:
-            meant = f"; did you mean {quoted(nearest[doc])}?" if doc in nearest else ""
-            err.print(escape(f"{file}: expected document {quoted(doc)} is not in {name}{meant}"), highlight=False)
-    return sum(len(absent) for _, absent, _ in lacks)
 
 
 @golden.command("template")
