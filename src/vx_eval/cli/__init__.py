@@ -29,6 +29,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "watch": ("run", "watch", "Run CONFIG whenever its golden file has new content."),
     "serve": ("serve", "serve", "Serve the Evaluate page and the REST routes over a store of runs."),
     "users": ("serve", "users", "People and API keys of `vx-eval serve`."),
+    "grade": ("serve", "grade", "Grade (question, passage) pairs of CONFIG's newest run in your browser, 0-3."),
     "plugins": ("plugins", "plugins_command", "What is installed: engines, setups, stores, writers, judges."),
 }
 

@@ -5,8 +5,11 @@ from __future__ import annotations
 import os
 import re
 import sys
+import threading
+import webbrowser
 from pathlib import Path
 from typing import TYPE_CHECKING
+from urllib.parse import quote
 
 import click
 
@@ -17,7 +20,6 @@ from vx_eval.core.plugins import load_plugins
 from vx_eval.core.stores import Stores
 from vx_eval.serve.auth import KEY_PREFIX, Users
 from vx_eval.serve.bounds import MIB, Limits
-from vx_eval.serve.limits import head_deadline
 
 if TYPE_CHECKING:
     from vx_eval.core.plugins import Plugins
@@ -126,6 +128,7 @@ def serve(
         import uvicorn
 
         from vx_eval.serve.app import ServeSettings, create_app  # lazy: FastAPI (vx-eval[serve]) loads with it
+        from vx_eval.serve.limits import head_deadline  # lazy: uvicorn's protocol, of the same extra
     except ImportError:
         raise VxEvalError('vx-eval serve needs its extra: pip install "vx-eval[serve]"') from None
 
@@ -202,10 +205,11 @@ def users() -> None:
 @click.argument("name")
 @click.option(
     "--role",
-    type=click.Choice(["reader", "runner", "admin"]),
+    type=click.Choice(["reader", "rater", "runner", "admin"]),
     default="reader",
     show_default=True,
-    help="What they may do: read runs; also start runs and manage datasets; also read golden text.",
+    help="What they may do: read runs; also grade pairs on the grading page (rater); also start runs and manage "
+    "datasets (runner); all of it and read golden text (admin).",
 )
 @users_option
 @click.option("--password-stdin", is_flag=True, help="Read the password from standard input instead of a prompt.")
@@ -239,7 +243,7 @@ def users_key() -> None:
 @users_key.command("make")
 @click.argument("name")
 @click.option(
-    "--role", type=click.Choice(["reader", "runner", "admin"]), help="The key's role (default: the person's)."
+    "--role", type=click.Choice(["reader", "rater", "runner", "admin"]), help="The key's role (default: the person's)."
 )
 @users_option
 def users_key_make(name: str, role: str | None, users_path: str | None) -> None:
@@ -283,3 +287,26 @@ def users_signout(name: str, users_path: str | None) -> None:
     path = users_file(users_path)
     Users(path).sign_out_everywhere(name)
     err_console().print(f"every session of {name} has ended ({path})", highlight=False)
+
+
+@click.command("grade")
+@click.argument("config", type=click.Path(dir_okay=False, exists=True, path_type=Path))
+@users_option
+@click.option("--port", default=8765, show_default=True, type=click.IntRange(0, 65535), help="The port to listen on.")
+@click.option("--no-browser", is_flag=True, help="Print the page's address; open no browser.")
+def grade(config: Path, users_path: str | None, port: int, no_browser: bool) -> None:
+    """Grade (question, passage) pairs of CONFIG's newest run in your browser, 0-3 by keyboard: the grading
+    page of `vx-eval serve`, on this machine only. The grades are kept beside the golden file and the next
+    `vx-eval run CONFIG` uses them."""
+    name = load_config(config, load_plugins()).config.name
+    people = Users(users_file(users_path)).load().people
+    if not any(person.role in ("rater", "admin") for person in people.values()):
+        raise VxEvalError(
+            f"nobody in {users_file(users_path)} may grade: add yourself first, "
+            "`vx-eval users add NAME --role rater` (a password is asked)"
+        )
+    url = f"http://127.0.0.1:{port}/grade/{quote(name)}"
+    err_console().print(f"the grading page of {name}: {url} (sign in as a rater or an admin)", highlight=False)
+    if not no_browser:
+        threading.Timer(1.5, webbrowser.open, args=(url,)).start()
+    click.get_current_context().invoke(serve, config=config, users_path=users_path, host="127.0.0.1", port=port)

@@ -40,8 +40,9 @@ RUN = READ | {"evaluation.start", "evaluation.cancel", "dataset.write"}
 ROLES: dict[str, frozenset[str]] = {
     "guest": frozenset({"evaluation.read"}),
     "reader": READ,
+    "rater": READ | {"grade"},  # grades (question, passage) pairs on the grading page: reads their text
     "runner": RUN,  # starts and cancels runs, manages datasets; never reads a question's text
-    "admin": RUN | {"golden.download", "dataset.read"},
+    "admin": RUN | {"golden.download", "dataset.read", "grade"},
 }
 KEY_PREFIX = "vxk_"
 SESSION_HOURS = 12
@@ -50,7 +51,7 @@ CHECKS_AT_ONCE = 2
 CHECK_WAIT_S = 10.0
 """How long a sign-in waits for a turn before the server says it is busy."""
 
-Role = Literal["reader", "runner", "admin"]
+Role = Literal["reader", "rater", "runner", "admin"]
 
 
 def _hasher() -> Any:
@@ -73,9 +74,9 @@ class Principal:
     """Which API key, for a key (its id, never the secret)."""
 
     def may(self, action: str) -> bool:
-        """Whether this caller may do `action`; question text (the golden download, a dataset's rows) also
-        needs a person, not a key."""
-        if action in ("golden.download", "dataset.read") and self.kind != "person":
+        """Whether this caller may do `action`; question text (the golden download, a dataset's rows, the
+        grading page) also needs a person, not a key."""
+        if action in ("golden.download", "dataset.read", "grade") and self.kind != "person":
             return False
         return action in ROLES.get(self.role, frozenset())
 
@@ -128,7 +129,8 @@ def _key_hash(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
-RANK = {"guest": 0, "reader": 1, "runner": 2, "admin": 3}
+RANK = {"guest": 0, "reader": 1, "rater": 1, "runner": 2, "admin": 3}
+"""A key acts with the lesser of its role and its person's; grading needs a person, so a rater's key reads."""
 
 
 class UsersUnreadable(ConfigError):
@@ -136,8 +138,8 @@ class UsersUnreadable(ConfigError):
 
 
 def _check_role(role: str) -> Role:
-    if role not in ("reader", "runner", "admin"):
-        raise ConfigError(f"no role '{role}'; roles: reader, runner, admin")
+    if role not in ("reader", "rater", "runner", "admin"):
+        raise ConfigError(f"no role '{role}'; roles: reader, rater, runner, admin")
     return role  # type: ignore[return-value]
 
 

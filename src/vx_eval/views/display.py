@@ -69,7 +69,9 @@ def _rank(report: Report, setup: SetupResult) -> str:
 
 
 def _title(report: Report) -> str:
-    return f"{report.name}: {scored_questions(report)} questions, {len(report.setups)} setups"
+    human = report.golden.human_grades
+    graded = f", {human:,} grade{'s' * (human != 1)} from the grading page" if human else ""
+    return f"{report.name}: {scored_questions(report)} questions{graded}, {len(report.setups)} setups"
 
 
 def scored_questions(report: Report) -> int:

@@ -92,6 +92,9 @@ class GoldenSet:
     not scored, until somebody labels them or a judge grades their results."""
     waiting: tuple[Question, ...] = ()
     """Those unlabelled questions themselves (expected empty), for a run with a judge."""
+    human_grades: int = 0
+    """Grades people gave on the grading page that were added to these questions (`core.golden.human`)."""
+    human_grades_sha256: str | None = None
     left_out: tuple[LeftOut, ...] = ()
     """What was left out of a collection read as golden questions (a BEIR folder's queries nobody judged)."""
 

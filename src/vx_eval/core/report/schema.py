@@ -33,7 +33,7 @@ from vx_eval.core.report.views import (
     Tuning,
 )
 
-FORMAT = 3
+FORMAT = 4
 """1: reports before the typed model (read through `core.report.upgrade`); 2: the typed model; 3: runs derived from
 another (`derived_from`), tie-aware measures (`SetupResult.ties`), `headroom`, all-pairs tests (`pairs`),
 fusion `tuning`, and rankings kept beside the report (`rankings`)."""
@@ -64,6 +64,11 @@ class GoldenInfo(Frozen):
     max_grade: int = 1
     graded: int = 0
     """Questions that give some unit a grade above 1 (the graded view's coverage)."""
+    human_grades: int = 0
+    """Grades people gave on the grading page (kept beside the golden file) that this run used: for units the
+    golden file does not grade, each pair's median grade over its raters."""
+    human_grades_sha256: str | None = None
+    """The sha256 of the grades file as the run read it (None: there was none)."""
 
 
 class CallCounts(Frozen):

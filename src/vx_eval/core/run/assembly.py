@@ -182,6 +182,8 @@ def golden_info(golden: GoldenSet, labelled: int) -> GoldenInfo:
         drafts=golden.drafts,
         max_grade=golden.max_grade,
         graded=graded_count(golden.questions),
+        human_grades=golden.human_grades,
+        human_grades_sha256=golden.human_grades_sha256,
     )
 
 

@@ -17,6 +17,7 @@ from vx_eval.core.contracts.engine import FUSION, Progress, SilentProgress, Targ
 from vx_eval.core.contracts.golden import GoldenSet, Question
 from vx_eval.core.contracts.store import StoreFull
 from vx_eval.core.errors import GoldenError, VxEvalError
+from vx_eval.core.golden.human import with_page_grades
 from vx_eval.core.golden.sources import FileCorpus, read_golden
 from vx_eval.core.golden.units import units_for
 from vx_eval.core.judging.check import measured
@@ -117,7 +118,9 @@ def _questions(experiment: Experiment, stores: Stores) -> tuple[GoldenSet, int]:
     """The golden file, with the unlabelled questions searched too where a judge grades them; and how many
     questions people labelled."""
     ev = experiment.config.evaluation
-    golden = experiment.questions or read_golden(experiment.config.golden_source, stores)
+    golden = experiment.questions or with_page_grades(
+        read_golden(experiment.config.golden_source, stores), experiment.config.golden_source, stores
+    )
     labelled = golden.labelled
     if ev.judge and golden.waiting:  # a judge grades their results: they are searched too
         golden = dataclasses.replace(golden, questions=golden.questions + golden.waiting)
