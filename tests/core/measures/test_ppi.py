@@ -1,0 +1,64 @@
+"""Prediction-powered estimates (`core.measures.ppi`), on simulated questions whose true mean is known: the
+interval covers it about as often as it says, whatever the judge's bias; a judge that tracks people narrows it;
+one that does not is given no weight."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from vx_eval.core.measures.ppi import ppi_mean
+
+
+def _draw(rng, n, big, bias, noise):
+    """People's measure of n + big questions (bounded, like nDCG) and a judge's, off by `bias` and `noise`."""
+    truth = rng.beta(2, 3, size=n + big)
+    judged = np.clip(truth + bias + rng.normal(0, noise, size=n + big), 0, 1)
+    return truth[:n], judged[:n], judged[n:], truth
+
+
+@pytest.mark.parametrize("bias, noise", [(0.15, 0.05), (-0.1, 0.2), (0.0, 0.3)])
+def test_the_interval_covers_the_true_mean_about_as_often_as_it_says(bias, noise):
+    rng = np.random.default_rng(7)
+    covered, trials = 0, 600
+    true_mean = 2 / 5  # the mean of beta(2, 3): what people's grades of every question would give
+    for _ in range(trials):
+        human, judge_n, judge_big, _ = _draw(rng, 30, 300, bias, noise)
+        estimate = ppi_mean(human, judge_n, judge_big)
+        covered += estimate.low <= true_mean <= estimate.high
+    assert 0.92 <= covered / trials <= 0.98, covered / trials
+
+
+def test_a_biased_judge_alone_misses_and_the_correction_brings_it_back():
+    rng = np.random.default_rng(1)
+    human, judge_n, judge_big, truth = _draw(rng, 30, 3000, 0.15, 0.05)
+    assert abs(judge_big.mean() - truth.mean()) > 0.1  # the judge's own mean is off by its bias
+    estimate = ppi_mean(human, judge_n, judge_big)
+    assert abs(estimate.mean - truth.mean()) < 0.03
+    alone = ppi_mean(human, judge_n, judge_big[:0])  # people's 30 alone
+    assert estimate.high - estimate.low < 0.6 * (alone.high - alone.low)  # a judge that tracks people narrows it
+    assert estimate.lam > 0.5 and alone.lam == 0
+
+
+def test_a_judge_unrelated_to_people_carries_no_weight():
+    rng = np.random.default_rng(2)
+    human = rng.beta(2, 3, size=40)
+    judge_n, judge_big = rng.random(40), rng.random(400)
+    estimate = ppi_mean(human, judge_n, judge_big)
+    assert estimate.lam < 0.15
+    assert estimate.mean == pytest.approx(human.mean(), abs=0.02)
+
+
+def test_how_many_more_person_graded_questions_would_settle_a_difference():
+    rng = np.random.default_rng(3)
+    diff_people = rng.normal(0.03, 0.15, size=20)  # a small real difference between two setups, per question
+    diff_judge_n = diff_people + rng.normal(0, 0.05, size=20)
+    diff_judge_big = rng.normal(0.03, 0.15, size=500)
+    estimate = ppi_mean(diff_people, diff_judge_n, diff_judge_big)
+    needed = estimate.labelled_to_settle()
+    if estimate.excludes_zero():
+        assert needed is not None and needed <= estimate.labelled
+    else:
+        assert needed is None or needed > estimate.labelled
+    with pytest.raises(ValueError, match="at least two"):
+        ppi_mean(diff_people[:1], diff_judge_n[:1], diff_judge_big)
