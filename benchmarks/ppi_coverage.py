@@ -1,0 +1,208 @@
+"""Do a few people's grades correct a judge? Prediction-powered estimates on real collections.
+
+For each collection with human judgements in ``../shared/datasets`` (SciFact, the TREC DL 2019 MS MARCO subset,
+Vaswani), on a slice of its corpus (every document its questions judge, plus ``--others`` drawn with the seed):
+
+1. every setup the embedded engine offers (keyword BM25, MiniLM and BGE dense, hybrids; no reranker: the
+   judge's own model would be circular) searches the collection's own questions, and the cross-encoder judge
+   grades every setup's first 10 results (`judge_everything`, as `vx-eval judge check` asks);
+2. each question's nDCG@10 is computed twice per setup: with people's judgements (the qrels) and with the
+   judge's grades alone. People's mean over every question is the truth;
+3. 200 times, ``n`` questions (0, 30 and 100, where the collection has more) are drawn as if people had graded
+   them and the judge the rest, and each setup's mean and the leader's paired difference to every other setup
+   are estimated: with 0, the judge's own mean (and its bootstrap interval); else the prediction-powered
+   estimate (PPI++, `core.measures.ppi`).
+
+It prints, per collection and n: how often the 95% intervals cover the truth (each setup's mean, and the
+paired differences), their mean width beside people's own n questions alone (what the judge buys), Kendall's
+tau between the estimated and the true order of the setups, and how often the estimated best is the true best
+or one the truth cannot tell from it (paired t-test on every question, p >= 0.05).
+
+    python benchmarks/ppi_coverage.py [--collections scifact,msmarco-dl19-5k,vaswani] [--others 2000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import random
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import yaml
+from scipy.stats import kendalltau, ttest_rel
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from zero_config_validity import DATASETS, READERS, slice_of, write_jsonl
+
+from vx_eval.core.config.experiment import load_config
+from vx_eval.core.measures.ppi import ppi_mean
+from vx_eval.core.plugins import load_plugins
+from vx_eval.core.usecases.pipeline import RunOptions, run_experiment
+
+DRAWS = 200
+
+
+def ndcg10(ranked: list[str], gains: dict[str, int]) -> float:
+    dcg = sum(gains.get(u, 0) / math.log2(i + 2) for i, u in enumerate(ranked[:10]))
+    ideal = sorted((g for g in gains.values() if g > 0), reverse=True)[:10]
+    best = sum(g / math.log2(i + 2) for i, g in enumerate(ideal))
+    return dcg / best if best > 0 else 0.0
+
+
+def measured(name: str, args: argparse.Namespace, plugins) -> tuple[list[str], np.ndarray, np.ndarray, float]:
+    """The setups, people's and the judge's nDCG@10 (setups x questions), and the wall time of the run."""
+    collection = READERS[name](DATASETS / name)
+    asked, kept = slice_of(collection, 0, args.others, args.seed)
+    work = Path(tempfile.mkdtemp(prefix=f"vx-ppi-{name}-"))
+    keep = set(kept)
+    write_jsonl(work / "docs.jsonl", [{"id": d, "title": collection.docs[d][0], "text": collection.docs[d][1]}
+                                      for d in kept])  # fmt: skip
+    rows = []
+    for q in asked:
+        grades = {d: g for d, g in collection.qrels[q].items() if d in keep}
+        rows.append({"id": q, "question": collection.queries[q], "expected": [d for d, g in grades.items() if g > 0],
+                     "grades": {d: max(g, 0) for d, g in grades.items()}})  # fmt: skip
+    write_jsonl(work / "golden.jsonl", rows)
+    config = {
+        "name": f"ppi-{name}",
+        "golden": "golden.jsonl",
+        "corpus": "docs.jsonl",
+        "targets": [{"name": name, "engine": "sqlite", "options": {
+            "path": "index.db", "mode": "hybrid", "dense_models": ["minilm", "bge-small"], "reranker": None}}],
+        "evaluation": {"metrics": ["ndcg@10"], "primary": "ndcg@10", "depth": 10, "judge": "cross-encoder",
+                       "judge_depth": 10, "seed": 0},
+        "models": {"embeddings": str(Path(args.cache).resolve() / "embeddings.db"),
+                   "scores": str(Path(args.cache).resolve() / "scores.db")},
+    }  # fmt: skip
+    (work / "ppi.yaml").write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+    started = time.perf_counter()
+    try:
+        report = run_experiment(load_config(work / "ppi.yaml", plugins), plugins,
+                                RunOptions(save=False, judge_everything=True)).report  # fmt: skip
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    wall = time.perf_counter() - started
+    judged: dict[str, dict[str, int]] = {}
+    for qid, unit, grade, _ in report.judge.verdicts or []:
+        judged.setdefault(qid, {})[unit] = grade
+    people = {r["id"]: r["grades"] for r in rows}
+    setups = [s for s in report.setups if s.scored]
+    human = np.zeros((len(setups), len(report.question_ids)))
+    judge = np.zeros_like(human)
+    for i, setup in enumerate(setups):
+        for j, qid in enumerate(report.question_ids):
+            ranked = [u for u, _ in setup.per_question.results[j] if u]
+            human[i, j] = ndcg10(ranked, people[qid])
+            judge[i, j] = ndcg10(ranked, judged.get(qid, {}))
+    return [s.key for s in setups], human, judge, wall
+
+
+def _bootstrap(values: np.ndarray, rng: np.random.Generator, draws: int = 500) -> tuple[float, float]:
+    means = values[rng.integers(0, len(values), size=(draws, len(values)))].mean(axis=1)
+    return float(np.quantile(means, 0.025)), float(np.quantile(means, 0.975))
+
+
+def _near_best(human: np.ndarray) -> set[int]:
+    """The setups the truth cannot tell from its best (paired t-test over every question, p >= 0.05)."""
+    best = int(np.argmax(human.mean(axis=1)))
+    near = {best}
+    for i in range(len(human)):
+        same = np.allclose(human[i], human[best])
+        if i != best and (same or ttest_rel(human[best], human[i]).pvalue >= 0.05):
+            near.add(i)
+    return near
+
+
+def resampled(human: np.ndarray, judge: np.ndarray, n: int, seed: int) -> dict[str, float]:
+    rng = np.random.default_rng(seed)
+    setups, questions = human.shape
+    truth = human.mean(axis=1)
+    leader = int(np.argmax(truth))
+    near = _near_best(human)
+    covered = covered_diff = intervals = diffs = 0
+    widths: list[float] = []
+    alone_widths: list[float] = []
+    taus: list[float] = []
+    picks_near = 0
+    for _ in range(DRAWS):
+        labelled = rng.choice(questions, size=n, replace=False) if n else np.array([], dtype=int)
+        rest = np.setdiff1d(np.arange(questions), labelled)
+        estimates = []
+        for s in range(setups):
+            if n:
+                e = ppi_mean(human[s, labelled], judge[s, labelled], judge[s, rest])
+                low, high, mean = e.low, e.high, e.mean
+                a = ppi_mean(human[s, labelled], judge[s, labelled], judge[s, rest][:0])
+                alone_widths.append(a.high - a.low)
+            else:
+                mean = float(judge[s].mean())
+                low, high = _bootstrap(judge[s], rng)
+            estimates.append(mean)
+            covered += low <= truth[s] <= high
+            intervals += 1
+            widths.append(high - low)
+        for s in range(setups):
+            if s == leader:
+                continue
+            d_h, d_j = human[leader] - human[s], judge[leader] - judge[s]
+            if n:
+                e = ppi_mean(d_h[labelled], d_j[labelled], d_j[rest])
+                low, high = e.low, e.high
+            else:
+                low, high = _bootstrap(d_j, rng)
+            covered_diff += low <= truth[leader] - truth[s] <= high
+            diffs += 1
+        taus.append(float(kendalltau(estimates, truth).statistic))
+        picks_near += int(np.argmax(estimates)) in near
+    return {
+        "n": n,
+        "coverage": covered / intervals,
+        "coverage_diff": covered_diff / max(diffs, 1),
+        "width": float(np.mean(widths)),
+        "width_people_alone": float(np.mean(alone_widths)) if alone_widths else float("nan"),
+        "tau": float(np.nanmean(taus)),
+        "pick_near_best": picks_near / DRAWS,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--collections", default="scifact,msmarco-dl19-5k,vaswani")
+    parser.add_argument("--others", type=int, default=2000, help="documents no question judges, kept too")
+    parser.add_argument("--labelled", default="0,30,100", help="questions people grade, drawn each time")
+    parser.add_argument("--cache", default=".vx", help="where embeddings and cross-encoder scores are kept")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--json", type=Path, help="also write the results here")
+    args = parser.parse_args()
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    plugins = load_plugins()
+    results = []
+    for name in args.collections.split(","):
+        keys, human, judge, wall = measured(name, args, plugins)
+        bias = float(np.mean(judge.mean(axis=1) - human.mean(axis=1)))
+        print(f"{name}: {human.shape[1]} questions, {len(keys)} setups, run and judge {wall:.0f} s; "
+              f"the judge's mean nDCG@10 minus people's: {bias:+.3f}")  # fmt: skip
+        for n in (int(x) for x in args.labelled.split(",")):
+            if n and n > human.shape[1] - 5:
+                print(f"  n={n}: the collection has {human.shape[1]} questions; left out")
+                continue
+            row = resampled(human, judge, n, args.seed) | {"collection": name, "questions": human.shape[1]}
+            results.append(row)
+            alone = "" if not n else f" (people's {n} alone: {row['width_people_alone']:.3f})"
+            print(f"  n={n:>3}: coverage {row['coverage']:.1%} of setups' means, {row['coverage_diff']:.1%} of "
+                  f"the leader's differences; width {row['width']:.3f}{alone}; tau {row['tau']:+.2f}; "
+                  f"best pick near the true best {row['pick_near_best']:.0%}")  # fmt: skip
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=1), encoding="utf-8")
+
+
+if __name__ == "__main__":
+    random.seed(0)
+    main()
