@@ -104,7 +104,44 @@ def vaswani(folder: Path) -> Collection:
     return Collection(docs, queries, qrels_of((folder / "qrels").read_text(encoding="utf-8")))
 
 
-READERS = {"scifact": beir, "msmarco-dl19-5k": beir, "vaswani": vaswani}
+def _smart(text: str) -> list[tuple[str, dict[str, str]]]:
+    """A SMART file's records: each ``.I id`` with its fields (``.T``, ``.A``, ``.B``, ``.W``) as text."""
+    records: list[tuple[str, dict[str, str]]] = []
+    field = None
+    for line in text.replace("\r", "").splitlines():
+        if line.startswith(".I "):
+            records.append((line[3:].strip(), {}))
+            field = None
+        elif len(line) == 2 and line.startswith("."):
+            field = line[1]
+            records[-1][1][field] = ""
+        elif records and field:
+            records[-1][1][field] += line + " "
+    return records
+
+
+def cranfield(folder: Path) -> Collection:
+    """Cranfield's SMART files: queries renumbered 1-225 in file order (as cranqrel numbers them); Cleverdon's
+    codes made gains, the most relevant (1) highest: 1 -> 4, 2 -> 3, 3 -> 2, 4 -> 1, -1 (none) -> 0."""
+    docs = {
+        i: (" ".join(f.get("T", "").split()), " ".join(f.get("W", "").split()))
+        for i, f in _smart((folder / "cran.all.1400").read_text(encoding="utf-8", errors="replace"))
+    }
+    docs = {i: (title, text) for i, (title, text) in docs.items() if title or text}  # 471 and 995 are empty
+    queries = {
+        str(n): " ".join(f.get("W", "").split()).rstrip(" .").capitalize()
+        for n, (_, f) in enumerate(_smart((folder / "cran.qry").read_text(encoding="utf-8", errors="replace")), 1)
+    }
+    qrels: dict[str, dict[str, int]] = {}
+    for line in (folder / "cranqrel").read_text(encoding="utf-8").splitlines():
+        parts = line.split()
+        if len(parts) == 3:
+            code = int(parts[2])
+            qrels.setdefault(parts[0], {})[parts[1]] = 5 - code if 1 <= code <= 4 else 0
+    return Collection(docs, queries, qrels)
+
+
+READERS = {"scifact": beir, "msmarco-dl19-5k": beir, "vaswani": vaswani, "cranfield": cranfield}
 
 
 def slice_of(collection: Collection, humans: int, others: int, seed: int) -> tuple[list[str], list[str]]:

@@ -26,6 +26,7 @@ from vx_eval.html.view import (
 from vx_eval.views.format import (
     circular_note,
     corpus_note,
+    corrected_words,
     fmt,
     meaning,
     measures_shown,
@@ -276,6 +277,7 @@ def render_page(
             picking_note=report.picking.note if report.picking else None,
             picking_sure=report.picking.sure if report.picking else None,
             judge_sure=report.picking.judge_sure if report.picking else None,
+            corrected=corrected_words(report),
             circular_note=circular_note(report),
             scatter=_scatter(report, views, deciding),
             deciding_meaning=meaning(deciding),

@@ -139,8 +139,37 @@ def pick_doubts(report: Report) -> list[tuple[str, str]]:
         ("how sure", picking.sure if picking else None),
         ("times", timing_doubt(report)),
         ("under the judge", picking.judge_sure if picking else None),
+        ("corrected by people", corrected_words(report)),
     ]
     return [(label, text) for label, text in doubts if text]
+
+
+def corrected_words(report: Report) -> str | None:
+    """The judge's measure corrected by people's grades, in words: the leader's corrected mean, the nearest
+    lead and whether people's grades settle it (else about how many graded questions would)."""
+    fixed = report.picking.corrected if report.picking else None
+    if fixed is None:
+        return None
+    top = fixed.setups[fixed.leader]
+    said = (
+        f"on the {fixed.labelled} questions people graded, the judge's {fixed.measure} is corrected over all "
+        f"{fixed.labelled + fixed.unlabelled} (prediction-powered): {fixed.leader} {top.mean:.3f} "
+        f"({top.low:.3f}–{top.high:.3f})"
+    )
+    if fixed.best != fixed.leader:
+        said += f"; corrected, {fixed.best} leads instead ({fixed.setups[fixed.best].mean:.3f})"
+    if fixed.leads:
+        key, lead = min(fixed.leads.items(), key=lambda item: item[1].mean)
+        span = f"{lead.mean:+.3f} ({lead.low:+.3f} to {lead.high:+.3f})"
+        if lead.low > 0:
+            said += f"; its smallest lead, over {key}, {span}, holds"
+        elif lead.settle_with is not None:
+            said += f"; its lead over {key}, {span}, is not settled: about {lead.settle_with} graded questions would"
+        else:
+            said += (
+                f"; its lead over {key}, {span}, is not settled, and more graded questions alone would not settle it"
+            )
+    return said
 
 
 def timing_doubt(report: Report) -> str | None:

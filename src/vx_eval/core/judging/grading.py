@@ -10,7 +10,7 @@ rerun, or a second run over the same results, asks the judge nothing again.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -189,7 +189,11 @@ def circular_setups(runs: Sequence[SetupResults], judge: Judge, models: Models |
 
 
 def _to_grade(
-    runs: Sequence[SetupResults], questions: Sequence[Question], depth: int, everything: bool
+    runs: Sequence[SetupResults],
+    questions: Sequence[Question],
+    depth: int,
+    everything: bool,
+    also: Collection[int] = (),
 ) -> tuple[dict[tuple[str, int], list[str]], int]:
     """The units to grade per (target, question) in every setup's first `depth` places: those no person
     labelled (every one with `everything`); and how many a person's label kept."""
@@ -198,11 +202,20 @@ def _to_grade(
     for (target, i), units in top_units(runs, questions, depth).items():
         labelled = questions[i].relevance()
         human_kept += sum(1 for u in units if u in labelled)
-        pairs[(target, i)] = [u for u in units if everything or u not in labelled]
+        pairs[(target, i)] = [u for u in units if everything or i in also or u not in labelled]
     return pairs, human_kept
 
 
-def judge_run(
+@dataclass(frozen=True)
+class Grading:
+    """What the judge gave a run: its grades by question index and unit (the pairs people graded too, where
+    asked), and what the report says about the grading."""
+
+    judged: dict[int, dict[str, int]]
+    info: JudgeInfo
+
+
+def grade_run(
     runs: Sequence[SetupResults],
     questions: Sequence[Question],
     targets: Sequence[Target],
@@ -212,12 +225,13 @@ def judge_run(
     progress: Progress,
     everything: bool = False,
     on: GradeOn | None = None,
-) -> tuple[list[Question], JudgeInfo]:
-    """Grade every unlabelled (question, result) pair in the first `depth` places of every setup; returns the
-    questions with those grades added (human labels win) and what the report says about the grading.
-    `everything`: grade the human-labelled pairs too and list every verdict (to check the judge); `on`: where
-    the batches are graded, when not in this process (the run's cluster)."""
-    pairs, human_kept = _to_grade(runs, questions, depth, everything)
+    also: Collection[int] = (),
+) -> Grading:
+    """Grade every unlabelled (question, result) pair in the first `depth` places of every setup, and the
+    labelled pairs of the questions `also` names (to measure the judge against people, `core.judging.corrected`).
+    `everything`: grade every labelled pair too and list every verdict (to check the judge); `on`: where the
+    batches are graded, when not in this process (the run's cluster)."""
+    pairs, human_kept = _to_grade(runs, questions, depth, everything, also)
     texts = _passages(pairs, targets)
     placed = [(i, u, texts[(t, u)]) for (t, i), units in pairs.items() for u in units if (t, u) in texts]
     asked = [(questions[i].question, text) for i, _, text in placed]
@@ -247,4 +261,20 @@ def judge_run(
         verdicts=verdicts if everything else None,
         circular=circular_setups(runs, judge, own_models(targets[0].models) if targets else None),
     )
-    return [with_judged_grades(q, judged.get(i, {})) for i, q in enumerate(questions)], info
+    return Grading(judged, info)
+
+
+def judge_run(
+    runs: Sequence[SetupResults],
+    questions: Sequence[Question],
+    targets: Sequence[Target],
+    judge: Judge,
+    depth: int,
+    cache: GradeCache | None,
+    progress: Progress,
+    everything: bool = False,
+    on: GradeOn | None = None,
+) -> tuple[list[Question], JudgeInfo]:
+    """`grade_run`, and the questions with the judge's grades added (human labels win)."""
+    grading = grade_run(runs, questions, targets, judge, depth, cache, progress, everything, on)
+    return [with_judged_grades(q, grading.judged.get(i, {})) for i, q in enumerate(questions)], grading.info

@@ -23,6 +23,7 @@ from vx_eval.core.report.upgrade import upgrade
 from vx_eval.core.report.views import (
     AllPairs,
     CorpusCut,
+    Corrected,
     Frozen,
     GradedDashboard,
     Headroom,
@@ -316,6 +317,9 @@ class Picking(Frozen):
     questions_needed: int | None = None
     """Where not sure and the two differ at all: about how many questions would tell the leader from the
     setup ranked next at the difference seen."""
+    corrected: Corrected | None = None
+    """Where a judge graded most questions and people some: each setup's measure corrected by the judge's error
+    on people's questions, and the leader's leads (`core.judging.corrected`)."""
     judge_noise: JudgeNoise | None = None
     """Where a judge gave grades and its agreement with people was measured: how often each leader leads
     with the judge's grades redrawn as people would likely have given them."""

@@ -278,3 +278,42 @@ class GradedDashboard(Frozen):
     strongest: list[GradedQuestion] = Field(default_factory=list)
     weakest: list[GradedQuestion] = Field(default_factory=list)
     failed: list[str] = Field(default_factory=list)
+
+
+class CorrectedMean(Frozen):
+    """A setup's measure, prediction-powered: the judge's mean corrected by its error where people graded."""
+
+    mean: float
+    low: float
+    high: float
+    weight: float
+    """The weight the judge's grades carry (0: people's grades alone; 1: the judge's as much as people's)."""
+
+
+class CorrectedLead(Frozen):
+    """The leader's lead over a setup, prediction-powered, paired question by question."""
+
+    mean: float
+    low: float
+    high: float
+    settle_with: int | None = None
+    """About how many questions people grade would make the interval exclude 0 (None: no number would, with
+    this judge; the present number where it excludes 0 already)."""
+
+
+class Corrected(Frozen):
+    """Each setup's measure where a judge graded most questions and people some (`core.judging.corrected`):
+    the judge's mean corrected by its error on the questions people graded too (PPI++, Angelopoulos et al.
+    2023), with intervals that cover whatever the judge's bias; and the leader's lead over each setup."""
+
+    measure: str
+    labelled: int
+    """Questions people graded (the judge graded their results too)."""
+    unlabelled: int
+    """Questions only the judge graded."""
+    leader: str
+    setups: dict[str, CorrectedMean]
+    leads: dict[str, CorrectedLead]
+    """The leader minus each other setup."""
+    best: str
+    """The setup with the highest corrected mean."""

@@ -9,7 +9,7 @@ import datetime as dt
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from vx_eval.core import remote
 from vx_eval.core.config.experiment import Experiment
@@ -21,7 +21,8 @@ from vx_eval.core.golden.human import with_page_grades
 from vx_eval.core.golden.sources import FileCorpus, read_golden
 from vx_eval.core.golden.units import units_for
 from vx_eval.core.judging.check import measured
-from vx_eval.core.judging.grading import GradeCache, judge_maker, judge_run
+from vx_eval.core.judging.corrected import corrected
+from vx_eval.core.judging.grading import GradeCache, grade_run, judge_maker, with_judged_grades
 from vx_eval.core.judging.noise import judge_noise, noise_words
 from vx_eval.core.measures import metrics
 from vx_eval.core.models.loading import own_models
@@ -212,24 +213,38 @@ def _throughput_pass(
         advance(1)
 
 
+@dataclass(frozen=True)
+class Judged:
+    """What the judge gave the run: the questions with its grades added (people's win), what the report says
+    of it, and its grades by question index (people's questions' results too, where some were judge-only)."""
+
+    questions: list[Question]
+    info: JudgeInfo | None = None
+    grades: dict[int, dict[str, int]] = field(default_factory=dict)
+
+
 def _judge(
     experiment: Experiment,
     plugins: Plugins,
     options: RunOptions,
     golden: GoldenSet,
+    labelled: int,
     targets: list[Target],
     runs: list[SetupRun],
     executor: Executor,
-) -> tuple[list[Any], JudgeInfo | None]:
-    """The questions with the judge's grades added where the config names a judge (human labels win)."""
+) -> Judged:
+    """The questions with the judge's grades added where the config names a judge (human labels win). Where
+    people graded some questions and the judge alone the others, the judge grades people's questions' results
+    too, so that its error can be measured and its measure corrected (`core.judging.corrected`)."""
     ev = experiment.config.evaluation
     if not ev.judge:
-        return list(golden.questions), None
+        return Judged(list(golden.questions))
     settings = experiment.judges.get(ev.judge)
     make = judge_maker(plugins, ev.judge, settings)
     cluster = executor.model_work()
+    mixed = labelled >= 2 and len(golden.questions) > labelled
     with GradeCache(experiment.config.models.scores.with_name("grades.db")) as cache:
-        return judge_run(
+        grading = grade_run(
             runs,
             list(golden.questions),
             targets,
@@ -239,7 +254,10 @@ def _judge(
             options.progress,
             everything=options.judge_everything,
             on=cluster.judging(own_models(targets[0].models), ev.judge, settings) if cluster else None,
+            also=range(labelled) if mixed else (),
         )
+    questions = [with_judged_grades(q, grading.judged.get(i, {})) for i, q in enumerate(golden.questions)]
+    return Judged(questions, grading.info, grading.judged)
 
 
 def _tune(
@@ -316,6 +334,37 @@ def _judged_ranking(
     return dataclasses.replace(ranked, picking=picking)
 
 
+def _corrected(
+    ranked: ranking.Ranking,
+    runs: list[SetupRun],
+    golden: GoldenSet,
+    labelled: int,
+    judging: Judged,
+    settings: Settings,
+) -> ranking.Ranking:
+    """The ranking with each pickable setup's measure corrected by people's grades, where a judge graded most
+    questions and people some (and graded people's questions' results too)."""
+    best = ranked.picks.finds_the_most
+    if judging.info is None or best is None or not judging.grades:
+        return ranked
+    circular = set(judging.info.circular)
+    keys = [s.key for s in ranked.setups if s.pickable and s.key not in circular]
+    fixed = corrected(
+        runs,
+        list(golden.questions),
+        labelled,
+        judging.grades,
+        keys,
+        best,
+        ranked.picking.measure,
+        settings.depth,
+        settings.relevance_threshold,
+    )
+    if fixed is None:
+        return ranked
+    return dataclasses.replace(ranked, picking=ranked.picking.model_copy(update={"corrected": fixed}))
+
+
 def _with_calls(described: dict[str, TargetInfo], calls: dict[str, dict[str, int]]) -> dict[str, TargetInfo]:
     """Each remote target's description with what the run's calls to its service did."""
     return {
@@ -382,7 +431,8 @@ def run_experiment(experiment: Experiment, plugins: Plugins, options: RunOptions
             options.progress.note(note)
         searching = _search(experiment, plugins, stores, options, golden, targets, started, executor)
         runs, timed, checkpoints, started = searching.runs, searching.timed, searching.checkpoints, searching.started
-        questions, judged = _judge(experiment, plugins, options, golden, targets, runs, executor)
+        judging = _judge(experiment, plugins, options, golden, labelled, targets, runs, executor)
+        questions, judged = judging.questions, judging.info
         if judged is not None:
             agreement = measured(stores, options.save_to or config.save_to, judged)
             judged = judged.model_copy(update={"agreement": agreement})
@@ -417,7 +467,14 @@ def run_experiment(experiment: Experiment, plugins: Plugins, options: RunOptions
         targets=described,
         missing=missing,
         settings=settings,
-        ranking=_judged_ranking(ranked, runs, questions, golden, judged, settings),
+        ranking=_corrected(
+            _judged_ranking(ranked, runs, questions, golden, judged, settings),
+            runs,
+            golden,
+            labelled,
+            judging,
+            settings,
+        ),
         judge=judged,
         provenance=provenance(plugins, {name: t.models for name, t in described.items()}, served),
         tuning=tuning_info,

@@ -1,0 +1,82 @@
+"""A judge's measure corrected by people: where a run's judge graded most questions and people graded some, each
+setup's mean and the leader's lead over every other setup are estimated by prediction-powered inference
+(`core.measures.ppi`): the judge's mean over every question, corrected by how far its grades moved the
+measure from people's on the questions people graded (whose results the judge grades too). The intervals cover
+whatever the judge's bias; each lead says about how many questions people would have to grade to settle it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+
+import numpy as np
+
+from vx_eval.core.contracts.engine import SetupResults
+from vx_eval.core.contracts.golden import Question
+from vx_eval.core.golden.units import judge
+from vx_eval.core.measures import metrics
+from vx_eval.core.measures.ppi import ppi_mean
+from vx_eval.core.report.views import Corrected, CorrectedLead, CorrectedMean
+
+
+def _values(
+    run: SetupResults, rows: Sequence[tuple[int, Question]], scorer: metrics.Measure, depth: int, threshold: int
+) -> np.ndarray:
+    judged = [judge(run.results[i], q, threshold) for i, q in rows]
+    values = np.asarray(scorer.compute(metrics.Batch.of(judged, depth)), dtype=float)
+    out: np.ndarray = np.nan_to_num(values)
+    return out
+
+
+def corrected(
+    runs: Sequence[SetupResults],
+    questions: Sequence[Question],
+    labelled: int,
+    judged: Mapping[int, Mapping[str, int]],
+    keys: Sequence[str],
+    leader: str,
+    measure: str,
+    depth: int,
+    threshold: int = 1,
+) -> Corrected | None:
+    """The corrected means of `keys` and the leader's leads. `questions` are the run's, the first `labelled`
+    as people graded them (the rest are read through the judge's grades alone); `judged` holds the judge's
+    grades by question index, people's questions included. None where fewer than two questions were graded by
+    both, or none by the judge alone."""
+    by_key = {r.setup.key: r for r in runs if r.results}
+    keys = [k for k in keys if k in by_key]
+    if labelled < 2 or len(questions) <= labelled or leader not in keys or len(keys) < 2:
+        return None
+    if not any(judged.get(i) for i in range(labelled)):
+        return None
+    scorer = metrics.parse(measure)
+    people = [(i, questions[i]) for i in range(labelled)]
+    by_judge = [(i, replace(questions[i], expected=(), grades=dict(judged.get(i, {})))) for i in range(len(questions))]
+    alone = by_judge[labelled:]
+    by_judge = by_judge[:labelled]
+    values = {
+        k: tuple(_values(by_key[k], rows, scorer, depth, threshold) for rows in (people, by_judge, alone)) for k in keys
+    }
+    means = {}
+    for k, (y, f_n, f_big) in values.items():
+        e = ppi_mean(y, f_n, f_big)
+        means[k] = CorrectedMean(mean=e.mean, low=e.low, high=e.high, weight=e.lam)
+    leads = {}
+    top = values[leader]
+    for k in keys:
+        if k == leader:
+            continue
+        other = values[k]
+        e = ppi_mean(top[0] - other[0], top[1] - other[1], top[2] - other[2])
+        settle = labelled if e.excludes_zero() else e.labelled_to_settle()
+        leads[k] = CorrectedLead(mean=e.mean, low=e.low, high=e.high, settle_with=settle)
+    best = max(means, key=lambda k: (means[k].mean, k == leader))
+    return Corrected(
+        measure=measure,
+        labelled=labelled,
+        unlabelled=len(questions) - labelled,
+        leader=leader,
+        setups=means,
+        leads=leads,
+        best=best,
+    )

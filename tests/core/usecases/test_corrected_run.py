@@ -1,0 +1,59 @@
+"""A run whose judge grades most questions and people some (`core.usecases.pipeline` with
+`core.judging.corrected`): the judge grades people's questions' results too, each pickable setup's measure is
+corrected by its error there, and the run says so, in its summary and on its page."""
+
+from __future__ import annotations
+
+import json
+
+import yaml
+from rich.console import Console
+
+from vx_eval.core.config.experiment import load_config
+from vx_eval.core.stores import Stores
+from vx_eval.core.usecases.pipeline import RunOptions, run_experiment
+from vx_eval.html import page_for
+from vx_eval.views.display import print_summary
+
+from ...conftest import quickstart_copy
+
+
+def test_a_run_with_people_on_some_questions_and_a_judge_on_the_rest_is_corrected(tmp_path, plugins, shared_cache):
+    config = quickstart_copy(tmp_path, shared_cache)
+    golden = tmp_path / "quickstart" / "golden.jsonl"
+    rows = [json.loads(line) for line in golden.read_text().splitlines()]
+    for row in rows[30:]:  # people graded the first 30; the judge alone grades the rest
+        row["expected"], row["grades"], row["reference"] = [], {}, "the answer a person would accept"
+    golden.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    data = yaml.safe_load(config.read_text())
+    data["evaluation"] = {**data.get("evaluation", {}), "judge": "cross-encoder", "judge_depth": 5}
+    data["targets"][0]["options"].update(mode="hybrid", dense_models=["minilm"], reranker=None)  # several setups
+    config.write_text(yaml.safe_dump(data))
+
+    report = run_experiment(load_config(config, plugins), plugins, RunOptions(save=False)).report
+    fixed = report.picking.corrected
+    assert fixed is not None
+    assert (fixed.labelled, fixed.unlabelled) == (30, len(rows) - 30)
+    assert fixed.leader == report.picks.finds_the_most and fixed.measure == report.picking.measure
+    pickable = {s.key for s in report.setups if s.pickable} - set(report.judge.circular)
+    assert set(fixed.setups) == pickable and set(fixed.leads) == pickable - {fixed.leader}
+    for mean in fixed.setups.values():
+        assert mean.low <= mean.mean <= mean.high and 0 <= mean.weight <= 1
+    assert report.judge.verdicts is None  # people's pairs graded by the judge too, but no verdict list kept
+
+    console = Console(record=True, width=240)
+    print_summary(console, report)
+    assert "corrected by people:" in console.export_text()
+    page = page_for(report, Stores(plugins), str(tmp_path / "runs"))
+    assert 'id="corrected">Corrected by people: on the 30 questions people graded' in page
+
+
+def test_a_run_where_people_graded_every_question_is_not_corrected(tmp_path, plugins, shared_cache):
+    config = quickstart_copy(tmp_path, shared_cache)
+    data = yaml.safe_load(config.read_text())
+    data["evaluation"] = {**data.get("evaluation", {}), "judge": "cross-encoder", "judge_depth": 5}
+    data["targets"][0]["options"].update(mode="hybrid", dense_models=["minilm"], reranker=None)
+    config.write_text(yaml.safe_dump(data))
+    report = run_experiment(load_config(config, plugins), plugins, RunOptions(save=False)).report
+    assert len([s for s in report.setups if s.pickable]) >= 2 and report.judge is not None
+    assert report.picking.corrected is None  # no question was left to the judge alone: nothing to correct
