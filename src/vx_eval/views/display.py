@@ -43,7 +43,7 @@ PICK_TEXT = {
 }
 PICK_MARK = {"finds_the_most": "★", "best_for_balance": "◆", "best_for_time": "⚡"}
 CIRCULAR_MARK = "○"
-"""A setup the judge's own model ranks: its grades are circular, it is never picked."""
+"""A setup the judge's own model (or its family) ranks or embeds: its grades are circular, it is never picked."""
 
 
 def _interval(metric: str, ci: tuple[float, float] | None) -> str:
@@ -84,7 +84,7 @@ def _caption(report: Report, width: int | None = None) -> str:
     note = timing_note(report)
     text = f"[lo–hi] 95% interval of {report.settings.primary}; ≈ a paired test cannot tell it from the leader"
     if report.judge and report.judge.circular:
-        text += f"; {CIRCULAR_MARK} ranked by the judge's own model (circular: never picked)"
+        text += f"; {CIRCULAR_MARK} ranked or embedded by the judge's own model or family (circular: never picked)"
     if note:
         text += f"\ntimes: {note}"
     if width is None:

@@ -258,16 +258,18 @@ def corpus_note(report: Report) -> str | None:
 
 
 def circular_note(report: Report) -> str | None:
-    """Said above the picks when the judge's own model ranks some setups: their grades are circular."""
+    """Said above the picks when the judge's own model, or one of its family, ranks or embeds some setups:
+    their grades are circular."""
     judge = report.judge
     if judge is None or not judge.circular:
         return None
     n = len(judge.circular)
     shown = ", ".join(judge.circular[:4]) + (" …" if n > 4 else "")
+    kin = f" or another {judge.family} model" if judge.family else ""
     return (
-        f"the judge's model ({judge.model}) also reranks {n} setup{'s' if n > 1 else ''} ({shown}): a judge "
-        "grading its own ranking favours it (Clarke & Dietz 2024), so their scores are circular; they are ranked "
-        "last, marked ○, and left out of the picks. A judge on another model compares them fairly."
+        f"the judge's model ({judge.model}){kin} also ranks or embeds {n} setup{'s' if n > 1 else ''} ({shown}): a "
+        "judge grading its own family's ranking favours it (Clarke & Dietz 2024), so their scores are circular; "
+        "they are ranked last, marked ○, and left out of the picks. A judge of another family compares them fairly."
     )
 
 

@@ -9,6 +9,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from vx_eval.core.judging.grading import circular_setups
+from vx_eval.core.models.families import family_of
 from vx_eval.core.report.picks import Scored, frontier
 from vx_eval.core.report.schema import Counts, Graded, PerQuestion, Settings, SetupResult, Times
 from vx_eval.core.run import assembly, ranking
@@ -72,14 +73,19 @@ def test_the_frontier_follows_the_measure_that_decided():
 
 def test_a_setup_the_judges_own_model_reranks_is_circular_ranked_last_and_never_picked():
     judge = SimpleNamespace(describe=lambda: {"judge": "cross-encoder", "model": "ms-marco-minilm"})
-    models = SimpleNamespace(cache_space=lambda name: "ce" if name in ("ms-marco-minilm", "my-ce") else name)
+    models = SimpleNamespace(
+        cache_space=lambda name: "ce" if name in ("ms-marco-minilm", "my-ce") else name,
+        family=lambda name: family_of(name),
+    )
     runs = [
-        SimpleNamespace(setup=SimpleNamespace(key="hybrid_reranked.a", ranker="my-ce")),  # the same model, renamed
-        SimpleNamespace(setup=SimpleNamespace(key="hybrid.a", ranker=None)),
-        SimpleNamespace(setup=SimpleNamespace(key="reranked.other", ranker="bge-reranker")),
+        SimpleNamespace(setup=SimpleNamespace(key="hybrid_reranked.a", ranker="my-ce", models=())),  # renamed
+        SimpleNamespace(setup=SimpleNamespace(key="hybrid.a", ranker=None, models=("bge-small",))),
+        SimpleNamespace(setup=SimpleNamespace(key="reranked.other", ranker="bge-reranker", models=())),
+        SimpleNamespace(setup=SimpleNamespace(key="dense.minilm", ranker=None, models=("minilm",))),  # its family
     ]
     circular = circular_setups(runs, judge, models)
-    assert circular == ["hybrid_reranked.a"]
+    assert circular == ["dense.minilm", "hybrid_reranked.a"]
+    assert circular_setups(runs, SimpleNamespace(describe=lambda: {"model": "qwen2.5-7b"}), models) == []
     setups = [setup("hybrid_reranked.a", [3, 3, 3, 3, 3, 3], ms=250), setup("hybrid.a", [3, 2, 0, 1, 3, 2], ms=6)]
     ranked = ranking.rank(setups, SETTINGS, circular)
     assert ranked.picks.finds_the_most == "hybrid.a" and "hybrid_reranked.a" not in dict(ranked.picks.items()).values()

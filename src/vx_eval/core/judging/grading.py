@@ -22,6 +22,7 @@ from vx_eval.core.contracts.judge import GradeOn, Judge, Verdict
 from vx_eval.core.errors import ConfigError
 from vx_eval.core.golden.units import PAGE, document_of, judge
 from vx_eval.core.models.cache import KeyedCache, pair_key
+from vx_eval.core.models.families import family_of
 from vx_eval.core.models.loading import own_models
 from vx_eval.core.report.views import GradesFrom, JudgeInfo
 
@@ -174,9 +175,19 @@ def judge_info(judge: Judge, **counts: Any) -> JudgeInfo:
     return JudgeInfo(**known, details={k: v for k, v in said.items() if k not in JudgeInfo.model_fields}, **counts)
 
 
+def judge_family(judge: Judge, models: Models | None) -> str | None:
+    """The family of the judge's model (`Models.family`), or None where it has none or its name tells none."""
+    model = judge.describe().get("model")
+    if not isinstance(model, str) or not model:
+        return None
+    return models.family(model) if models is not None else family_of(model)
+
+
 def circular_setups(runs: Sequence[SetupResults], judge: Judge, models: Models | None) -> list[str]:
-    """The setups a model of the judge's own ranks (a cross-encoder judge's model as their reranker, under
-    whatever name: `Models.cache_space` tells two names of one model apart from two models)."""
+    """The setups a model of the judge's own ranks or embeds: the judge's model itself under whatever name
+    (`Models.cache_space` tells two names of one model apart from two models), or one of its family
+    (`Models.family`: a bi-encoder distilled from the cross-encoder judge's base model, another size of the
+    chat judge's model)."""
     model = judge.describe().get("model")
     if not isinstance(model, str) or not model:
         return []
@@ -184,8 +195,16 @@ def circular_setups(runs: Sequence[SetupResults], judge: Judge, models: Models |
     def space(name: str) -> str:
         return str(models.cache_space(name)) if models is not None else name
 
-    mine = space(model)
-    return sorted({run.setup.key for run in runs if run.setup.ranker and space(run.setup.ranker) == mine})
+    def kin(name: str) -> str | None:
+        return models.family(name) if models is not None else family_of(name)
+
+    mine, family = space(model), kin(model)
+    out = set()
+    for run in runs:
+        used = [m for m in (run.setup.ranker, *run.setup.models) if m]
+        if any(space(m) == mine for m in used) or (family is not None and any(kin(m) == family for m in used)):
+            out.add(run.setup.key)
+    return sorted(out)
 
 
 def _to_grade(
@@ -260,6 +279,7 @@ def grade_run(
         not_found=sum(len(units) for units in pairs.values()) - len(asked),
         verdicts=verdicts if everything else None,
         circular=circular_setups(runs, judge, own_models(targets[0].models) if targets else None),
+        family=judge_family(judge, own_models(targets[0].models) if targets else None),
     )
     return Grading(judged, info)
 

@@ -27,6 +27,7 @@ from vx_eval.core.contracts.models import (
 )
 from vx_eval.core.errors import EngineError, did_you_mean, quoted
 from vx_eval.core.models.cache import KeyedCache, pair_key
+from vx_eval.core.models.families import family_of
 from vx_eval.core.models.served import cache_space, load_served
 from vx_eval.core.optional import on_first_use
 
@@ -282,6 +283,17 @@ class Models:
             endpoint = self.endpoints[name]
             return endpoint.label or endpoint.model
         return self.registry.get(name).label if name in self.registry else name.split("/")[-1]
+
+    def family(self, name: str) -> str | None:
+        """The family of model `name` (`core.models.families`): what its plugin says, else what its model id
+        says (a served model's provider model, a registered model's name and label)."""
+        if name in self.endpoints:
+            endpoint = self.endpoints[name]
+            return family_of(endpoint.model, endpoint.label)
+        if name in self.registry:
+            plugin = self.registry.get(name)
+            return getattr(plugin, "family", None) or family_of(name, plugin.label)
+        return family_of(name)
 
     def cache_space(self, name: str) -> str:
         """Where what model `name` computed is kept by content: a served model's provider, model and size

@@ -256,8 +256,10 @@ class JudgeInfo(Frozen):
     agreement: MeasuredAgreement | None = None
     """This judge's agreement with people where `vx-eval judge check` has measured it (None: never)."""
     circular: list[str] = Field(default_factory=list)
-    """The setups ranked by the judge's own model (its reranker): grading them is circular (Clarke & Dietz
-    2024: a judge favours the ranker it is), so they are left out of the picks."""
+    """The setups the judge's own model, or a model of its family, ranks or embeds: grading them is circular
+    (Clarke & Dietz 2024: a judge favours the ranker it is), so they are left out of the picks."""
+    family: str | None = None
+    """The judge's model family (`core.models.families`), where its name tells it."""
 
 
 class GradedQuestion(Frozen):
