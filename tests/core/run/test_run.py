@@ -70,6 +70,8 @@ def test_a_run_writes_a_complete_report_and_keeps_the_golden_file(project, plugi
         "drafts": 0,
         "max_grade": 2,  # q4 grades its document 2: a graded run
         "graded": 1,  # one question of five grades above 1
+        "human_grades": 0,  # nobody graded on the grading page
+        "human_grades_sha256": None,
     }
     assert report["question_ids"] == ["q1", "q2", "q3", "q4", "q5"]
     assert report["targets"]["Local"]["documents"] == 6

@@ -24,8 +24,7 @@ from pydantic import BaseModel, Field, ValidationError
 from vx_eval.core.contracts.judge import GRADES
 from vx_eval.core.contracts.store import StoreNotFound
 from vx_eval.core.optional import on_first_use
-from vx_eval.core.report.schema import GoldenInfo
-from vx_eval.core.report.views import Gullibility, JudgeInfo, MeasuredAgreement
+from vx_eval.core.report.views import GoldenInfo, Gullibility, JudgeInfo, MeasuredAgreement
 from vx_eval.core.stores import join
 
 _scipy_stats = on_first_use("scipy.stats")

@@ -20,8 +20,9 @@ from vx_eval.core.contracts.store import StoreDenied, StoreNotFound
 from vx_eval.core.errors import StoreError
 from vx_eval.core.report import kept_rankings
 from vx_eval.core.report.saving import REPORT_NAME, check_run_id, checkpoint_manifest, golden_copy_location, runs_folder
-from vx_eval.core.report.schema import FORMAT, GoldenInfo, Picks, Report, ReportError, Status, load_report
+from vx_eval.core.report.schema import FORMAT, Picks, Report, ReportError, Status, load_report
 from vx_eval.core.report.upgrade import upgrade
+from vx_eval.core.report.views import GoldenInfo
 from vx_eval.core.stores import Stores, join
 
 

@@ -25,6 +25,7 @@ from vx_eval.core.report.views import (
     CorpusCut,
     Corrected,
     Frozen,
+    GoldenInfo,
     GradedDashboard,
     Headroom,
     Interval,
@@ -50,26 +51,6 @@ class ReportError(StoreError):
 class ConfigInfo(Frozen):
     path: str | None = None
     sha256: str | None = None
-
-
-class GoldenInfo(Frozen):
-    """The golden file the run read: where, its sha256, and its counts."""
-
-    source: str = ""
-    sha256: str | None = None
-    questions: int = 0
-    labelled: int = 0
-    unfilled: int = 0
-    unlabelled: int = 0
-    drafts: int = 0
-    max_grade: int = 1
-    graded: int = 0
-    """Questions that give some unit a grade above 1 (the graded view's coverage)."""
-    human_grades: int = 0
-    """Grades people gave on the grading page (kept beside the golden file) that this run used: for units the
-    golden file does not grade, each pair's median grade over its raters."""
-    human_grades_sha256: str | None = None
-    """The sha256 of the grades file as the run read it (None: there was none)."""
 
 
 class CallCounts(Frozen):

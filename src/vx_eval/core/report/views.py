@@ -319,3 +319,23 @@ class Corrected(Frozen):
     """The leader minus each other setup."""
     best: str
     """The setup with the highest corrected mean."""
+
+
+class GoldenInfo(Frozen):
+    """The golden file the run read: where, its sha256, and its counts."""
+
+    source: str = ""
+    sha256: str | None = None
+    questions: int = 0
+    labelled: int = 0
+    unfilled: int = 0
+    unlabelled: int = 0
+    drafts: int = 0
+    max_grade: int = 1
+    graded: int = 0
+    """Questions that give some unit a grade above 1 (the graded view's coverage)."""
+    human_grades: int = 0
+    """Grades people gave on the grading page (kept beside the golden file) that this run used: for units the
+    golden file does not grade, each pair's median grade over its raters."""
+    human_grades_sha256: str | None = None
+    """The sha256 of the grades file as the run read it (None: there was none)."""

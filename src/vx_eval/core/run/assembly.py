@@ -15,7 +15,6 @@ from vx_eval.core.report.missing import missing_notes
 from vx_eval.core.report.schema import (
     FORMAT,
     ConfigInfo,
-    GoldenInfo,
     Graded,
     Missing,
     Provenance,
@@ -28,6 +27,7 @@ from vx_eval.core.report.schema import (
 from vx_eval.core.report.views import (
     BestGraded,
     CorpusCut,
+    GoldenInfo,
     GradedDashboard,
     GradedQuestion,
     Headroom,
