@@ -8,12 +8,7 @@ first use, so the command line starts without pluggy, pydantic or numpy.
 from __future__ import annotations
 
 from importlib import import_module
-from typing import TYPE_CHECKING, Any, cast
-
-from vx_eval import core as _core
-
-if TYPE_CHECKING:
-    from vx_eval.core.report.schema import ReportViews
+from typing import Any
 
 __all__ = [
     "Hit",
@@ -55,13 +50,6 @@ _LAZY = {
     "rescore": "vx_eval.python.evaluation",
     "export_trec": "vx_eval.python.evaluation",
 }
-
-
-def _report_views() -> ReportViews:
-    return cast("ReportViews", import_module("vx_eval.python.notebook"))
-
-
-_core.report_views = _report_views  # the Report's table, frames and page, which live above the core
 
 
 def __getattr__(name: str) -> Any:

@@ -106,3 +106,10 @@ def vx_eval_register_providers(register: Registry[Provider]) -> None:
     Reranked`` and ``failure(exc) -> Failure`` (see `vx_eval.core.contracts.endpoints`). vx-eval batches, rate-limits,
     retries, caches and counts its calls. Returns nothing.
     """
+
+
+@hookspec(firstresult=True)
+def vx_eval_report_views() -> Any:
+    """Return what gives a `Report` its conveniences for people (``report.table()``, ``to_pandas()``,
+    ``per_question()``, its notebook page, ``save()``): an object with `core.report.schema.ReportViews`' methods.
+    The first plugin that answers wins; vx-eval's own (`vx_eval.python.report_views`) gives its notebook module."""

@@ -5,4 +5,4 @@
 
 Imports `core.config`, `core.models`, `core.stores`, `core.measures`, `core.contracts` and `core.errors`;
 never the run, judging or golden rooms above it, and never a view: the Report's table, frames and page come
-from the `vx_eval` package above (`core.report_views`)."""
+from a plugin (the `vx_eval_report_views` hook; vx-eval's own gives `vx_eval.python.notebook`)."""

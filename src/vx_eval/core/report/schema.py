@@ -8,16 +8,17 @@ that still does not validate is unreadable with the reason (`ReportError`), neve
 
 from __future__ import annotations
 
+import functools
 import os
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, cast
 
 from pydantic import Field, ValidationError
 
-from vx_eval import core
 from vx_eval.core.config.jsonio import JsonInputError, read_json
 from vx_eval.core.contracts.endpoints import ServedUsage
 from vx_eval.core.contracts.engine import TargetDescription
-from vx_eval.core.errors import StoreError
+from vx_eval.core.errors import StoreError, VxEvalError
+from vx_eval.core.plugins import load_plugins
 from vx_eval.core.report.mapping import report_mapping
 from vx_eval.core.report.upgrade import upgrade
 from vx_eval.core.report.views import (
@@ -436,7 +437,7 @@ class Report(Frozen):
 
 
 class ReportViews(Protocol):
-    """What the module behind `core.report_views` gives the `Report` (`vx_eval.python.notebook` is one)."""
+    """What the `vx_eval_report_views` hook gives the `Report` (`vx_eval.python.notebook` is one)."""
 
     def table_text(self, report: Report, width: int, wide: bool) -> str: ...
 
@@ -449,13 +450,14 @@ class ReportViews(Protocol):
     def save(self, report: Report, location: str) -> str: ...
 
 
+@functools.cache
 def _views() -> ReportViews:
-    """The module holding the Report's conveniences for people, which the `vx_eval` package sets on the core
-    (`core.report_views`): pandas, rich and the page load only when one is asked for."""
-
-    if core.report_views is None:  # pragma: no cover - the vx_eval package sets it as it is imported
-        raise RuntimeError("vx_eval.core.report_views is not set: import vx_eval")
-    return core.report_views()
+    """What gives the Report its conveniences for people: the first plugin answering `vx_eval_report_views`
+    (vx-eval's own gives `vx_eval.python.notebook`); pandas, rich and the page load only when one is asked for."""
+    views = load_plugins().manager.hook.vx_eval_report_views()
+    if views is None:
+        raise VxEvalError("no installed plugin gives a report its table and page (is vx-eval installed?)")
+    return cast("ReportViews", views)
 
 
 def load_report(raw: bytes | str, where: str) -> Report:
