@@ -219,7 +219,10 @@ def test_after_a_judge_check_a_judged_run_says_how_sure_its_pick_is_under_the_ju
         [*GOLDEN, {"id": "u1", "question": "How much is a wire abroad?", "reference": "35 dollars"}],
     )
     config = project.write_config(
-        targets=[{"name": "Local", "engine": "sqlite", "options": {"path": ".vx/two.db", "dense_models": ["minilm"]}}],
+        # BGE, not MiniLM: the cross-encoder judge is of MiniLM's family, and would make MiniLM's setups circular
+        targets=[
+            {"name": "Local", "engine": "sqlite", "options": {"path": ".vx/two.db", "dense_models": ["bge-small"]}}
+        ],
         evaluation={"metrics": ["found@10", "ndcg@10"], "depth": 20, "judge": "cross-encoder"},
         models={"threads": 1, "scores": str(project / "scores.db"), "embeddings": str(project / "embeddings.db")},
     )

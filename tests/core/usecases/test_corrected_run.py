@@ -27,7 +27,8 @@ def test_a_run_with_people_on_some_questions_and_a_judge_on_the_rest_is_correcte
     golden.write_text("".join(json.dumps(r) + "\n" for r in rows))
     data = yaml.safe_load(config.read_text())
     data["evaluation"] = {**data.get("evaluation", {}), "judge": "cross-encoder", "judge_depth": 5}
-    data["targets"][0]["options"].update(mode="hybrid", dense_models=["minilm"], reranker=None)  # several setups
+    # several setups, none of the judge's (MiniLM's) family: BGE
+    data["targets"][0]["options"].update(mode="hybrid", dense_models=["bge-small"], reranker=None)
     config.write_text(yaml.safe_dump(data))
 
     report = run_experiment(load_config(config, plugins), plugins, RunOptions(save=False)).report
@@ -52,7 +53,7 @@ def test_a_run_where_people_graded_every_question_is_not_corrected(tmp_path, plu
     config = quickstart_copy(tmp_path, shared_cache)
     data = yaml.safe_load(config.read_text())
     data["evaluation"] = {**data.get("evaluation", {}), "judge": "cross-encoder", "judge_depth": 5}
-    data["targets"][0]["options"].update(mode="hybrid", dense_models=["minilm"], reranker=None)
+    data["targets"][0]["options"].update(mode="hybrid", dense_models=["bge-small"], reranker=None)
     config.write_text(yaml.safe_dump(data))
     report = run_experiment(load_config(config, plugins), plugins, RunOptions(save=False)).report
     assert len([s for s in report.setups if s.pickable]) >= 2 and report.judge is not None
