@@ -82,6 +82,25 @@ class Postgres:
         """Stop the server and start it again on the same port and data (a restart in the middle of a run)."""
         self.server.stop()
         self.server = _start(self.folder, self.port)
+        _until_ready(self.dsn)
+
+
+READY_WITHIN = 60.0
+"""Seconds a started server may take to accept connections once it listens (recovery on a loaded machine)."""
+
+
+def _until_ready(dsn: str, within: float = READY_WITHIN) -> None:
+    """Wait until the server accepts a connection: it listens before it is ready, and answers "the database
+    system is starting up" meanwhile (for long on a loaded machine)."""
+    deadline = time.monotonic() + within
+    while True:
+        try:
+            with psycopg.connect(dsn, connect_timeout=5):
+                return
+        except psycopg.OperationalError as exc:
+            if "starting up" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
 
 
 def _start(folder: Path, port: int) -> Server:
@@ -125,9 +144,7 @@ def postgres_server() -> Iterator[Postgres]:
     port = free_port()
     postgres = Postgres(_start(folder, port), port, folder)
     try:
-        # lazy: an optional dependency (vx-eval[pgvector]), loaded only where it is used
-        import psycopg
-
+        _until_ready(postgres.dsn)
         with psycopg.connect(postgres.dsn, autocommit=True) as conn:
             conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
         yield postgres
