@@ -186,7 +186,7 @@ def judge_family(judge: Judge, models: Models | None) -> str | None:
 def circular_setups(runs: Sequence[SetupResults], judge: Judge, models: Models | None) -> list[str]:
     """The setups a model of the judge's own ranks or embeds: the judge's model itself under whatever name
     (`Models.cache_space` tells two names of one model apart from two models), or one of its family
-    (`Models.family`: a bi-encoder distilled from the cross-encoder judge's base model, another size of the
+    (`judge_family`: a bi-encoder distilled from the cross-encoder judge's base model, another size of the
     chat judge's model)."""
     model = judge.describe().get("model")
     if not isinstance(model, str) or not model:
@@ -198,7 +198,7 @@ def circular_setups(runs: Sequence[SetupResults], judge: Judge, models: Models |
     def kin(name: str) -> str | None:
         return models.family(name) if models is not None else family_of(name)
 
-    mine, family = space(model), kin(model)
+    mine, family = space(model), judge_family(judge, models)
     out = set()
     for run in runs:
         used = [m for m in (run.setup.ranker, *run.setup.models) if m]
@@ -265,6 +265,7 @@ def grade_run(
     verdicts = [
         (questions[i].id, u, g, raw.get((i, u))) for i, units in sorted(judged.items()) for u, g in units.items()
     ]
+    models = own_models(targets[0].models) if targets else None
     info = judge_info(
         judge,
         depth=depth,
@@ -278,8 +279,8 @@ def grade_run(
         ),
         not_found=sum(len(units) for units in pairs.values()) - len(asked),
         verdicts=verdicts if everything else None,
-        circular=circular_setups(runs, judge, own_models(targets[0].models) if targets else None),
-        family=judge_family(judge, own_models(targets[0].models) if targets else None),
+        circular=circular_setups(runs, judge, models),
+        family=judge_family(judge, models),
     )
     return Grading(judged, info)
 

@@ -61,13 +61,16 @@ class GradingState:
     by_rater: dict[str, int]
 
 
+def _newest_run_id(stores: Stores, save_to: str, experiment: str) -> str | None:
+    """The id of the experiment's newest completed run here (read from the runs' list, no report read)."""
+    entries, _ = list_runs(stores, save_to, limit=50)
+    return next((e.id for e in entries if e.name == experiment and e.status in (None, "completed")), None)
+
+
 def newest_run(stores: Stores, save_to: str, experiment: str) -> Report | None:
     """The experiment's newest completed run with its rankings, or None where it has none here."""
-    entries, _ = list_runs(stores, save_to, limit=50)
-    for entry in entries:
-        if entry.name == experiment and entry.status in (None, "completed"):
-            return read_report(stores, save_to, entry.id, rankings=True)
-    return None
+    run_id = _newest_run_id(stores, save_to, experiment)
+    return read_report(stores, save_to, run_id, rankings=True) if run_id is not None else None
 
 
 def _weight(rank: int | None) -> float:
@@ -149,13 +152,12 @@ def record(experiment: Experiment, stores: Stores, grade: HumanGrade) -> None:
 
 def state(experiment: Experiment, stores: Stores, save_to: str) -> GradingState:
     kept = read_grades(stores, grades_location(experiment.config.golden_source.path))
-    report = newest_run(stores, save_to, experiment.config.name)
     by_rater: dict[str, int] = {}
     for g in kept:
         by_rater[g.rater] = by_rater.get(g.rater, 0) + 1
     return GradingState(
         experiment=experiment.config.name,
-        run=report.id if report is not None else None,
+        run=_newest_run_id(stores, save_to, experiment.config.name),
         grades=len(kept),
         pairs=len({(g.question, g.unit) for g in kept}),
         raters=tuple(sorted(by_rater)),
