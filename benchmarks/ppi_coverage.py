@@ -1,7 +1,7 @@
 """Do a few people's grades correct a judge? Prediction-powered estimates on real collections.
 
 For each collection with human judgements in ``../shared/datasets`` (SciFact, the TREC DL 2019 MS MARCO subset,
-Vaswani), on a slice of its corpus (every document its questions judge, plus ``--others`` drawn with the seed):
+Vaswani, Cranfield), on a slice of its corpus (every document its questions judge, plus ``--others`` drawn with the seed):
 
 1. every setup the embedded engine offers (keyword BM25, MiniLM and BGE dense, hybrids; no reranker: the
    judge's own model would be circular) searches the collection's own questions, and the cross-encoder judge
@@ -15,10 +15,11 @@ Vaswani), on a slice of its corpus (every document its questions judge, plus ``-
 
 It prints, per collection and n: how often the 95% intervals cover the truth (each setup's mean, and the
 paired differences), their mean width beside people's own n questions alone (what the judge buys), Kendall's
-tau between the estimated and the true order of the setups, and how often the estimated best is the true best
+tau between the estimated and the true order of the setups (by the corrected means; under one shared weight;
+and guarded, as a run orders them: the judge's order unless people's grades overturn it), and how often the estimated best is the true best
 or one the truth cannot tell from it (paired t-test on every question, p >= 0.05).
 
-    python benchmarks/ppi_coverage.py [--collections scifact,msmarco-dl19-5k,vaswani] [--others 2000]
+    python benchmarks/ppi_coverage.py [--collections scifact,msmarco-dl19-5k,vaswani,cranfield] [--others 2000]
 """
 
 from __future__ import annotations
@@ -39,10 +40,10 @@ import yaml
 from scipy.stats import kendalltau, ttest_rel
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from zero_config_validity import DATASETS, READERS, slice_of, write_jsonl
+from zero_config_validity import DATASETS, READERS, slice_of, split_half, write_jsonl
 
 from vx_eval.core.config.experiment import load_config
-from vx_eval.core.measures.ppi import ppi_mean
+from vx_eval.core.measures.ppi import guarded_order, ppi_mean, ppi_order
 from vx_eval.core.plugins import load_plugins
 from vx_eval.core.usecases.pipeline import RunOptions, run_experiment
 
@@ -120,7 +121,12 @@ def _near_best(human: np.ndarray) -> set[int]:
     return near
 
 
-def resampled(human: np.ndarray, judge: np.ndarray, n: int, seed: int) -> dict[str, float]:
+def resampled(
+    human: np.ndarray, judge: np.ndarray, n: int, seed: int, drafted: np.ndarray | None = None
+) -> dict[str, float]:
+    """200 draws of `n` questions people grade (setups x questions: `human` people's measure, `judge` the
+    judge's). The judge-only questions are the others, or, given `drafted` (setups x drafted questions, the
+    judge's measure on them), the drafted ones: the zero-configuration run with people's grades added."""
     rng = np.random.default_rng(seed)
     setups, questions = human.shape
     truth = human.mean(axis=1)
@@ -130,20 +136,22 @@ def resampled(human: np.ndarray, judge: np.ndarray, n: int, seed: int) -> dict[s
     widths: list[float] = []
     alone_widths: list[float] = []
     taus: list[float] = []
-    picks_near = 0
+    taus_shared: list[float] = []
+    taus_guarded: list[float] = []
+    picks_near = picks_near_shared = picks_near_guarded = 0
     for _ in range(DRAWS):
         labelled = rng.choice(questions, size=n, replace=False) if n else np.array([], dtype=int)
-        rest = np.setdiff1d(np.arange(questions), labelled)
+        pool = drafted if drafted is not None else judge[:, np.setdiff1d(np.arange(questions), labelled)]
         estimates = []
         for s in range(setups):
             if n:
-                e = ppi_mean(human[s, labelled], judge[s, labelled], judge[s, rest])
+                e = ppi_mean(human[s, labelled], judge[s, labelled], pool[s])
                 low, high, mean = e.low, e.high, e.mean
-                a = ppi_mean(human[s, labelled], judge[s, labelled], judge[s, rest][:0])
+                a = ppi_mean(human[s, labelled], judge[s, labelled], pool[s][:0])
                 alone_widths.append(a.high - a.low)
             else:
-                mean = float(judge[s].mean())
-                low, high = _bootstrap(judge[s], rng)
+                mean = float(pool[s].mean())
+                low, high = _bootstrap(pool[s], rng)
             estimates.append(mean)
             covered += low <= truth[s] <= high
             intervals += 1
@@ -151,16 +159,23 @@ def resampled(human: np.ndarray, judge: np.ndarray, n: int, seed: int) -> dict[s
         for s in range(setups):
             if s == leader:
                 continue
-            d_h, d_j = human[leader] - human[s], judge[leader] - judge[s]
+            d_h, d_j, d_pool = human[leader] - human[s], judge[leader] - judge[s], pool[leader] - pool[s]
             if n:
-                e = ppi_mean(d_h[labelled], d_j[labelled], d_j[rest])
+                e = ppi_mean(d_h[labelled], d_j[labelled], d_pool)
                 low, high = e.low, e.high
             else:
-                low, high = _bootstrap(d_j, rng)
+                low, high = _bootstrap(d_pool, rng)
             covered_diff += low <= truth[leader] - truth[s] <= high
             diffs += 1
         taus.append(float(kendalltau(estimates, truth).statistic))
         picks_near += int(np.argmax(estimates)) in near
+        order = ppi_order(human[:, labelled], judge[:, labelled], pool)[0] if n else pool.mean(axis=1)
+        taus_shared.append(float(kendalltau(order, truth).statistic))
+        picks_near_shared += int(np.argmax(order)) in near
+        # what a run does: the judge's order unless people's grades overturn it
+        order = guarded_order(human[:, labelled], judge[:, labelled], pool) if n else pool.mean(axis=1)
+        taus_guarded.append(float(kendalltau(order, truth).statistic))
+        picks_near_guarded += int(np.argmax(order)) in near
     return {
         "n": n,
         "coverage": covered / intervals,
@@ -169,36 +184,56 @@ def resampled(human: np.ndarray, judge: np.ndarray, n: int, seed: int) -> dict[s
         "width_people_alone": float(np.mean(alone_widths)) if alone_widths else float("nan"),
         "tau": float(np.nanmean(taus)),
         "pick_near_best": picks_near / DRAWS,
+        "tau_shared": float(np.nanmean(taus_shared)),
+        "pick_near_best_shared": picks_near_shared / DRAWS,
+        "tau_guarded": float(np.nanmean(taus_guarded)),
+        "pick_near_best_guarded": picks_near_guarded / DRAWS,
     }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--collections", default="scifact,msmarco-dl19-5k,vaswani")
+    parser.add_argument("--collections", default="scifact,msmarco-dl19-5k,vaswani,cranfield")
     parser.add_argument("--others", type=int, default=2000, help="documents no question judges, kept too")
     parser.add_argument("--labelled", default="0,30,100", help="questions people grade, drawn each time")
     parser.add_argument("--cache", default=".vx", help="where embeddings and cross-encoder scores are kept")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", type=Path, help="also write the results here")
+    parser.add_argument("--matrices", type=Path, help="keep each collection's measures here, and reuse them")
     args = parser.parse_args()
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     plugins = load_plugins()
     results = []
     for name in args.collections.split(","):
-        keys, human, judge, wall = measured(name, args, plugins)
+        saved = args.matrices / f"{name}-{args.others}-{args.seed}.npz" if args.matrices else None
+        if saved and saved.exists():
+            kept = np.load(saved)
+            keys, human, judge, wall = list(kept["keys"]), kept["human"], kept["judge"], float(kept["wall"])
+        else:
+            keys, human, judge, wall = measured(name, args, plugins)
+            if saved:
+                saved.parent.mkdir(parents=True, exist_ok=True)
+                np.savez(saved, keys=np.asarray(keys), human=human, judge=judge, wall=wall)
+        halves = split_half(keys, dict(zip(keys, human, strict=True)), args.seed)
         bias = float(np.mean(judge.mean(axis=1) - human.mean(axis=1)))
-        print(f"{name}: {human.shape[1]} questions, {len(keys)} setups, run and judge {wall:.0f} s; "
-              f"the judge's mean nDCG@10 minus people's: {bias:+.3f}")  # fmt: skip
+        print(f"{name}: {human.shape[1]} questions, {len(keys)} setups, run and judge {wall:.0f} s; the judge's "
+              f"mean nDCG@10 minus people's: {bias:+.3f}; people's own split-half tau {halves:+.2f}")  # fmt: skip
         for n in (int(x) for x in args.labelled.split(",")):
             if n and n > human.shape[1] - 5:
                 print(f"  n={n}: the collection has {human.shape[1]} questions; left out")
                 continue
-            row = resampled(human, judge, n, args.seed) | {"collection": name, "questions": human.shape[1]}
+            row = resampled(human, judge, n, args.seed) | {
+                "collection": name,
+                "questions": human.shape[1],
+                "human_split_half_tau": halves,
+            }
             results.append(row)
             alone = "" if not n else f" (people's {n} alone: {row['width_people_alone']:.3f})"
             print(f"  n={n:>3}: coverage {row['coverage']:.1%} of setups' means, {row['coverage_diff']:.1%} of "
-                  f"the leader's differences; width {row['width']:.3f}{alone}; tau {row['tau']:+.2f}; "
-                  f"best pick near the true best {row['pick_near_best']:.0%}")  # fmt: skip
+                  f"the leader's differences; width {row['width']:.3f}{alone}; tau {row['tau']:+.2f} "
+                  f"(one shared weight: {row['tau_shared']:+.2f}; guarded, as a run orders: "
+                  f"{row['tau_guarded']:+.2f}); best pick near the true best {row['pick_near_best']:.0%} "
+                  f"({row['pick_near_best_shared']:.0%}; guarded {row['pick_near_best_guarded']:.0%})")  # fmt: skip
     if args.json:
         args.json.write_text(json.dumps(results, indent=1), encoding="utf-8")
 

@@ -203,13 +203,19 @@ def one(name: str, args: argparse.Namespace, plugins) -> dict[str, object]:
 
         data = yaml.safe_load(made.path.read_text(encoding="utf-8"))
         data["golden"] = os.path.relpath(work / "human.jsonl", made.path.parent)
-        data["evaluation"] = {"metrics": ["ndcg@10", "found@10", "mrr"], "primary": "ndcg@10", "depth": 20, "seed": 0}
+        # people's judgements decide the measures; the judge grades every result too (as `judge check` asks),
+        # for the runs with some human grades added
+        data["evaluation"] = {"metrics": ["ndcg@10", "found@10", "mrr"], "primary": "ndcg@10", "depth": 20, "seed": 0,
+                              "judge": "cross-encoder", "judge_depth": 10}  # fmt: skip
         data["targets"][0]["options"]["reranker"] = None  # the circular setups are not compared
         human_config = made.path.with_name("human.yaml")
         human_config.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
         began = time.perf_counter()
-        human = run_experiment(load_config(human_config, plugins), plugins, RunOptions(save=False)).report
+        human = run_experiment(
+            load_config(human_config, plugins), plugins, RunOptions(save=False, judge_everything=True)
+        ).report
         human_wall = time.perf_counter() - began
+        del data["evaluation"]["judge"], data["evaluation"]["judge_depth"]
 
         data["golden"] = os.path.relpath(work / "checked.jsonl", made.path.parent)
         check_config = made.path.with_name("checked.yaml")
@@ -233,6 +239,7 @@ def one(name: str, args: argparse.Namespace, plugins) -> dict[str, object]:
     pick, best = zero.picks.finds_the_most, human.picks.finds_the_most
     noise = zero.picking.judge_noise if zero.picking else None
     agreed = checked.agreement
+    mixed = with_human_grades(zero, human, keys, args)
     return {
         "collection": name,
         "documents": len(kept),
@@ -264,7 +271,38 @@ def one(name: str, args: argparse.Namespace, plugins) -> dict[str, object]:
         "judge_check_s": round(check_wall, 1),
         "order_by_judge": [k for _, k in sorted(zip(by_judge, keys, strict=True), reverse=True)],
         "order_by_people": [k for _, k in sorted(zip(by_people, keys, strict=True), reverse=True)],
+        "with_human_grades": mixed,
     }
+
+
+def with_human_grades(zero, human, keys: list[str], args: argparse.Namespace) -> list[dict[str, float]]:
+    """The zero-configuration run with people's grades added, as a run whose golden file holds `n` of the
+    collection's questions with their judgements beside the drafts does it (`core.judging.corrected`): 200
+    times, `n` human questions drawn (0, 30, 100), each setup's nDCG@10 estimated from the judge's on the
+    drafts corrected by the judge's error on those `n` (PPI++; the order under one shared weight), against
+    people's nDCG@10 on every human question. Coverage of the 95% intervals, tau, and whether the best is one
+    people's judgements cannot tell from theirs."""
+    from ppi_coverage import ndcg10, resampled  # beside this file; it imports this module's readers
+
+    judged: dict[str, dict[str, int]] = {}
+    for qid, unit, grade, _ in human.judge.verdicts or []:
+        judged.setdefault(qid, {})[unit] = grade
+    people = np.zeros((len(keys), len(human.question_ids)))
+    judge = np.zeros_like(people)
+    for i, key in enumerate(keys):
+        setup = human.setup(key)
+        people[i] = np.nan_to_num(np.asarray(setup.per_question.metrics["ndcg@10"], dtype=float))
+        for j, qid in enumerate(human.question_ids):
+            judge[i, j] = ndcg10([u for u, _ in setup.per_question.results[j] if u], judged.get(qid, {}))
+    drafted = np.stack(
+        [np.nan_to_num(np.asarray(zero.setup(k).per_question.metrics["ndcg@10"], dtype=float)) for k in keys]
+    )
+    out = []
+    for n in (int(x) for x in args.labelled.split(",")):
+        if n > people.shape[1] - 5:
+            continue
+        out.append(resampled(people, judge, n, args.seed, drafted=drafted))
+    return out
 
 
 def inside_people_group(zero, human) -> bool | None:
@@ -308,13 +346,14 @@ def people_separate(keys: list[str], per_question: dict[str, np.ndarray], judged
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--collections", default="scifact,msmarco-dl19-5k,vaswani")
+    parser.add_argument("--collections", default="scifact,msmarco-dl19-5k,vaswani,cranfield")
     parser.add_argument("--writer", default=None, help="as --writer of vx-eval run (default: local if installed)")
     parser.add_argument("--questions", type=int, default=30, help="questions drafted first")
     parser.add_argument("--most", type=int, default=0, help="questions drafted at most (default: twice --questions)")
     parser.add_argument("--human", type=int, default=0, help="human questions sampled (0: all)")
     parser.add_argument("--check", type=int, default=50, help="human questions the judge check grades")
     parser.add_argument("--others", type=int, default=800, help="documents no sampled question judges, kept too")
+    parser.add_argument("--labelled", default="0,30,100", help="human questions added to the drafts' judged pool")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--keep", action="store_true", help="keep the working folders")
     parser.add_argument("--json", type=Path, help="also write the results here")
@@ -341,6 +380,16 @@ def main() -> None:
             f"{kappa if kappa is None else f'{kappa:.2f}':>11}  {jtau if jtau is None else f'{jtau:+.2f}':>9}  "
             f"{r['zero_config_wall_s'] / 60:.1f} min"
         )
+    print(
+        "\nwith people's grades added to the drafts' judged pool (200 draws; tau and picks as a run orders: guarded)"
+        "\ncollection        n  coverage means  coverage leads  tau    human halves  best in people's group"
+    )
+    for r in results:
+        for m in r["with_human_grades"]:
+            print(
+                f"{r['collection']:<16} {m['n']:>3}  {m['coverage']:>14.1%}  {m['coverage_diff']:>14.1%}  "
+                f"{m['tau_guarded']:+.2f}  {r['human_split_half_tau']:+.2f}         {m['pick_near_best_guarded']:.0%}"
+            )
     if args.json:
         args.json.write_text(json.dumps(results, indent=1), encoding="utf-8")
 

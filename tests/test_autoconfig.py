@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from vx_eval.zeroconfig.autoconfig import choose_writer, from_docs, name_for, workspace
+from vx_eval.zeroconfig.autoconfig import choose_judge, choose_writer, from_docs, name_for, workspace
 
 from .test_cli import call
 
@@ -87,6 +87,42 @@ def test_the_writer_is_a_served_model_when_named_else_smollm2_else_the_keywords_
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "openai" else found(name, *a))
     with pytest.raises(Exception, match=r'pip install "vx-eval\[chat\]"'):
         choose_writer("chat:gpt-4o-mini")
+
+
+def test_the_judge_is_a_served_chat_model_in_one_line_else_the_offline_cross_encoder(tmp_path, monkeypatch, capsys):
+    """``--judge chat:MODEL`` (or VX_EVAL_JUDGE) makes the chat judge, UMBRELA's rubric, its key by reference;
+    the config the run keeps says so; a judge that is neither is refused before any work."""
+    for name in ("VX_EVAL_JUDGE", "OPENAI_BASE_URL", "OPENAI_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    assert choose_judge(None).name == "cross-encoder" and choose_judge(None).options is None
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-not-shown")
+    monkeypatch.setenv("VX_EVAL_JUDGE", "chat:gpt-4o-mini")
+    chosen = choose_judge(None)
+    assert chosen.name == "chat" and "UMBRELA" in chosen.said
+    assert chosen.options == {
+        "url": "https://api.openai.com/v1",
+        "model": "gpt-4o-mini",
+        "api_key": {"env": "OPENAI_API_KEY"},
+    }
+    with pytest.raises(Exception, match="give chat:MODEL or chat:MODEL@URL"):
+        choose_judge("gpt-4o")
+    monkeypatch.chdir(tmp_path)
+    docs = tmp_path / "docs.jsonl"
+    docs.write_text(QUICKSTART_DOCS.read_text(encoding="utf-8"), encoding="utf-8")
+    saved = tmp_path / "kept.yaml"
+    code, out, err = call(
+        capsys, "run", "--docs", str(docs), "--writer", "keywords", "--judge", "chat:qwen2.5@http://127.0.0.1:9/v1",
+        "--save-config", str(saved), "--dry-run",
+    )  # fmt: skip
+    assert code == 0, err
+    written = yaml.safe_load(Path(out.split("the configuration it would use: ")[1].split()[0]).read_text())
+    assert written["evaluation"]["judge"] == "chat"
+    assert written["judges"] == {
+        "chat": {"url": "http://127.0.0.1:9/v1", "model": "qwen2.5", "api_key": {"env": "OPENAI_API_KEY"}}
+    }
+    assert "sk-not-shown" not in out + err
+    code, _, err = call(capsys, "run", str(saved), "--judge", "chat:m")
+    assert code == 2 and "--judge goes with --docs or --target" in err
 
 
 def test_the_keywords_writer_drafts_search_words_that_pass_the_checks():

@@ -62,10 +62,11 @@ def test_the_chat_judge_reads_grades_strictly_and_counts_what_it_cannot_read(cha
 
 @pytest.mark.slow
 def test_a_run_with_the_chat_judge_reports_unreadable_answers_and_never_grades_with_them(project, chat_server):
+    # named as a team with an API key names theirs: a chat endpoint of models.endpoints as the run's judge
+    smol = {"provider": "openai", "kind": "chat", "model": MODEL, "base_url": chat_server, "concurrency": 2}
     config = project.write_config(
-        evaluation={"metrics": ["found@10", "ndcg@10"], "depth": 20, "judge": "chat", "judge_depth": 3},
-        judges={"chat": {"url": chat_server, "model": MODEL}},
-        models={"threads": 1, "scores": str(project / "scores.db")},
+        evaluation={"metrics": ["found@10", "ndcg@10"], "depth": 20, "judge": "smol", "judge_depth": 3},
+        models={"threads": 1, "scores": str(project / "scores.db"), "endpoints": {"smol": smol}},
     )
     from vx_eval.core.plugins import load_plugins
 
@@ -74,6 +75,7 @@ def test_a_run_with_the_chat_judge_reports_unreadable_answers_and_never_grades_w
     report = typed.model_dump(mode="json")
     judge = report["judge"]
     assert judge["judge"] == "chat" and judge["model"] == MODEL and "##final score" in judge["rubric"]
+    assert judge["details"]["url"] == chat_server
     assert judge["details"]["rubric_name"] == "umbrela"
     assert judge["pairs"] == judge["asked"] > 0
     assert judge["grades_from"]["judge"] + judge["unparsable"] >= judge["pairs"] - judge["grades_from"]["human"]
@@ -125,6 +127,7 @@ def test_the_chat_writer_writes_only_drafts_that_pass_every_check(tmp_path, chat
         passages = [docs[u]["text"] for u in row["expected"]]
         assert check(_draft(row), passages, accepted, row["metadata"]["kind"]) == []
         assert row["metadata"]["critic"]["answered"] >= 3
+        assert row["metadata"]["drafted_by"] == MODEL  # its family is circular in the runs it drafts for
         accepted.append(row["question"])
     code, _, err = call(capsys, "golden", "write", str(config), "--out", str(out), "-n", "3", "--writer", "chat")
     assert code == 2 and "never overwritten" in err
@@ -189,6 +192,10 @@ def test_the_local_writer_drafts_offline_and_every_row_passes_the_checks(tmp_pat
 
     written = parse_golden(out.read_bytes(), str(out))  # a valid golden file, every row counted as a draft
     assert written.drafts == 4 and written.labelled == 4
+    assert {q.drafted_by for q in written.questions} == {"SmolLM2-135M-Instruct"}
+    from vx_eval.core.golden.files import question_row
+
+    assert question_row(written.questions[0])["metadata"]["drafted_by"] == "SmolLM2-135M-Instruct"
 
 
 def test_the_chat_judge_grades_by_umbrela_unless_told_plain_and_reads_its_final_score_line():
@@ -213,3 +220,66 @@ def test_the_chat_judge_grades_by_umbrela_unless_told_plain_and_reads_its_final_
         None,
         None,
     ]
+
+
+def _endpoints_config(project, **more):
+    endpoints = {
+        "gpt": {"provider": "openai", "kind": "chat", "model": "gpt-4o-mini", "api_key": {"env": "VX_TEST_CHAT_KEY"}},
+        "te3": {"provider": "openai", "model": "text-embedding-3-small"},
+    }
+    return project.write_config(models={"endpoints": endpoints}, **more)
+
+
+def test_a_chat_endpoint_named_as_the_judge_or_the_writers_model_is_asked_with_its_settings(project):
+    """`evaluation.judge: gpt` (a chat endpoint) is the chat judge asking it, its rubric still set under
+    ``judges.chat``; a chat writer's ``model: gpt`` is the same endpoint; the key stays a reference."""
+    from vx_eval.core.plugins import load_plugins
+
+    plugins = load_plugins()
+    config = _endpoints_config(
+        project,
+        evaluation={"metrics": ["ndcg@10"], "judge": "gpt"},
+        judges={"chat": {"rubric": "plain", "temperature": 0.5}},
+        writers={"chat": {"model": "gpt", "critic": {"endpoint": "gpt", "seed": 7}}},
+    )
+    experiment = load_config(config, plugins)
+    assert experiment.config.evaluation.judge == "chat"
+    judge = experiment.judges["chat"]
+    assert (judge.url, judge.model, judge.rubric, judge.temperature) == (
+        "https://api.openai.com/v1",
+        "gpt-4o-mini",
+        "plain",
+        0.5,
+    )
+    assert judge.api_key is not None and judge.api_key.env == "VX_TEST_CHAT_KEY" and judge.endpoint == "gpt"
+    writer = experiment.writers["chat"]
+    assert writer.model.model == "gpt-4o-mini" and writer.critic.seed == 7 and writer.critic.model == "gpt-4o-mini"
+
+
+@pytest.mark.parametrize(
+    ("more", "said"),
+    [
+        ({"evaluation": {"judge": "gtp"}}, "no judge named 'gtp'"),
+        ({"writers": {"chat": {"model": "te3"}}}, "'te3' is a dense endpoint; name a chat endpoint"),
+        ({"writers": {"chat": {"model": "nope"}}}, "no endpoint named 'nope'; name a chat endpoint"),
+        (
+            {"evaluation": {"judge": "gpt"}, "judges": {"chat": {"url": "http://127.0.0.1:9/v1", "model": "m"}}},
+            "names the chat endpoint 'gpt' and this block names a model too",
+        ),
+    ],
+)
+def test_a_chat_endpoint_named_wrong_is_a_config_error_naming_it(project, capsys, more, said):
+    config = _endpoints_config(project, **more)
+    code, _, err = call(capsys, "run", str(config), "--dry-run")
+    assert code == 2 and said in err, err
+    assert "Traceback" not in err
+
+
+def test_a_chat_endpoint_of_another_provider_or_with_a_judges_name_is_refused(project, capsys):
+    config = project.write_config(
+        models={"endpoints": {"chat": {"provider": "openai", "kind": "chat", "model": "m"},
+                              "c": {"provider": "cohere", "kind": "chat", "model": "command-r"}}},
+    )  # fmt: skip
+    code, _, err = call(capsys, "run", str(config), "--dry-run")
+    assert code == 2
+    assert "'chat' is the name of a judge plugin" in err and "provider cohere serves no chat models" in err

@@ -24,7 +24,17 @@ from vx_eval.core.usecases.plan import drafting
 from vx_eval.core.usecases.watch import Outcome, Watcher
 from vx_eval.views.display import show_run
 from vx_eval.views.format import plan_lines
-from vx_eval.zeroconfig.autoconfig import GOLDEN, choose_writer, from_docs, from_target, prepare, refusals, write_config
+from vx_eval.zeroconfig.autoconfig import (
+    GOLDEN,
+    JudgeChoice,
+    choose_judge,
+    choose_writer,
+    from_docs,
+    from_target,
+    prepare,
+    refusals,
+    write_config,
+)
 from vx_eval.zeroconfig.drafted import MOST, run_drafted
 
 if TYPE_CHECKING:
@@ -49,6 +59,7 @@ class RunRequest:
     questions: int
     most_questions: int | None
     writer: str | None
+    judge: str | None
     save_to: str | None
     only: tuple[str, ...]
     skip: tuple[str, ...]
@@ -79,6 +90,8 @@ class RunRequest:
             raise click.UsageError("--most-questions goes with --docs or --target (a config's golden file is as it is)")
         if self.field_models and self.target_spec is None:
             raise click.UsageError("--model goes with --target (a config names its models itself)")
+        if self.judge is not None and self.config is not None:
+            raise click.UsageError("--judge goes with --docs or --target (a config names its judge: evaluation.judge)")
 
     def options(self, progress: Progress, on_plan: Callable[[Plan], None] | None) -> RunOptions:
         return RunOptions(
@@ -137,6 +150,12 @@ class RunRequest:
     help="With --docs or --target: who drafts them: chat:MODEL[@URL] (a served chat model: recommended), local "
     "(SmolLM2 offline), keywords (no model). Default: $VX_EVAL_WRITER, else local where installed, else keywords.",
 )
+@click.option(
+    "--judge",
+    metavar="JUDGE",
+    help="With --docs or --target: who grades the results: chat:MODEL[@URL] (a served chat model, by UMBRELA's "
+    "rubric; found as --writer chat: is) or cross-encoder (offline). Default: $VX_EVAL_JUDGE, else cross-encoder.",
+)
 @click.option("--save-to", help="Where the report goes (overrides the config's save_to).")
 @click.option("--only", multiple=True, metavar="KEY", help="Run only these setup keys (globs allowed).")
 @click.option("--skip", multiple=True, metavar="METHOD", help="Leave out a method (keyword, dense, …).")
@@ -177,9 +196,9 @@ def run(**given: Any) -> None:
 
     With --docs FILE and no CONFIG, nothing else is needed: the documents are indexed for every method the
     embedded engine has, with and without the reranker; a model drafts questions from them (half natural
-    language, half keywords; marked drafts); the cross-encoder judge grades every setup's top 10; DCG@10 ranks
-    the setups, grade 2 and up counting as relevant. --target ENGINE:WHERE does the same on an index that
-    exists (sqlite:PATH, qdrant:URL/COLLECTION, pgvector:postgresql://USER@HOST:PORT/DBNAME/TABLE,
+    language, half keywords; marked drafts); the judge (--judge; the cross-encoder by default) grades every
+    setup's top 10; DCG@10 ranks the setups, grade 2 and up counting as relevant. --target ENGINE:WHERE does
+    the same on an index that exists (sqlite:PATH, qdrant:URL/COLLECTION, pgvector:postgresql://USER@HOST:PORT/DBNAME/TABLE,
     opensearch:URL/INDEX; credentials from the environment), with every method what it holds allows. The
     config it used is printed and kept (--save-config writes it where you say): run it again for the same
     numbers."""
@@ -188,11 +207,11 @@ def run(**given: Any) -> None:
     plugins = load_plugins()
     made = chosen = None
     if request.config is None:
-        source, chosen = _source(request, plugins), choose_writer(request.writer)
+        source, chosen, judge = _source(request, plugins), choose_writer(request.writer), choose_judge(request.judge)
         if request.dry_run:
-            _dry_run_without_config(source, request.questions, chosen, request.save_to, plugins)
+            _dry_run_without_config(source, request.questions, chosen, judge, request.save_to, plugins)
             return
-        made = _without_config(source, request.questions, chosen, request.save_to, request.save_config, plugins)
+        made = _without_config(source, request.questions, chosen, judge, request.save_to, request.save_config, plugins)
     experiment = _experiment(request, made.path if made else request.config, plugins)
     if request.dry_run:
         _dry_run(experiment, plugins)
@@ -276,10 +295,10 @@ def _zero_config_plan(path: Path, drafts: int | None, chosen: WriterChoice, plug
 
 
 def _dry_run_without_config(
-    source: Source, questions: int, chosen: WriterChoice, save_to: str | None, plugins: Plugins
+    source: Source, questions: int, chosen: WriterChoice, judge: JudgeChoice, save_to: str | None, plugins: Plugins
 ) -> None:
     """`run --docs/--target --dry-run`: the config is filled in (and said where), nothing drafted or built."""
-    path = write_config(source, chosen, Path(save_to) if save_to and not location(save_to) else None)
+    path = write_config(source, chosen, Path(save_to) if save_to and not location(save_to) else None, judge)
     drafts = None if path.with_name(GOLDEN).exists() else questions
     out_console().print(f"the configuration it would use: {path}", highlight=False)
     _say_plan(_zero_config_plan(path, drafts, chosen, plugins))
@@ -324,6 +343,7 @@ def _without_config(
     source: Source,
     questions: int,
     chosen: WriterChoice,
+    judge: JudgeChoice,
     save_to: str | None,
     save_config: Path | None,
     plugins: Plugins,
@@ -345,6 +365,7 @@ def _without_config(
             save_config=save_config,
             progress=progress,
             before=plan,
+            judge=judge,
         )
     for line in made.found:
         err.print(f"found in {source.name}: {line}", highlight=False)

@@ -15,7 +15,7 @@ from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, model_validator
 
 from vx_eval.plugin import ConfigError, EngineError, KeyedCache, SecretRef, ServiceUrl
 
@@ -52,11 +52,21 @@ def width_of(model: ChatModel) -> int:
     return max(1, int(model.width)) if isinstance(model, ManyAtOnce) else 1
 
 
+OPENAI_URL = "https://api.openai.com/v1"
+
+
 class ChatOptions(BaseModel):
     """Where the chat model answers: ``url`` is the API's base (``http://127.0.0.1:8080/v1``,
-    ``https://<resource>.openai.azure.com/openai/v1``), ``model`` its model or deployment name."""
+    ``https://<resource>.openai.azure.com/openai/v1``), ``model`` its model or deployment name.
+
+    Or the name of a chat endpoint the config declares (``models: {endpoints: {gpt: {provider: openai, kind:
+    chat, model: gpt-4o-mini, api_key: {env: OPENAI_API_KEY}}}}``), alone (``gpt``) or as ``endpoint: gpt``
+    beside settings of its own (``temperature``): its URL, model, key, timeout, retries and concurrency are
+    the endpoint's."""
 
     model_config = ConfigDict(extra="forbid")
+    endpoint: str | None = None
+    """The chat endpoint of ``models.endpoints`` this model is (None: `url` and `model` say where)."""
     url: ServiceUrl
     model: str = Field(min_length=1)
     api_key: SecretRef | None = None
@@ -66,6 +76,38 @@ class ChatOptions(BaseModel):
     seed: int | None = 0
     concurrency: int = Field(8, ge=1, le=64)
     """Requests in flight at once (drafts and grades are asked for concurrently, within this)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_endpoint(cls, data: Any, info: ValidationInfo) -> Any:
+        """A chat endpoint's name (or ``endpoint: NAME`` among other settings) read as that endpoint's
+        settings, those given beside it kept."""
+        if isinstance(data, str):
+            data = {"endpoint": data}
+        if not isinstance(data, dict) or data.get("endpoint") is None:
+            return data
+        name = data["endpoint"]
+        declared = getattr((info.context or {}).get("models"), "endpoints", {})
+        endpoint = declared.get(name) if isinstance(name, str) else None
+        chats = sorted(n for n, e in declared.items() if e.kind == "chat")
+        if endpoint is None or endpoint.kind != "chat":
+            what = f"'{name}' is a {endpoint.kind} endpoint" if endpoint is not None else f"no endpoint named {name!r}"
+            raise ValueError(
+                f"{what}; name a chat endpoint of models.endpoints (declared: {', '.join(chats) or 'none'}), "
+                "e.g. gpt: {provider: openai, kind: chat, model: gpt-4o-mini, api_key: {env: OPENAI_API_KEY}}"
+            )
+        if endpoint.provider != "openai":
+            raise ValueError(f"chat endpoint '{name}': chat models are asked in OpenAI's wire format: provider openai")
+        settings: dict[str, Any] = {
+            "url": str(endpoint.base_url or OPENAI_URL),
+            "model": endpoint.model,
+            "timeout": endpoint.timeout,
+            "retries": endpoint.retries,
+            "concurrency": endpoint.concurrency,
+        }
+        if endpoint.api_key is not None:
+            settings["api_key"] = endpoint.api_key
+        return settings | data
 
 
 class EndpointChat:

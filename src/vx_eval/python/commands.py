@@ -197,6 +197,9 @@ def draft_rows(
     )
     outcome = writer.write(units, request)
     said = writer.describe()
+    if said.drafted_by:  # which model drafted each row: a setup of its family is favoured by its questions
+        stamp = {"drafted_by": said.drafted_by}
+        outcome.rows = [r.model_copy(update={"metadata": {**r.metadata, **stamp}}) for r in outcome.rows]
     summary = WriteSummary(
         writer=said.writer,
         model=said.model,

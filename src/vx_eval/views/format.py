@@ -145,19 +145,19 @@ def pick_doubts(report: Report) -> list[tuple[str, str]]:
 
 
 def corrected_words(report: Report) -> str | None:
-    """The judge's measure corrected by people's grades, in words: the leader's corrected mean, the nearest
+    """The judge's measure corrected by people's grades, in words: the corrected best's mean, the nearest
     lead and whether people's grades settle it (else about how many graded questions would)."""
     fixed = report.picking.corrected if report.picking else None
     if fixed is None:
         return None
-    top = fixed.setups[fixed.leader]
+    top = fixed.setups[fixed.best]
     said = (
         f"on the {fixed.labelled} questions people graded, the judge's {fixed.measure} is corrected over all "
-        f"{fixed.labelled + fixed.unlabelled} (prediction-powered): {fixed.leader} {top.mean:.3f} "
+        f"{fixed.labelled + fixed.unlabelled} (prediction-powered): {fixed.best} leads, {top.mean:.3f} "
         f"({top.low:.3f}–{top.high:.3f})"
     )
     if fixed.best != fixed.leader:
-        said += f"; corrected, {fixed.best} leads instead ({fixed.setups[fixed.best].mean:.3f})"
+        said += f"; the judge alone put {fixed.leader} first, and the picks follow people's correction"
     if fixed.leads:
         key, lead = min(fixed.leads.items(), key=lambda item: item[1].mean)
         span = f"{lead.mean:+.3f} ({lead.low:+.3f} to {lead.high:+.3f})"
@@ -266,10 +266,13 @@ def circular_note(report: Report) -> str | None:
     n = len(judge.circular)
     shown = ", ".join(judge.circular[:4]) + (" …" if n > 4 else "")
     kin = f" or another {judge.family} model" if judge.family else ""
+    wrote = [f for f in judge.writer_families if f != judge.family]
+    by_writer = f", or a {' or '.join(wrote)} model like the one that drafted the questions," if wrote else ""
     return (
-        f"the judge's model ({judge.model}){kin} also ranks or embeds {n} setup{'s' if n > 1 else ''} ({shown}): a "
-        "judge grading its own family's ranking favours it (Clarke & Dietz 2024), so their scores are circular; "
-        "they are ranked last, marked ○, and left out of the picks. A judge of another family compares them fairly."
+        f"the judge's model ({judge.model}){kin}{by_writer} also ranks or embeds {n} setup{'s' if n > 1 else ''} "
+        f"({shown}): a judge grading its own family's ranking favours it (Clarke & Dietz 2024), as do questions a "
+        "model of the family wrote, so their scores are circular; they are ranked last, marked ○, and left out of "
+        "the picks. A judge and a writer of another family compare them fairly."
     )
 
 

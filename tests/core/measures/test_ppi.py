@@ -62,3 +62,23 @@ def test_how_many_more_person_graded_questions_would_settle_a_difference():
         assert needed is None or needed > estimate.labelled
     with pytest.raises(ValueError, match="at least two"):
         ppi_mean(diff_people[:1], diff_judge_n[:1], diff_judge_big)
+
+
+def test_the_guarded_order_keeps_the_judges_order_unless_peoples_grades_overturn_it():
+    """Three setups. The judge orders a > b > c. People's 30 questions say c is far better than a and b
+    (overturned: c first), and that a and b are level within the noise (the judge's a > b stands)."""
+    from vx_eval.core.measures.ppi import guarded_order
+
+    rng = np.random.default_rng(0)
+    n, big = 30, 300
+    judge_l = np.stack([rng.normal(0.6, 0.1, n), rng.normal(0.5, 0.1, n), rng.normal(0.4, 0.1, n)])
+    judge_u = np.stack([rng.normal(0.6, 0.1, big), rng.normal(0.5, 0.1, big), rng.normal(0.4, 0.1, big)])
+    noise = rng.normal(0, 0.2, (3, n))
+    people = np.stack([judge_l[0], judge_l[0], judge_l[2] + 0.6]) + noise
+    scores = guarded_order(people, judge_l, judge_u)
+    assert list(np.argsort(-scores)) == [2, 0, 1]
+    # people agreeing with the judge leave its order as it is
+    same = guarded_order(judge_l + rng.normal(0, 0.05, (3, n)), judge_l, judge_u)
+    assert list(np.argsort(-same)) == [0, 1, 2]
+    with pytest.raises(ValueError, match="setups x questions"):
+        guarded_order(people[:, :1], judge_l[:, :1], judge_u)

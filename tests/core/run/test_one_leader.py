@@ -4,11 +4,13 @@ and a lead inside the noise is said to be one."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from types import SimpleNamespace
 
 import numpy as np
 
-from vx_eval.core.judging.grading import circular_setups
+from vx_eval.core.contracts.golden import Question
+from vx_eval.core.judging.grading import circular_setups, writer_families
 from vx_eval.core.models.families import family_of
 from vx_eval.core.report.picks import Scored, frontier
 from vx_eval.core.report.schema import Counts, Graded, PerQuestion, Settings, SetupResult, Times
@@ -86,6 +88,11 @@ def test_a_setup_the_judges_own_model_reranks_is_circular_ranked_last_and_never_
     circular = circular_setups(runs, judge, models)
     assert circular == ["dense.minilm", "hybrid_reranked.a"]
     assert circular_setups(runs, SimpleNamespace(describe=lambda: {"model": "qwen2.5-7b"}), models) == []
+    # questions a BGE model drafted favour the setups a BGE model embeds or reranks: circular too
+    qwen = SimpleNamespace(describe=lambda: {"model": "qwen2.5-7b"})
+    assert circular_setups(runs, qwen, models, ["BGE"]) == ["hybrid.a", "reranked.other"]
+    drafted = [Question("q0", "a?", ("d1",), drafted_by="bge-writer"), Question("q1", "b?", ("d2",))]
+    assert writer_families(drafted, models) == ["BGE"] and writer_families(drafted[1:], models) == []
     setups = [setup("hybrid_reranked.a", [3, 3, 3, 3, 3, 3], ms=250), setup("hybrid.a", [3, 2, 0, 1, 3, 2], ms=6)]
     ranked = ranking.rank(setups, SETTINGS, circular)
     assert ranked.picks.finds_the_most == "hybrid.a" and "hybrid_reranked.a" not in dict(ranked.picks.items()).values()
@@ -128,3 +135,40 @@ def test_a_run_that_is_not_sure_picks_for_balance_and_time_only_within_the_group
     )
     untested = ranking.rank(setups, SETTINGS.model_copy(update={"permutations": 0}))
     assert untested.picks.best_for_balance == untested.picks.best_for_time == "c"
+
+
+def test_picks_follow_peoples_correction_of_the_judge():
+    """The judge's leader is not the corrected best: the corrected best finds the most, and a balance or time
+    pick people's grades tell from it is made again as the fastest of those they cannot."""
+    from vx_eval.core.report.views import Corrected, CorrectedLead, CorrectedMean
+
+    setups = [
+        setup("keyword.a", [1, 1, 1, 1, 1, 1], ms=1),
+        setup("dense.a", [3, 2, 3, 2, 3, 2], ms=20),
+        setup("hybrid.a", [3, 3, 3, 2, 3, 3], ms=30),
+    ]
+    ranked = ranking.rank(setups, SETTINGS)
+    assert ranked.picks.finds_the_most == "hybrid.a"
+    ranked = replace(ranked, picks=ranked.picks.model_copy(update={"best_for_time": "keyword.a"}))
+    mean = CorrectedMean(mean=0.5, low=0.4, high=0.6, weight=0.8)
+    fixed = Corrected(
+        measure="dcg@10",
+        labelled=30,
+        unlabelled=70,
+        leader="hybrid.a",
+        setups={"keyword.a": mean, "dense.a": mean, "hybrid.a": mean},
+        leads={
+            "hybrid.a": CorrectedLead(mean=0.01, low=-0.02, high=0.04),  # level with the corrected best
+            "keyword.a": CorrectedLead(mean=0.30, low=0.20, high=0.40, settle_with=30),  # surely worse
+        },
+        best="dense.a",
+    )
+    assert fixed.level_with_best() == ["dense.a", "hybrid.a"]
+    fixed_ranking = ranking.picked_by_people(ranked, fixed)
+    chosen = fixed_ranking.picks
+    assert chosen.finds_the_most == "dense.a" and chosen.best_for_time == "dense.a"  # the faster of the two
+    assert chosen.best_for_balance in ("dense.a", "hybrid.a")
+    reasons = fixed_ranking.picking.reasons
+    assert "the judge alone put hybrid.a first" in reasons["finds_the_most"].text
+    assert "keyword.a, is surely worse" in reasons["best_for_time"].text
+    assert fixed_ranking.picking.corrected == fixed

@@ -35,9 +35,13 @@ def test_a_run_with_people_on_some_questions_and_a_judge_on_the_rest_is_correcte
     fixed = report.picking.corrected
     assert fixed is not None
     assert (fixed.labelled, fixed.unlabelled) == (30, len(rows) - 30)
-    assert fixed.leader == report.picks.finds_the_most and fixed.measure == report.picking.measure
+    # the picks follow people's correction: the corrected best finds the most, and no pick is one people's
+    # grades tell from it
+    assert fixed.best == report.picks.finds_the_most and fixed.measure == report.picking.measure
+    assert report.picks.best_for_balance in fixed.level_with_best()
+    assert report.picks.best_for_time in fixed.level_with_best()
     pickable = {s.key for s in report.setups if s.pickable} - set(report.judge.circular)
-    assert set(fixed.setups) == pickable and set(fixed.leads) == pickable - {fixed.leader}
+    assert set(fixed.setups) == pickable and set(fixed.leads) == pickable - {fixed.best}
     for mean in fixed.setups.values():
         assert mean.low <= mean.mean <= mean.high and 0 <= mean.weight <= 1
     assert report.judge.verdicts is None  # people's pairs graded by the judge too, but no verdict list kept

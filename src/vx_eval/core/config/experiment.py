@@ -135,6 +135,7 @@ class EvaluationConfig(Strict):
     judge: str | None = None
     """A judge plugin (``cross-encoder``, ``chat``) grading every unlabelled (question, result) pair in the
     first `judge_depth` places 0–3; its options go under ``judges: {name: {…}}``. Human labels always win.
+    A chat endpoint of ``models.endpoints`` may be named instead: the ``chat`` judge asks it.
     With a judge, golden rows that have a question but no expected ids are searched and graded too."""
     judge_depth: int = Field(10, ge=1, le=1_000)
     ties: Literal["trec", "expected", "optimistic", "pessimistic"] = "trec"
@@ -193,9 +194,11 @@ class ExperimentConfig(Strict):
     stores: dict[str, dict[str, Any]] = Field(default_factory=dict)
     """Settings per store plugin: ``{s3: {endpoint_url: …}, azure-blob: {connection_string: {env: …}}}``."""
     writers: dict[str, dict[str, Any]] = Field(default_factory=dict)
-    """Options per question writer: ``{chat: {model: {url: …, model: …}}, local: {threads: 2}}``."""
+    """Options per question writer: ``{chat: {model: {url: …, model: …}}, local: {threads: 2}}`` (the chat
+    writer's ``model`` may be the name of a chat endpoint of ``models.endpoints``)."""
     judges: dict[str, dict[str, Any]] = Field(default_factory=dict)
-    """Options per judge plugin: ``{cross-encoder: {cut_points: [-1, 2.5, 6]}, chat: {url: …, model: …}}``."""
+    """Options per judge plugin: ``{cross-encoder: {cut_points: [-1, 2.5, 6]}, chat: {url: …, model: …}}``
+    (or ``chat: {endpoint: NAME}``, a chat endpoint of ``models.endpoints``)."""
     search: SearchConfig = Field(default_factory=SearchConfig)
     execution: ExecutionConfig = Field(default_factory=ExecutionConfig)
     models: ModelsConfig = Field(default_factory=dict, validate_default=True)  # validated: paths resolve
@@ -388,6 +391,30 @@ class _Checker:
                 self.problem((*loc, "provider"), f"provider {endpoint.provider}: {absent}")
             if endpoint.kind not in provider.kinds:
                 self.problem((*loc, "kind"), f"provider {endpoint.provider} serves no {endpoint.kind} models")
+            if endpoint.kind == "chat" and name in self.plugins.judges:
+                self.problem(loc, f"'{name}' is the name of a judge plugin; give the chat endpoint another name")
+
+    def chat_judge(self, data: dict[str, Any], endpoints: dict[str, ModelEndpoint]) -> None:
+        """``evaluation.judge`` naming a chat endpoint: the `chat` judge, asking that endpoint (its own
+        settings, such as the rubric, still under ``judges: {chat: …}``)."""
+        evaluation = data.get("evaluation")
+        judge = evaluation.get("judge") if isinstance(evaluation, dict) else None
+        if not isinstance(judge, str) or judge not in endpoints or endpoints[judge].kind != "chat":
+            return
+        judges = data.setdefault("judges", {})
+        if not isinstance(judges, dict):
+            return  # a type error pydantic names
+        own = judges.get("chat") or {}
+        if not isinstance(own, dict):
+            return  # named by the judges block's own check
+        if {"endpoint", "url", "model"} & set(own):
+            self.problem(
+                ("judges", "chat"),
+                f"evaluation.judge names the chat endpoint '{judge}' and this block names a model too: keep one",
+            )
+            return
+        judges["chat"] = {"endpoint": judge} | own
+        evaluation["judge"] = "chat"
 
     def evaluation(self, data: dict[str, Any], judges: dict[str, Any]) -> None:
         """The measures (and the depth they need), and the judge the evaluation names."""
@@ -442,6 +469,7 @@ def parse_config(
         plugins, parsed.root, source, {"base_dir": path.parent if path else Path.cwd(), "models": catalog}
     )
     checker.endpoints(endpoints)
+    checker.chat_judge(data, endpoints)
     config = None
     try:
         config = ExperimentConfig.model_validate(data, context=checker.context)

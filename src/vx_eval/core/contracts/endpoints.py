@@ -6,6 +6,10 @@ name people choose and then named exactly as a built-in model is::
       endpoints:
         te3-small: {provider: openai, model: text-embedding-3-small, dimensions: 512, api_key: {env: OPENAI_API_KEY}}
         rerank-35: {provider: cohere, model: rerank-v3.5, kind: reranker, api_key: {env: COHERE_API_KEY}}
+        gpt: {provider: openai, model: gpt-4o-mini, kind: chat, api_key: {env: OPENAI_API_KEY}}
+
+A chat endpoint is named as a run's judge (``evaluation: {judge: gpt}``) or a question writer's model
+(``writers: {chat: {model: gpt}}``): the chat plugins speak OpenAI's wire format, so its provider is ``openai``.
 
 This module is the typed contract: what a config says of an endpoint (`ModelEndpoint`), what a provider
 plugin does with it (`Provider`: one request's texts in, vectors or scores and the tokens billed out), and what
@@ -37,7 +41,8 @@ class ModelEndpoint(BaseModel):
     ``cohere``, ``voyage``; see `vx-eval plugins`."""
     model: str = Field(min_length=1)
     """The model (or Azure deployment) as the service names it."""
-    kind: Literal["dense", "reranker"] = "dense"
+    kind: Literal["dense", "reranker", "chat"] = "dense"
+    """``dense`` (an embedding model), ``reranker``, or ``chat`` (a chat model, to judge or to draft questions)."""
     base_url: ServiceUrl | None = None
     """The API's base (``http://127.0.0.1:8080/v1``); default: the provider's hosted API."""
     api_key: SecretRef | None = None

@@ -57,6 +57,9 @@ class Question:
     kind: str | None = None
     """What kind of question it is (``metadata.kind``: the writer records fact, why, keyword, …), for the
     report's view per kind."""
+    drafted_by: str | None = None
+    """The model that drafted it (``metadata.drafted_by``), where a writer's model did: a setup of its family
+    is favoured by the questions it wrote, as one of the judge's is by its grades."""
 
     def relevance(self) -> dict[str, int]:
         """Every judged unit and its grade: expected units default to 1; `grades` may add grade-0 units."""

@@ -68,6 +68,9 @@ class WriterDescription:
     writer: str
     model: str = ""
     critic: str = ""
+    drafted_by: str | None = None
+    """The drafting model's own name (its family is told from it), recorded on every row it drafts as
+    ``metadata.drafted_by``; None where no model drafts."""
 
 
 class QuestionWriter(Protocol):

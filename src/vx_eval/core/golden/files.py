@@ -140,6 +140,7 @@ def parse_golden(raw: bytes, source: str) -> GoldenSet:
             reference=row.reference,
             draft=row.draft,
             kind=kind if isinstance(kind := row.metadata.get("kind"), str) and kind else None,
+            drafted_by=by if isinstance(by := row.metadata.get("drafted_by"), str) and by else None,
         )
         drafts += row.draft  # a draft waiting for labels (or a judge) is still a draft
         if not row.expected and not row.grades:  # judged by nobody yet (grades alone: judged, none relevant)
@@ -178,5 +179,5 @@ def question_row(q: Question) -> dict[str, Any]:
         "grades": dict(q.grades),
         "reference": q.reference,
         "draft": q.draft or None,
-        "metadata": {"kind": q.kind} if q.kind else None,
+        "metadata": {k: v for k, v in (("kind", q.kind), ("drafted_by", q.drafted_by)) if v} or None,
     }

@@ -18,6 +18,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from vx_eval.core.contracts.engine import Document, EngineHandle
 from vx_eval.core.contracts.golden import GoldenRow
 from vx_eval.core.contracts.writer import Unit
+from vx_eval.core.golden.spread import shares, spread_documents
 
 HINT_CHARS = 160
 MIN_PAGE_WORDS = 20
@@ -87,21 +88,6 @@ def spread(units: Sequence[Unit], n: int, seed: int) -> list[Unit]:
     return [units[int(start + i * step)] for i in range(n)]
 
 
-def shares(sizes: Sequence[int], n: int) -> list[int]:
-    """`n` split across collections in proportion to their sizes (largest remainders), each at most its size."""
-    total = sum(sizes)
-    if total == 0:
-        return [0] * len(sizes)
-    exact = [n * s / total for s in sizes]
-    out = [min(int(e), s) for e, s in zip(exact, sizes, strict=True)]
-    for i in sorted(range(len(sizes)), key=lambda i: exact[i] - int(exact[i]), reverse=True):
-        if sum(out) >= min(n, total):
-            break
-        if out[i] < sizes[i]:
-            out[i] += 1
-    return out
-
-
 def sample_units(
     collections: Sequence[tuple[str, Iterable[Document] | EngineHandle]],
     n: int,
@@ -109,7 +95,8 @@ def sample_units(
     by: str = "document",
     avoid: Collection[str] = (),
 ) -> list[Unit]:
-    """`n` units from one or several collections: ``by="document"`` draws documents at random,
+    """`n` units from one or several collections: ``by="document"`` draws documents spread over their
+    topics (a random pool grouped by its words, each group its share),
     ``by="page"`` spreads page units evenly. Each collection is a name and its documents (or a handle).
     Units whose ids are in `avoid` (those earlier questions were drafted from) are never drawn."""
     if by not in ("document", "page"):
@@ -124,7 +111,8 @@ Source = Iterable[Document] | EngineHandle
 
 
 def _sample_documents(collections: Sequence[tuple[str, Source]], n: int, seed: int, avoid: set[str]) -> list[Unit]:
-    """Documents drawn at random, each collection its share of `n` (its own seed where there are several)."""
+    """Documents spread over each collection's topics (`spread_documents`), each collection its share of `n`
+    (its own seed where there are several)."""
     pools: list[tuple[str, list[str], Callable[[list[str]], list[Document]]]] = []
     for name, source in collections:
         if isinstance(source, EngineHandle):
@@ -137,8 +125,8 @@ def _sample_documents(collections: Sequence[tuple[str, Source]], n: int, seed: i
     several = len(pools) > 1
     out = []
     for (name, ids, fetch), count in zip(pools, counts, strict=True):
-        chosen = random.Random(f"{seed}:{name}" if several else seed).sample(ids, count)
-        out += [Unit(d.id, d.title, d.text, collection=name if several else None) for d in fetch(chosen)]
+        chosen = spread_documents(ids, count, f"{seed}:{name}" if several else seed, fetch)
+        out += [Unit(d.id, d.title, d.text, collection=name if several else None) for d in chosen]
     return out
 
 

@@ -15,7 +15,7 @@ from vx_eval.core.contracts.engine import SetupResults
 from vx_eval.core.contracts.golden import Question
 from vx_eval.core.golden.units import judge
 from vx_eval.core.measures import metrics
-from vx_eval.core.measures.ppi import ppi_mean
+from vx_eval.core.measures.ppi import guarded_order, ppi_mean
 from vx_eval.core.report.views import Corrected, CorrectedLead, CorrectedMean
 
 
@@ -39,7 +39,8 @@ def corrected(
     depth: int,
     threshold: int = 1,
 ) -> Corrected | None:
-    """The corrected means of `keys` and the leader's leads. `questions` are the run's, the first `labelled`
+    """The corrected means of `keys`, the best (the judge's unless people's grades overturn it: `guarded_order`)
+    and its leads over the others. `questions` are the run's, the first `labelled`
     as people graded them (the rest are read through the judge's grades alone); `judged` holds the judge's
     grades by question index, people's questions included. None where fewer than two questions were graded by
     both, or none by the judge alone."""
@@ -61,16 +62,18 @@ def corrected(
     for k, (y, f_n, f_big) in values.items():
         e = ppi_mean(y, f_n, f_big)
         means[k] = CorrectedMean(mean=e.mean, low=e.low, high=e.high, weight=e.lam)
+    # the judge's order unless people's grades overturn it (`guarded_order`)
+    order = guarded_order(*(np.stack([values[k][part] for k in keys]) for part in range(3)))
+    best = max(zip(keys, order, strict=True), key=lambda kv: (kv[1], kv[0] == leader))[0]
     leads = {}
-    top = values[leader]
+    top = values[best]
     for k in keys:
-        if k == leader:
+        if k == best:
             continue
         other = values[k]
         e = ppi_mean(top[0] - other[0], top[1] - other[1], top[2] - other[2])
         settle = labelled if e.excludes_zero() else e.labelled_to_settle()
         leads[k] = CorrectedLead(mean=e.mean, low=e.low, high=e.high, settle_with=settle)
-    best = max(means, key=lambda k: (means[k].mean, k == leader))
     return Corrected(
         measure=measure,
         labelled=labelled,

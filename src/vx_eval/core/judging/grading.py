@@ -183,14 +183,24 @@ def judge_family(judge: Judge, models: Models | None) -> str | None:
     return models.family(model) if models is not None else family_of(model)
 
 
-def circular_setups(runs: Sequence[SetupResults], judge: Judge, models: Models | None) -> list[str]:
+def writer_families(questions: Sequence[Question], models: Models | None) -> list[str]:
+    """The families of the models that drafted the questions (``metadata.drafted_by``), where names tell them."""
+    drafted = {q.drafted_by for q in questions if q.drafted_by}
+    found = {models.family(m) if models is not None else family_of(m) for m in drafted}
+    return sorted(f for f in found if f)
+
+
+def circular_setups(
+    runs: Sequence[SetupResults], judge: Judge, models: Models | None, writers: Collection[str] = ()
+) -> list[str]:
     """The setups a model of the judge's own ranks or embeds: the judge's model itself under whatever name
     (`Models.cache_space` tells two names of one model apart from two models), or one of its family
     (`judge_family`: a bi-encoder distilled from the cross-encoder judge's base model, another size of the
-    chat judge's model)."""
+    chat judge's model); and those a model of a family in `writers` (the families that drafted the questions,
+    `writer_families`) ranks or embeds: a model finds what its own family wrote."""
     model = judge.describe().get("model")
     if not isinstance(model, str) or not model:
-        return []
+        model = ""
 
     def space(name: str) -> str:
         return str(models.cache_space(name)) if models is not None else name
@@ -198,11 +208,12 @@ def circular_setups(runs: Sequence[SetupResults], judge: Judge, models: Models |
     def kin(name: str) -> str | None:
         return models.family(name) if models is not None else family_of(name)
 
-    mine, family = space(model), judge_family(judge, models)
+    mine = space(model) if model else None
+    families = set(writers) | ({family} if (family := judge_family(judge, models)) else set())
     out = set()
     for run in runs:
         used = [m for m in (run.setup.ranker, *run.setup.models) if m]
-        if any(space(m) == mine for m in used) or (family is not None and any(kin(m) == family for m in used)):
+        if any(space(m) == mine for m in used) or any(kin(m) in families for m in used):
             out.add(run.setup.key)
     return sorted(out)
 
@@ -266,6 +277,7 @@ def grade_run(
         (questions[i].id, u, g, raw.get((i, u))) for i, units in sorted(judged.items()) for u, g in units.items()
     ]
     models = own_models(targets[0].models) if targets else None
+    writers = writer_families(questions, models)
     info = judge_info(
         judge,
         depth=depth,
@@ -279,8 +291,9 @@ def grade_run(
         ),
         not_found=sum(len(units) for units in pairs.values()) - len(asked),
         verdicts=verdicts if everything else None,
-        circular=circular_setups(runs, judge, models),
+        circular=circular_setups(runs, judge, models, writers),
         family=judge_family(judge, models),
+        writer_families=writers,
     )
     return Grading(judged, info)
 

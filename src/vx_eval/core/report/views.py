@@ -260,6 +260,9 @@ class JudgeInfo(Frozen):
     (Clarke & Dietz 2024: a judge favours the ranker it is), so they are left out of the picks."""
     family: str | None = None
     """The judge's model family (`core.models.families`), where its name tells it."""
+    writer_families: list[str] = Field(default_factory=list)
+    """The families of the models that drafted the questions (``metadata.drafted_by``): a setup of one is
+    circular too, and a judge of one grades its own family's questions."""
 
 
 class GradedQuestion(Frozen):
@@ -316,9 +319,15 @@ class Corrected(Frozen):
     leader: str
     setups: dict[str, CorrectedMean]
     leads: dict[str, CorrectedLead]
-    """The leader minus each other setup."""
+    """The corrected best minus each other setup."""
     best: str
-    """The setup with the highest corrected mean."""
+    """The setup first in the order the judge gives unless people's grades overturn it (`core.measures.ppi.
+    guarded_order`): the run's `finds_the_most`."""
+
+    def level_with_best(self) -> list[str]:
+        """The corrected best and the setups whose lead interval holds 0: those people's grades cannot tell
+        from it."""
+        return [self.best, *(k for k, lead in self.leads.items() if lead.low <= 0 <= lead.high)]
 
 
 class GoldenInfo(Frozen):

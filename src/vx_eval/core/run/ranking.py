@@ -4,7 +4,7 @@ the paired tests of every setup against the one that finds the most."""
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -21,6 +21,7 @@ from vx_eval.core.report.schema import (
     TimeVersus,
     VsBest,
 )
+from vx_eval.core.report.views import Corrected
 
 DETECTABLE = (
     "the smallest mean difference in the primary measure a paired test on these questions would detect "
@@ -90,6 +91,38 @@ def rank(setups: Sequence[SetupResult], settings: Settings, left_out: Collection
     sure, needed = how_sure(tested, chosen.finds_the_most, set(left_out), fastest=_fastest(picker, group))
     picking = picking.model_copy(update={"sure": sure, "questions_needed": needed})
     return Ranking(tested, chosen, picks.frontier(scored, choice.measure, settings.primary), detectable, picking)
+
+
+def picked_by_people(ranked: Ranking, fixed: Corrected) -> Ranking:
+    """The ranking with its picks following people's correction of the judge (`core.judging.corrected`):
+    `finds_the_most` is the corrected best; a balance or time pick people's grades can tell from it (its lead
+    interval excludes 0) is made again, as the fastest of the setups they cannot (median time)."""
+    level = fixed.level_with_best()
+    by_key = {s.key: s for s in ranked.setups}
+    timed = [k for k in level if k in by_key and by_key[k].times_ms.median is not None]
+    fastest = min(timed, key=lambda k: (by_key[k].times_ms.median, k != fixed.best)) if timed else fixed.best
+    chosen = {"finds_the_most": fixed.best}
+    reasons = dict(ranked.picking.reasons)
+    judged_best = ranked.picks.finds_the_most
+    if judged_best != fixed.best:
+        reasons["finds_the_most"] = PickReason(
+            text=f"the highest {fixed.measure} corrected by people's grades on {fixed.labelled} questions "
+            f"({fixed.setups[fixed.best].mean:.3f}); the judge alone put {judged_best} first",
+            measure=fixed.measure,
+        )
+    for name in ("best_for_balance", "best_for_time"):
+        if getattr(ranked.picks, name) in level:
+            continue
+        chosen[name] = fastest
+        reasons[name] = PickReason(
+            text=f"the fastest of the {len(level)} setups people's grades cannot tell from {fixed.best} "
+            f"(corrected {fixed.measure}); the judge's own pick, {getattr(ranked.picks, name)}, is surely worse "
+            "by people's correction",
+            measure=fixed.measure,
+        )
+    picks_now = ranked.picks.model_copy(update=chosen)
+    picking = ranked.picking.model_copy(update={"corrected": fixed, "reasons": reasons})
+    return replace(ranked, picks=picks_now, picking=picking)
 
 
 def _fastest(picker: picks.Picker, group: Sequence[str]) -> str | None:

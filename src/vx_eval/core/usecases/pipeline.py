@@ -362,7 +362,7 @@ def _corrected(
     )
     if fixed is None:
         return ranked
-    return dataclasses.replace(ranked, picking=ranked.picking.model_copy(update={"corrected": fixed}))
+    return ranking.picked_by_people(ranked, fixed)
 
 
 def _with_calls(described: dict[str, TargetInfo], calls: dict[str, dict[str, int]]) -> dict[str, TargetInfo]:

@@ -56,10 +56,11 @@ def _installed(module: str, extra: str) -> str | None:
 
 class OpenAIProvider:
     """OpenAI's ``/embeddings`` through the official client; reranking as a Cohere-shaped ``/rerank`` at the
-    same base URL (OpenAI itself has none: name a server that does)."""
+        same base URL (OpenAI itself has none: name a server that does). Its chat endpoints are the chat judge's and
+    writer's (`vx_eval.llm.chat`), never asked to embed."""
 
     name: ClassVar[str] = "openai"
-    kinds: ClassVar[frozenset[str]] = frozenset({"dense", "reranker"})
+    kinds: ClassVar[frozenset[str]] = frozenset({"dense", "reranker", "chat"})
     max_batch: ClassVar[int] = 2048  # OpenAI's limit on inputs a request
     default_url: ClassVar[str] = "https://api.openai.com/v1"
 

@@ -47,7 +47,8 @@ class ChatQuestionWriter:
     def describe(self) -> WriterDescription:
         critic = self.options.critic or self.options.model
         named = critic if isinstance(critic, str) else critic.model
-        return WriterDescription(writer=self.name, model=self.options.model.model, critic=named)
+        model = self.options.model.model
+        return WriterDescription(writer=self.name, model=model, critic=named, drafted_by=model)
 
 
 @hookimpl

@@ -51,7 +51,10 @@ class LocalQuestionWriter:
             else f"{self.options.critic_model} scores answered; the checks stand in for standalone and clear"
         )
         return WriterDescription(
-            writer=self.name, model="SmolLM2-135M-Instruct (GGUF, run by PyTorch through transformers)", critic=critic
+            writer=self.name,
+            model="SmolLM2-135M-Instruct (GGUF, run by PyTorch through transformers)",
+            critic=critic,
+            drafted_by="SmolLM2-135M-Instruct",
         )
 
 
