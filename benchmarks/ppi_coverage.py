@@ -1,7 +1,8 @@
 """Do a few people's grades correct a judge? Prediction-powered estimates on real collections.
 
 For each collection with human judgements in ``../shared/datasets`` (SciFact, the TREC DL 2019 MS MARCO subset,
-Vaswani, Cranfield), on a slice of its corpus (every document its questions judge, plus ``--others`` drawn with the seed):
+Vaswani, Cranfield), on a slice of its corpus (every document its questions judge, plus ``--others`` drawn with
+the seed):
 
 1. every setup the embedded engine offers (keyword BM25, MiniLM and BGE dense, hybrids; no reranker: the
    judge's own model would be circular) searches the collection's own questions, and the cross-encoder judge
@@ -16,8 +17,8 @@ Vaswani, Cranfield), on a slice of its corpus (every document its questions judg
 It prints, per collection and n: how often the 95% intervals cover the truth (each setup's mean, and the
 paired differences), their mean width beside people's own n questions alone (what the judge buys), Kendall's
 tau between the estimated and the true order of the setups (by the corrected means; under one shared weight;
-and guarded, as a run orders them: the judge's order unless people's grades overturn it), and how often the estimated best is the true best
-or one the truth cannot tell from it (paired t-test on every question, p >= 0.05).
+and guarded, as a run orders them: the judge's order unless people's grades overturn it), and how often the
+estimated best is the true best or one the truth cannot tell from it (paired t-test on every question, p >= 0.05).
 
     python benchmarks/ppi_coverage.py [--collections scifact,msmarco-dl19-5k,vaswani,cranfield] [--others 2000]
 """

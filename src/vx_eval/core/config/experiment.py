@@ -398,7 +398,9 @@ class _Checker:
         """``evaluation.judge`` naming a chat endpoint: the `chat` judge, asking that endpoint (its own
         settings, such as the rubric, still under ``judges: {chat: …}``)."""
         evaluation = data.get("evaluation")
-        judge = evaluation.get("judge") if isinstance(evaluation, dict) else None
+        if not isinstance(evaluation, dict):
+            return
+        judge = evaluation.get("judge")
         if not isinstance(judge, str) or judge not in endpoints or endpoints[judge].kind != "chat":
             return
         judges = data.setdefault("judges", {})

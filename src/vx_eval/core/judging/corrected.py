@@ -63,7 +63,8 @@ def corrected(
         e = ppi_mean(y, f_n, f_big)
         means[k] = CorrectedMean(mean=e.mean, low=e.low, high=e.high, weight=e.lam)
     # the judge's order unless people's grades overturn it (`guarded_order`)
-    order = guarded_order(*(np.stack([values[k][part] for k in keys]) for part in range(3)))
+    people_l, judge_l, judge_u = (np.stack([values[k][part] for k in keys]) for part in range(3))
+    order = guarded_order(people_l, judge_l, judge_u)
     best = max(zip(keys, order, strict=True), key=lambda kv: (kv[1], kv[0] == leader))[0]
     leads = {}
     top = values[best]
