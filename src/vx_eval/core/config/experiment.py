@@ -17,6 +17,7 @@ from pydantic import (
     model_validator,
 )
 
+from vx_eval.core.config.endpoints import chat_judge_named, declared_endpoints
 from vx_eval.core.config.validation import SECRET_KEY, Loc, dotted, format_validation_error, yaml_line
 from vx_eval.core.config.yamlio import YamlInputError, parse_yaml
 from vx_eval.core.contracts.endpoints import ModelEndpoint
@@ -395,28 +396,10 @@ class _Checker:
                 self.problem(loc, f"'{name}' is the name of a judge plugin; give the chat endpoint another name")
 
     def chat_judge(self, data: dict[str, Any], endpoints: dict[str, ModelEndpoint]) -> None:
-        """``evaluation.judge`` naming a chat endpoint: the `chat` judge, asking that endpoint (its own
-        settings, such as the rubric, still under ``judges: {chat: …}``)."""
-        evaluation = data.get("evaluation")
-        if not isinstance(evaluation, dict):
-            return
-        judge = evaluation.get("judge")
-        if not isinstance(judge, str) or judge not in endpoints or endpoints[judge].kind != "chat":
-            return
-        judges = data.setdefault("judges", {})
-        if not isinstance(judges, dict):
-            return  # a type error pydantic names
-        own = judges.get("chat") or {}
-        if not isinstance(own, dict):
-            return  # named by the judges block's own check
-        if {"endpoint", "url", "model"} & set(own):
-            self.problem(
-                ("judges", "chat"),
-                f"evaluation.judge names the chat endpoint '{judge}' and this block names a model too: keep one",
-            )
-            return
-        judges["chat"] = {"endpoint": judge} | own
-        evaluation["judge"] = "chat"
+        """``evaluation.judge`` naming a chat endpoint: the `chat` judge asking it (`chat_judge_named`)."""
+        problem = chat_judge_named(data, endpoints)
+        if problem is not None:
+            self.problem(("judges", "chat"), problem)
 
     def evaluation(self, data: dict[str, Any], judges: dict[str, Any]) -> None:
         """The measures (and the depth they need), and the judge the evaluation names."""
@@ -431,20 +414,6 @@ class _Checker:
             value = self.plugin_block("judges", "judge", judge, {}, ("evaluation", "judge"))
             if value is not None:
                 judges[judge] = value
-
-
-def declared_endpoints(data: dict[str, Any]) -> dict[str, ModelEndpoint]:
-    """The served models a raw config declares that are well formed (the rest are named as problems when
-    the whole config is validated), so that target options naming them can be checked."""
-    raw = data.get("models")
-    block = raw.get("endpoints") if isinstance(raw, dict) else None
-    found: dict[str, ModelEndpoint] = {}
-    for name, value in (block if isinstance(block, dict) else {}).items():
-        try:
-            found[str(name)] = ModelEndpoint.model_validate(value)
-        except ValidationError:
-            continue
-    return found
 
 
 def parse_config(

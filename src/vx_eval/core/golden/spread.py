@@ -3,8 +3,8 @@ that a tenth of the corpus covers (a draw of 10 from 50 misses 5 such documents 
 and drafts from one corner of the corpus rank setups by how well they find that corner.
 
 The documents are drawn at random, a pool several times the number wanted, then grouped by their words
-(TF-IDF vectors in k-means clusters, scikit-learn's), and the wanted number taken from the groups in
-proportion to their sizes (stratified sampling: every topic as large as one share is drawn from). The
+(TF-IDF vectors in k-means clusters, scikit-learn's: `core.golden.topics`), and the wanted number taken from
+the groups in proportion to their sizes (stratified sampling: every topic as large as one share is drawn from). The
 documents come back interleaved group by group, so that a writer trying them in order drafts from every
 group before it drafts twice from one.
 """
@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Sequence
-
-import numpy as np
 
 from vx_eval.core.contracts.engine import Document
 
@@ -36,7 +34,10 @@ def spread_documents(
     documents = fetch(pool)
     if len(documents) <= count:
         return documents
-    labels = _groups(documents, min(GROUPS, count), rng.randrange(2**31))
+    # lazy: scikit-learn's clustering and text modules take over a second to import, and only drafting needs them
+    from vx_eval.core.golden.topics import topic_groups
+
+    labels = topic_groups([f"{d.title or ''} {d.text}" for d in documents], min(GROUPS, count), rng.randrange(2**31))
     if labels is None:  # no words to group by: a random draw
         return documents[:count]
     members: dict[int, list[Document]] = {}
@@ -46,23 +47,6 @@ def spread_documents(
     wanted = shares([len(g) for g in groups], count)
     picked = [g[:n] for g, n in zip(groups, wanted, strict=True)]
     return [d for round_ in _rounds(picked) for d in round_]
-
-
-def _groups(documents: Sequence[Document], k: int, seed: int) -> np.ndarray | None:
-    """Each document's group: k-means over TF-IDF vectors of its title and text (None where no document
-    has a word to count)."""
-    # lazy: scikit-learn's clustering and text modules take over a second to import, and only drafting needs them
-    from sklearn.cluster import KMeans
-    from sklearn.feature_extraction.text import TfidfVectorizer
-
-    texts = [f"{d.title or ''} {d.text}" for d in documents]
-    try:
-        vectors = TfidfVectorizer(sublinear_tf=True, stop_words="english", max_features=20_000).fit_transform(texts)
-    except ValueError:  # an empty vocabulary: nothing but stop words or no words
-        return None
-    k = min(k, vectors.shape[0])
-    labels: np.ndarray = KMeans(n_clusters=k, n_init=1, random_state=seed).fit_predict(vectors)
-    return labels
 
 
 def shares(sizes: Sequence[int], n: int) -> list[int]:

@@ -28,6 +28,20 @@ def _values(
     return out
 
 
+def _leads(values: Mapping[str, tuple[np.ndarray, ...]], best: str, labelled: int) -> dict[str, CorrectedLead]:
+    """`best`'s lead over every other setup, paired question by question, with the graded questions that
+    would settle it."""
+    leads = {}
+    top = values[best]
+    for k, other in values.items():
+        if k == best:
+            continue
+        e = ppi_mean(top[0] - other[0], top[1] - other[1], top[2] - other[2])
+        settle = labelled if e.excludes_zero() else e.labelled_to_settle()
+        leads[k] = CorrectedLead(mean=e.mean, low=e.low, high=e.high, settle_with=settle)
+    return leads
+
+
 def corrected(
     runs: Sequence[SetupResults],
     questions: Sequence[Question],
@@ -66,21 +80,12 @@ def corrected(
     people_l, judge_l, judge_u = (np.stack([values[k][part] for k in keys]) for part in range(3))
     order = guarded_order(people_l, judge_l, judge_u)
     best = max(zip(keys, order, strict=True), key=lambda kv: (kv[1], kv[0] == leader))[0]
-    leads = {}
-    top = values[best]
-    for k in keys:
-        if k == best:
-            continue
-        other = values[k]
-        e = ppi_mean(top[0] - other[0], top[1] - other[1], top[2] - other[2])
-        settle = labelled if e.excludes_zero() else e.labelled_to_settle()
-        leads[k] = CorrectedLead(mean=e.mean, low=e.low, high=e.high, settle_with=settle)
     return Corrected(
         measure=measure,
         labelled=labelled,
         unlabelled=len(questions) - labelled,
         leader=leader,
         setups=means,
-        leads=leads,
+        leads=_leads(values, best, labelled),
         best=best,
     )
