@@ -87,7 +87,7 @@ from vx_eval.core.contracts.models import (
     ModelSource,
 )
 from vx_eval.core.contracts.registry import Registry
-from vx_eval.core.contracts.store import Store, StoreDenied, StoreFull, StoreNotFound
+from vx_eval.core.contracts.store import Change, Store, StoreBusy, StoreDenied, StoreFull, StoreNotFound
 from vx_eval.core.contracts.writer import QuestionWriter, Unit, WriteOutcome, WriterDescription, WriteRequest
 from vx_eval.core.corpus.embeddings import EmbeddingCache, dequantize
 from vx_eval.core.corpus.leftovers import owned_by_this_process, sweep
@@ -133,7 +133,7 @@ from vx_eval.core.models.loading import (
 from vx_eval.core.optional import on_first_use
 from vx_eval.core.remote import RemotePolicy
 from vx_eval.core.run.fusion import convex, fuse, hit_key, rrf
-from vx_eval.core.stores import full_error, local_folder
+from vx_eval.core.stores import conditional_update, full_error, local_folder
 
 __all__ = [
     "DENSE",
@@ -155,6 +155,7 @@ __all__ = [
     "WORD",
     "Billed",
     "Built",
+    "Change",
     "Chunk",
     "ConfigError",
     "ConfigPath",
@@ -202,6 +203,7 @@ __all__ = [
     "Setup",
     "SetupProvider",
     "Store",
+    "StoreBusy",
     "StoreDenied",
     "StoreError",
     "StoreFull",
@@ -217,6 +219,7 @@ __all__ = [
     "building",
     "capability_models",
     "chunk_corpus",
+    "conditional_update",
     "convex",
     "default_cache",
     "dense_matrix",

@@ -93,7 +93,7 @@ def test_two_raters_grade_their_kappa_is_given_and_the_next_run_rests_on_their_g
     expected = cohen_kappa_score([by_pair[p] for p in pairs], [ada_by_pair[p] for p in pairs], weights="quadratic")
     assert state["agreement"]["pairs"] == 6 and state["agreement"]["kappa"] == pytest.approx(expected)
     assert state["raters"] == ["ada", "rita"]
-    kept = read_grades(Stores(load_plugins()), grades_location(graded["golden"]))
+    kept = read_grades(Stores(load_plugins()), grades_location(graded["golden"])).grades
     assert len(kept) == 12 and Path(grades_location(graded["golden"])).is_file()
     assert not list(Path(graded["store"]).rglob("*.grades.jsonl"))  # beside the golden file, never in a run
 

@@ -81,7 +81,7 @@ def test_two_raters_grade_by_keyboard_their_kappa_shows_and_the_next_run_rests_o
 
     stores = Stores(load_plugins())
     experiment = load_config(served["config"], load_plugins())
-    kept = read_grades(stores, grades_location(experiment.config.golden_source.path))
+    kept = read_grades(stores, grades_location(experiment.config.golden_source.path)).grades
     assert len(kept) == 30 and len({(g.question, g.unit) for g in kept}) == 20
     rita = {(g.question, g.unit): g.grade for g in kept if g.rater == "rita"}
     ada = {(g.question, g.unit): g.grade for g in kept if g.rater == "ada"}

@@ -53,6 +53,18 @@ from vx_eval.core.trec.output import Printing, ZScores, jg_output, prefs_output,
     "output always averages over every judged question.",
 )
 @click.option(
+    "--answered-only",
+    is_flag=True,
+    help="With --trec-format and no -c: average over the judged questions the run answers, as trec_eval 9 did. "
+    "trec_eval 10 stops at the first judged question the run does not answer, and so does vx-eval without it.",
+)
+@click.option(
+    "--score-below-zero",
+    is_flag=True,
+    help="With --trec-format: score a question judged only below 0 (it scores 0), where trec_eval 10 stops, or "
+    "crashes, on one and so does vx-eval without it.",
+)
+@click.option(
     "-M",
     "--max-per-query",
     type=click.IntRange(1),
@@ -98,6 +110,14 @@ from vx_eval.core.trec.output import Printing, ZScores, jg_output, prefs_output,
     help="Accepted for trec_eval's command lines (-D); vx-eval prints no debugging trace of its measures.",
 )
 @click.option("-n", "--no-summary", is_flag=True, help="With --trec-format and -q: no summary (`all`) lines.")
+@click.option(
+    "-T",
+    "--results-format",
+    type=click.Choice(["trec_results"]),
+    default="trec_results",
+    help="How RUN is read (trec_eval -T): trec_results, the one format trec_eval has.",
+)
+@click.option("-o", "--old-output", is_flag=True, hidden=True, help="Accepted as trec_eval accepts it (-o): no effect.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON: measure -> mean (with -q, per question too).")
 @click.option(
     "--trec-format",
@@ -113,6 +133,8 @@ def eval_command(
     threshold: int,
     per_query: bool,
     complete: bool,
+    answered_only: bool,
+    score_below_zero: bool,
     max_per_query: int | None,
     judged_only: bool,
     documents: int,
@@ -120,6 +142,8 @@ def eval_command(
     rel_format: str,
     debug_level: str,
     no_summary: bool,
+    results_format: str,
+    old_output: bool,
     as_json: bool,
     trec_format: bool,
 ) -> None:
@@ -133,6 +157,8 @@ def eval_command(
         threshold=threshold,
         per_query=per_query,
         complete=complete,
+        answered_only=answered_only,
+        score_below_zero=score_below_zero,
         shape=Shape(max_per_query, judged_only, documents),
         zscores=zscores,
         rel_format=rel_format,
@@ -161,6 +187,8 @@ class EvalRequest:
     threshold: int
     per_query: bool
     complete: bool
+    answered_only: bool
+    score_below_zero: bool
     shape: Shape
     zscores: Path | None
     rel_format: str
@@ -176,13 +204,18 @@ def _as_trec_eval(request: EvalRequest) -> None:
         request.complete,
         request.shape,
         ZScores.read(request.zscores) if request.zscores else None,
+        score_below_zero=request.score_below_zero,
+        answered_only=request.answered_only,
     )
     qrels, run, measures, threshold = request.qrels, request.run, request.measures, request.threshold
     warnings: tuple[str, ...] = ()
     if request.rel_format == "qrels_jg":
         output = jg_output(qrels, run, measures or ("qrels_jg",), printing, threshold=threshold)
     elif request.rel_format != "qrels":
-        output = prefs_output(qrels, run, measures or ("prefs",), printing, qrels=request.rel_format == "qrels_prefs")
+        noticed: list[str] = []
+        is_qrels = request.rel_format == "qrels_prefs"
+        output = prefs_output(qrels, run, measures or ("prefs",), printing, noticed, qrels=is_qrels)
+        warnings = tuple(noticed)
     else:  # with no -m, what trec_eval prints with none: its official set
         output, warnings = trec_eval_output(
             read_judgements(qrels), run, measures or ("official",), printing, threshold=threshold

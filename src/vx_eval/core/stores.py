@@ -5,7 +5,11 @@ from __future__ import annotations
 import errno
 import os
 import posixpath
+import random
 import re
+import threading
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
@@ -13,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from vx_eval.core.contracts.fields import is_uri
-from vx_eval.core.contracts.store import Fetcher, Store, StoreDenied, StoreFull
+from vx_eval.core.contracts.store import Change, Fetcher, Store, StoreBusy, StoreDenied, StoreFull, StoreNotFound
 from vx_eval.core.errors import StoreError, did_you_mean
 
 if TYPE_CHECKING:
@@ -30,6 +34,30 @@ def full_error(exc: OSError, where: str) -> StoreFull | None:
         return None
     why = "it is a read-only file system" if exc.errno == errno.EROFS else "no space left on device"
     return StoreFull(f"{why} at {where}")
+
+
+def conditional_update(
+    location: str,
+    read: Callable[[], tuple[bytes | None, str | None]],
+    write_if: Callable[[bytes, str | None], bool],
+    change: Change,
+    attempts: int = 60,
+) -> None:
+    """A read-modify-write on a store that writes on condition (S3's If-Match, Blob's ETag): `read` gives the
+    bytes and their version (None, None where nothing is there), `write_if` writes only where the version is
+    still that one (None: only where nothing is there yet) and says whether it did. Tried again, after a
+    random wait that grows, while another writer came between; `StoreBusy` after `attempts` tries (about
+    half a minute), nothing of this change written."""
+    for attempt in range(attempts):
+        data, version = read()
+        if write_if(change(data), version):
+            return
+        time.sleep(random.uniform(0, min(0.5, 0.01 * 2 ** min(attempt, 6))))
+    raise StoreBusy(f"{location} kept changing while this change was written ({attempts} tries); try again")
+
+
+_IN_PROCESS = threading.Lock()
+"""Serialises updates on stores that offer no `update` of their own (within this process only)."""
 
 
 _SAFE_PART = re.compile(r"^[A-Za-z0-9._=+-][A-Za-z0-9._=+@-]*$")
@@ -140,6 +168,22 @@ class Stores:
 
     def write(self, location: str, data: bytes) -> None:
         self.store_for(location).write(location, data)
+
+    def update(self, location: str, change: Change) -> None:
+        """Replace what is at `location` with `change` of it (None where nothing is there) as one step: the
+        store's own `update` (a lock, or a conditional write) where it has one, else serialised within this
+        process."""
+        store = self.store_for(location)
+        own = getattr(store, "update", None)
+        if own is not None:
+            own(location, change)
+            return
+        with _IN_PROCESS:
+            try:
+                data: bytes | None = store.read(location)
+            except StoreNotFound:
+                data = None
+            store.write(location, change(data))
 
     def exists(self, location: str) -> bool:
         return self.store_for(location).exists(location)

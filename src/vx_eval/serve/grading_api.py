@@ -16,6 +16,7 @@ from markupsafe import Markup, escape
 from pydantic import BaseModel, ConfigDict, Field
 
 from vx_eval.core.config.experiment import Experiment
+from vx_eval.core.contracts.store import StoreBusy
 from vx_eval.core.errors import VxEvalError
 from vx_eval.core.golden.human import HumanGrade
 from vx_eval.core.stores import Stores
@@ -97,7 +98,11 @@ def keep_grade(
     loaded, stores = found
     kept = HumanGrade(question=grade.question, unit=grade.unit, grade=grade.grade, rater=who.name or "")
     try:
-        grading.record(loaded, stores, kept)
+        grading.record(loaded, stores, service.settings.store, kept)
+    except grading.GradeRefused as exc:
+        return JSONResponse({"detail": public_text(str(exc))}, status_code=422)
+    except StoreBusy as exc:
+        return JSONResponse({"detail": public_text(str(exc))}, status_code=503, headers={"Retry-After": "1"})
     except VxEvalError as exc:
         return JSONResponse({"detail": public_text(str(exc))}, status_code=507)
     service.log.write(event="grade kept", experiment=experiment, question=grade.question, person=who.name)

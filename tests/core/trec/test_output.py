@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from vx_eval.core.errors import VxEvalError
 from vx_eval.core.trec.files import read_judgements
 from vx_eval.core.trec.output import Printing, trec_eval_output
 
@@ -45,7 +46,10 @@ def files(tmp_path: Path) -> tuple[Path, Path]:
 def test_the_summary_is_the_mean_over_the_answered_questions_without_c(files):
     qrels, run = files
     judgements = read_judgements(qrels)
-    text, warnings = trec_eval_output(judgements, run, ["runid", "num_q", "map", "P_5"], Printing(runid="mine"))
+    with pytest.raises(VxEvalError, match="does not answer judged question 'q3'"):  # trec_eval 10 stops there
+        trec_eval_output(judgements, run, ["map"], Printing())
+    answered = Printing(runid="mine", answered_only=True)  # trec_eval 9 averaged over the answered ones
+    text, warnings = trec_eval_output(judgements, run, ["runid", "num_q", "map", "P_5"], answered)
     lines = _lines(text)
     assert lines[("runid", "all")] == "mine"  # printed where asked (trec_eval's official set asks)
     assert lines[("num_q", "all")] == "2"  # q3 has no results: without -c it does not count
@@ -65,7 +69,7 @@ def test_with_c_every_judged_question_counts_and_one_without_results_scores_zero
 
 def test_per_question_lines_come_first_each_question_in_trec_evals_order(files):
     qrels, run = files
-    text, _ = trec_eval_output(read_judgements(qrels), run, ["map"], Printing(per_query=True))
+    text, _ = trec_eval_output(read_judgements(qrels), run, ["map"], Printing(per_query=True, answered_only=True))
     rows = [line.split("\t") for line in text.splitlines()]
     assert [(n.strip(), q) for n, q, _ in rows] == [("map", "q1"), ("map", "q2"), ("map", "all")]
     assert float(rows[0][2]) == pytest.approx(AP["q1"], abs=5e-5)

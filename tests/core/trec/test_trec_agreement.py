@@ -215,10 +215,20 @@ def test_an_empty_run_is_refused_as_trec_eval_refuses_it(tmp_path, capsys):
 
 def test_a_run_of_other_questions_is_refused_naming_both_sides(tmp_path, capsys):
     q, r = _write(tmp_path, "301 0 d1 1\n302 0 d1 1\n", "q1 Q0 d1 1 1 r\n")
-    for flags in ([], ["--trec-format", "-c"], ["--trec-format", "-J"]):
+    for flags in ([], ["--trec-format"], ["--trec-format", "-J"]):
         code, out, err = call(capsys, "eval", *flags, str(q), str(r))
         assert (code, out) == (2, "")
         assert "answers none of the 2 judged questions: the run asks 'q1', the qrels judge '301', '302'" in err
+    # with -c trec_eval scores every judged question 0 (its bogus list of one unjudged document), and so here
+    code, out, err = call(
+        capsys, "eval", "--trec-format", "-c", "-m", "num_q", "-m", "map", "-m", "P.5", str(q), str(r)
+    )
+    assert code == 0, err
+    assert out.splitlines() == [
+        "num_q                 \tall\t2",
+        "map                   \tall\t0.0000",
+        "P_5                   \tall\t0.0000",
+    ]
 
 
 def test_a_nul_byte_is_refused_naming_its_line(tmp_path):

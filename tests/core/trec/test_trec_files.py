@@ -23,8 +23,8 @@ def test_a_document_judged_twice_is_refused_naming_both_lines(tmp_path):
     with pytest.raises(VxEvalError) as caught:
         read_judgements(q)
     assert str(caught.value) == (
-        f"{q}:4: document 'd3' is judged twice for question 'q1' (lines 3 and 4); trec_eval refuses such a file: "
-        "keep one line"
+        f"{q}:4: document 'd3' is judged twice for question 'q1' (lines 3 and 4); trec_eval refuses such a file "
+        '("duplicate docs"): keep one line'
     )
 
 

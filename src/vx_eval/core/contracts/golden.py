@@ -98,6 +98,8 @@ class GoldenSet:
     human_grades: int = 0
     """Grades people gave on the grading page that were added to these questions (`core.golden.human`)."""
     human_grades_sha256: str | None = None
+    damaged_grades: tuple[str, ...] = ()
+    """Lines of the grades file that are no grades, named (``FILE:LINE: why``): left out, kept in the file."""
     left_out: tuple[LeftOut, ...] = ()
     """What was left out of a collection read as golden questions (a BEIR folder's queries nobody judged)."""
 

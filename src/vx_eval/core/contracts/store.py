@@ -3,6 +3,7 @@ tells apart (`StoreNotFound`, `StoreDenied`, `StoreFull`)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import ClassVar, Protocol
 
 from vx_eval.core.errors import StoreError
@@ -19,6 +20,15 @@ class StoreDenied(StoreError):
 class StoreFull(StoreError):
     """Nothing more can be written there: no space left on the device, a quota reached, or a read-only file
     system. What was written before is whole; free space (or make it writable) and go on."""
+
+
+class StoreBusy(StoreError):
+    """Others kept changing what is at a location while this change was tried, too often to go on: nothing
+    of this change was written; try it again."""
+
+
+Change = Callable[[bytes | None], bytes]
+"""What a read-modify-write makes of the bytes at a location (None where nothing is there yet)."""
 
 
 class Store(Protocol):
@@ -41,6 +51,13 @@ class Store(Protocol):
     def delete(self, location: str) -> None:
         """Remove what is at `location` (nothing there is no error). Optional: a store without it keeps
         everything, and vx-eval never needs it to be correct (only tidy)."""
+        ...
+
+    def update(self, location: str, change: Change) -> None:
+        """Replace what is at `location` with `change` of it, as one step no other writer can come between
+        (a lock, or a write on condition that the object is unchanged, tried again while it changed): so
+        writers appending at once never lose one another's lines. `change` may be called more than once.
+        Optional: without it, vx-eval serialises updates within its own process only."""
         ...
 
     def inside(self, root: str, location: str) -> bool:

@@ -1,6 +1,10 @@
 """Grades people gave on the grading page, kept beside the golden file (``golden.jsonl`` ->
-``golden.grades.jsonl`` in the same place), never in a run: one JSON line per (question, unit, rater), the
-newest grade of a rater for a pair replacing the older. What people agree on becomes the next run's human
+``golden.grades.jsonl`` in the same place), never in a run: one JSON line per grade, appended (the newest
+grade of a rater for a pair counts, the older stay in the file as its history). Each append is one step of
+the store's (`Stores.update`: a file lock, or a write on condition that the object is unchanged), so people
+grading at once never lose one another's grades; each grade carries an id, so an append tried again after a
+lost answer is not kept twice. A damaged line (a hand edit, a half-written line of an older writer) is named,
+left out of the grades and kept in the file as it is. What people agree on becomes the next run's human
 labels for units the golden file does not grade (`with_human_grades`); how far two raters agree is their
 quadratic-weighted Cohen's kappa (`agreement`)."""
 
@@ -11,6 +15,7 @@ import hashlib
 import json
 import posixpath
 import statistics
+import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
@@ -21,7 +26,6 @@ from vx_eval.core.config.jsonio import JsonInputError, jsonl_lines, read_json
 from vx_eval.core.contracts.golden import GoldenSet, Question
 from vx_eval.core.contracts.judge import GRADES
 from vx_eval.core.contracts.store import StoreNotFound
-from vx_eval.core.errors import GoldenError
 from vx_eval.core.optional import on_first_use
 from vx_eval.core.stores import Stores
 
@@ -39,6 +43,8 @@ class HumanGrade(BaseModel):
     grade: int = Field(ge=min(GRADES), le=max(GRADES))
     rater: str = Field(min_length=1, max_length=100)
     at: str = ""
+    id: str = Field(default="", max_length=64)
+    """A grade's own id (a new one for each grade given): an append tried again is recognised by it."""
 
 
 def grades_location(golden: str) -> str:
@@ -48,35 +54,61 @@ def grades_location(golden: str) -> str:
     return posixpath.join(head, stem + SUFFIX) if head is not None else stem + SUFFIX
 
 
-def read_grades(stores: Stores, location: str) -> list[HumanGrade]:
-    """The grades kept at `location` (none where nothing is there yet); `GoldenError` naming a bad line."""
+@dataclass(frozen=True)
+class KeptGrades:
+    """The grades in a grades file, each rater's newest for each pair, and the lines that are not grades."""
+
+    grades: list[HumanGrade]
+    damaged: tuple[str, ...] = ()
+    """Each damaged line, named: ``FILE:LINE: why``."""
+
+
+def read_grades(stores: Stores, location: str) -> KeptGrades:
+    """The grades kept at `location` (none where nothing is there yet): the newest of each rater for each
+    pair, in the order first given; a line that is no grade is named in `damaged`, never the end of reading."""
     try:
         raw = stores.read(location)
     except StoreNotFound:
-        return []
-    out = []
+        return KeptGrades([])
+    return parse_grades(raw, location)
+
+
+def parse_grades(raw: bytes, location: str) -> KeptGrades:
+    newest: dict[tuple[str, str, str], HumanGrade] = {}
+    damaged = []
     for number, line in enumerate(jsonl_lines(raw.decode("utf-8", "replace")), start=1):
         if not line.strip():
             continue
         try:
-            out.append(HumanGrade.model_validate(read_json(line)))
+            grade = HumanGrade.model_validate(read_json(line))
         except (JsonInputError, ValidationError) as exc:
-            raise GoldenError(f"{location}:{number}: not a grade ({str(exc).splitlines()[0]})") from None
-    return out
+            damaged.append(f"{location}:{number}: not a grade ({str(exc).splitlines()[0]}); left out")
+            continue
+        key = (grade.question, grade.unit, grade.rater)
+        newest.pop(key, None)  # the newer grade takes the older one's place at the end
+        newest[key] = grade
+    return KeptGrades(list(newest.values()), tuple(damaged))
 
 
-def add_grade(stores: Stores, location: str, grade: HumanGrade) -> list[HumanGrade]:
-    """Keep `grade` (replacing the same rater's earlier grade of the same pair); the file is written whole."""
-    stamped = (
-        grade if grade.at else grade.model_copy(update={"at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds")})
+def add_grade(stores: Stores, location: str, grade: HumanGrade) -> HumanGrade:
+    """Append `grade` (stamped with the time and an id where it has none) to the grades file, as one step no
+    other rater can come between; the grade as kept."""
+    kept = grade.model_copy(
+        update={
+            "at": grade.at or dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+            "id": grade.id or uuid.uuid4().hex,
+        }
     )
-    kept = [
-        g
-        for g in read_grades(stores, location)
-        if (g.question, g.unit, g.rater) != (grade.question, grade.unit, grade.rater)
-    ]
-    kept.append(stamped)
-    stores.write(location, "".join(json.dumps(g.model_dump(), ensure_ascii=False) + "\n" for g in kept).encode())
+    line = (json.dumps(kept.model_dump(), ensure_ascii=False) + "\n").encode()
+    marker = f'"id": "{kept.id}"'.encode()
+
+    def appended(raw: bytes | None) -> bytes:
+        raw = raw or b""
+        if marker in raw:  # kept already: an earlier try was written and its answer lost
+            return raw
+        return raw + (b"\n" if raw and not raw.endswith(b"\n") else b"") + line  # a cut line stays apart
+
+    stores.update(location, appended)
     return kept
 
 
@@ -149,7 +181,8 @@ def with_page_grades(golden: GoldenSet, source: GoldenSource, stores: Stores) ->
         raw = stores.read(location)
     except StoreNotFound:
         return golden
-    agreed = consensus(read_grades(stores, location))
+    kept = parse_grades(raw, location)
+    agreed = consensus(kept.grades)
     questions, added = with_human_grades(golden.questions, agreed)
     waiting, added_waiting = with_human_grades(golden.waiting, agreed)
     now_labelled = [q for q in waiting if any(g >= 1 for g in q.relevance().values())]
@@ -160,4 +193,5 @@ def with_page_grades(golden: GoldenSet, source: GoldenSource, stores: Stores) ->
         unlabelled=golden.unlabelled - len(now_labelled),
         human_grades=added + added_waiting,
         human_grades_sha256=hashlib.sha256(raw).hexdigest(),
+        damaged_grades=kept.damaged,
     )

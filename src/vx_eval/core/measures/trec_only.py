@@ -82,12 +82,22 @@ def set_map(batch: Batch, k: Cutoff) -> np.ndarray:
     return safe_div(rel_ret * rel_ret, ret * batch.n_rel)
 
 
-@register("set_f", cutoff="none", trec=("set_f",))
-def set_f(batch: Batch, k: Cutoff) -> np.ndarray:
-    """The harmonic mean of set precision and set recall, 2PR / (P + R) (trec_eval set_F, beta 1)."""
+def read_weight(text: str) -> tuple[float]:
+    """set_F's weight of recall against precision as written (``0.5``): one number, trec_eval's x."""
+    values = _numbers(text, "set_F's weight", "0.5")
+    if len(values) != 1:
+        raise MetricError(f"set_F's weight {quoted(text)}: give one number (recall's weight against precision)")
+    return (values[0],)
+
+
+@register("set_f", cutoff="none", trec=("set_f",), values=read_weight)
+def set_f(batch: Batch, k: Cutoff, weights: tuple[float, ...] = (1.0,)) -> np.ndarray:
+    """The weighted harmonic mean of set precision and set recall, (x + 1)PR / (xP + R), x recall's weight
+    (trec_eval set_F; x = 1 by default: 2PR / (P + R); ``set_f(0.5)`` or trec_eval's ``set_F.0.5`` for another)."""
     ret, rel_ret = _retrieved(batch)
     p, r = safe_div(rel_ret, ret), safe_div(rel_ret, batch.n_rel.astype(float))
-    return np.where(rel_ret > 0, safe_div(2 * p * r, p + r), 0.0)
+    x = weights[0]
+    return np.where(rel_ret > 0, safe_div((x + 1.0) * p * r, x * p + r), 0.0)
 
 
 @register("relative_p", cutoff="required", trec=("relative_p",))
@@ -266,8 +276,13 @@ def _gained(batch: Batch, k: Cutoff, gains: dict[int, float] | None) -> tuple[np
     value; a gain may be 0 or below, lowering the DCG); the ideal list holds every judged unit's gain above
     0, best first."""
     table = gains or {}
-    judged = filled_places(batch, None) & batch.judged
+    filled = filled_places(batch, None)
+    judged = filled & batch.judged
     got = np.where(judged, np.vectorize(lambda g: table.get(int(g), g), otypes=[float])(batch.grade), 0.0)
+    if -1 in table or -2 in table:  # trec_eval's levels of the unjudged: -1 not in the qrels, -2 graded below 0
+        pooled = batch.pooled if batch.pooled is not None else np.zeros_like(judged)
+        unjudged = np.where(pooled, table.get(-2, 0.0), table.get(-1, 0.0))
+        got = np.where(filled & ~batch.judged, unjudged, got)
     rows = []
     for counts in _level_counts(batch):
         gain = {**{level: float(level) for level in range(len(counts))}, **table}

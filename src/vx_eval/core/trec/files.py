@@ -14,6 +14,7 @@ questions, are refused (every number would be 0).
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -58,6 +59,8 @@ class Judgements:
     pooled: frozenset[tuple[int, str]] = frozenset()
     """(question index, document) of the rows graded below 0: in the pool, judged by nobody (infAP tells
     them from documents never pooled; every other measure reads them as unjudged)."""
+    highest: np.ndarray | None = None
+    """Each question's highest grade as read, those below 0 included (where trec_eval sizes its tables)."""
 
     @classmethod
     def of(cls, qids: Sequence[str], docs: Sequence[str], grades: Sequence[float]) -> Judgements:
@@ -137,6 +140,8 @@ def _judgements(columns: Columns, source: str) -> Judgements:
     order = list(dict.fromkeys(ids))
     rows_question = _row_questions(columns, {qid: i for i, qid in enumerate(order)})
     _refuse_twice(columns, rows_question, "judged", source)
+    highest = np.full(len(order), -np.inf)
+    np.maximum.at(highest, rows_question, grades)
     below = np.flatnonzero(grades < 0)
     if len(below):  # TREC's mark for a document in the pool nobody judged: its question stays
         warnings.append(
@@ -146,12 +151,13 @@ def _judgements(columns: Columns, source: str) -> Judgements:
         pooled = frozenset(zip(rows_question[below].tolist(), columns.text(DOC, below), strict=True))
         kept = np.flatnonzero(grades >= 0)
         columns, grades, rows_question = columns.select(kept), grades[kept], rows_question[kept]
-        return Judgements(columns, grades, order, rows_question, tuple(warnings), pooled)
-    return Judgements(columns, grades, order, rows_question, tuple(warnings))
+        return Judgements(columns, grades, order, rows_question, tuple(warnings), pooled, highest)
+    return Judgements(columns, grades, order, rows_question, tuple(warnings), highest=highest)
 
 
-def _refuse_twice(columns: Columns, question: np.ndarray, what: str, source: str) -> None:
-    """A document twice for one question is refused (as trec_eval refuses it), naming both lines."""
+def _refuse_twice(columns: Columns, question: np.ndarray, what: str, source: str, depth: int | None = None) -> None:
+    """A document twice for one question is refused (as trec_eval refuses it), naming both lines; `depth`: the
+    rows are a run's first results as trec_eval ranks them, cut by -M (it checks only those)."""
     with np.errstate(over="ignore"):
         pair = question * _MIX ^ columns.hashes(DOC)
     order = np.argsort(pair, kind="stable")
@@ -166,8 +172,9 @@ def _refuse_twice(columns: Columns, question: np.ndarray, what: str, source: str
         doc, qid = columns.text(DOC, [a])[0], columns.text(QID, [a])[0]
         raise VxEvalError(
             f"{source}:{columns.line_numbers[b]}: document {quoted(doc)} is {what} twice for question "
-            f"{quoted(qid)} (lines {columns.line_numbers[a]} and {columns.line_numbers[b]}); trec_eval refuses "
-            "such a file: keep one line"
+            f"{quoted(qid)} (lines {columns.line_numbers[a]} and {columns.line_numbers[b]})"
+            + (f" within the first {depth} results, which is all -M {depth} reads" if depth is not None else "")
+            + '; trec_eval refuses such a file ("duplicate docs"): keep one line'
         )
 
 
@@ -217,9 +224,10 @@ def _trec_order(q: np.ndarray, score: np.ndarray) -> np.ndarray:
     return np.lexsort((-score, q))
 
 
-def run_batch(judgements: Judgements, run: Run, threshold: int = 1) -> metrics.Batch:
+def run_batch(judgements: Judgements, run: Run, threshold: int = 1, depth: int | None = None) -> metrics.Batch:
     """The batch trec_eval scores: each judged question's results, score descending then doc id descending,
-    each doc once (a doc listed twice is refused); questions of the run without judgements are left out."""
+    each doc once (a doc listed twice is refused; with `depth`, -M's, only within each question's first
+    `depth` results as ranked, as trec_eval checks); questions of the run without judgements are left out."""
     nq = len(judgements.question_ids)
     j_q, j_grade = judgements.rows_question, judgements.grades
     j_doc = judgements.columns.hashes(DOC)
@@ -227,7 +235,8 @@ def run_batch(judgements: Judgements, run: Run, threshold: int = 1) -> metrics.B
     r_line = np.flatnonzero(r_q >= 0)
     r_q, r_score = r_q[r_line], run.scores[r_line]
     judged_part = run.columns.select(r_line)
-    _refuse_twice(judged_part, r_q, "listed", run.columns.source)
+    if depth is None:
+        _refuse_twice(judged_part, r_q, "listed", run.columns.source)
     r_doc = judged_part.hashes(DOC) if len(r_line) else np.zeros(0, dtype=np.int64)
     order = _trec_order(r_q, r_score)
     same = (r_q[order][1:] == r_q[order][:-1]) & (r_score[order][1:] == r_score[order][:-1])
@@ -258,6 +267,9 @@ def run_batch(judgements: Judgements, run: Run, threshold: int = 1) -> metrics.B
     grade = np.where(is_judged, j_grade[np.maximum(matched, 0)] if len(j_grade) else 0.0, 0.0)
     length = np.bincount(r_q, minlength=nq)
     rank = np.arange(len(r_q)) - np.concatenate([[0], np.cumsum(length)[:-1]])[r_q]
+    if depth is not None:
+        read = np.flatnonzero(rank < depth)
+        _refuse_twice(run.columns.select(r_line[read]), r_q[read], "listed", run.columns.source, depth)
     width = max(int(length.max(initial=0)), 1)
     grades = np.zeros((nq, width))
     judged = np.zeros((nq, width), dtype=bool)
@@ -330,13 +342,16 @@ def score(
     threshold: int,
     shape: Shape | None = None,
     strings: Sequence[int] = (),
+    *,
+    refuse_apart: bool = True,
 ) -> Scores:
     """The run scored against the judgements: a run file streamed in chunks of whole questions
     (`core.trec.stream`) where it can be, else read whole and checked line by line (`read_run`). `shape`:
     each question's list cut (-M) or taken to its judged results (-J) before anything is measured;
-    `strings`: the lengths of the relstrings wanted."""
+    `strings`: the lengths of the relstrings wanted. A run that answers none of the judged questions is refused
+    unless `refuse_apart` is False (trec_eval -c scores it: every question 0)."""
     shape = shape or Shape()
-    pooled = judgements.pooled and (strings or any(m.definition.name == "infap" for m in measures))  # not streamed
+    pooled = judgements.pooled and (strings or any(_reads_pool(m) for m in measures))  # not streamed
     if isinstance(run, Path) and not (shape.changes or pooled):
         try:
             judged = trecstream.judged_of(
@@ -344,20 +359,32 @@ def score(
             )
             streamed = trecstream.score_stream(run, judged, list(measures), threshold, strings)
             answered = streamed.num_ret > 0
-            _refuse_apart(judgements, run, answered)
+            if refuse_apart:
+                _refuse_apart(judgements, run, answered)
             warnings = judgements.warnings
             return Scores(streamed.values, streamed.num_ret, streamed.num_rel_ret, warnings, streamed.texts, answered)
         except (ImportError, trecstream.Unstreamable):
             pass  # read whole below
     if isinstance(run, Path):
         run = read_run(run)
-    whole = run_batch(judgements, run, threshold)
-    _refuse_apart(judgements, run, whole.length > 0)
+    whole = run_batch(judgements, run, threshold, shape.max_per_query)
+    if refuse_apart:
+        _refuse_apart(judgements, run, whole.length > 0)
     batch = shape.applied(whole)
     values = np.column_stack([m.compute(batch) for m in measures]) if measures else np.zeros((len(batch.n_rel), 0))
     texts = {n: relevance_strings(batch, n) for n in strings}
     warnings = judgements.warnings + run.warnings
     return Scores(values, batch.length, batch.hit.sum(axis=1), warnings, texts, whole.length > 0)
+
+
+def _reads_pool(measure: metrics.Measure) -> bool:
+    """Whether a measure tells results graded below 0 from those never judged: infAP, and a gain given to
+    trec_eval's level -2 (``ndcg.-2=1``)."""
+    if measure.definition.name == "infap":
+        return True
+    return measure.definition.name in ("ndcg_gains", "dcg_gains") and bool(
+        re.search(r"(^|,)\s*-2\s*=", measure.values or "")
+    )
 
 
 def _refuse_apart(judgements: Judgements, run: Run | Path, answered: np.ndarray) -> None:

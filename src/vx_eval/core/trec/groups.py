@@ -94,19 +94,20 @@ def jg_measures(names: Sequence[str]) -> list[tuple[str, metrics.Measure]]:
 def jg_values(
     groups: JudgementGroups, run: Run | Path, measures: Sequence[metrics.Measure], threshold: int, shape: Shape
 ) -> tuple[list[str], np.ndarray, np.ndarray]:
-    """Each judged question (ids sorted as bytes), each measure's mean over the question's groups, and how
-    many results the run gave it."""
+    """Each judged question (ids sorted as bytes), each measure's mean over the question's groups, and whether
+    the run answers it (before -M or -J took any result away)."""
     if isinstance(run, Path):
         run = read_run(run)
     qids = sorted(groups.per_question, key=as_bytes)
     at = {qid: i for i, qid in enumerate(qids)}
     total = np.zeros((len(qids), len(measures)))
-    returned = np.zeros(len(qids), dtype=np.int64)
+    answered = np.zeros(len(qids), dtype=bool)
     for judged in groups.groups.values():
-        batch = shape.applied(run_batch(judged, run, threshold))
+        whole = run_batch(judged, run, threshold, shape.max_per_query)
+        batch = shape.applied(whole)
         rows = [at[qid] for qid in judged.question_ids]
         for j, m in enumerate(measures):
             total[rows, j] += m.compute(batch)
-        returned[rows] = batch.length
+        answered[rows] |= whole.length > 0
     counts = np.array([groups.per_question[qid] for qid in qids], dtype=float)
-    return qids, total / counts[:, None], returned
+    return qids, total / counts[:, None], answered

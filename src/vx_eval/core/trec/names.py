@@ -34,6 +34,7 @@ _TREC_VALUES = {
     "ndcg": "ndcg_gains",
     "dcg": "dcg_gains",
     "ideal_dcg": "ideal_dcg",
+    "set_f": "set_f",
 }
 """trec_eval's measures whose parameters are a list of values, and vx-eval's measure taking them as written:
 ``utility.2,-1,0,0``, ``11pt_avg..25,.5,.75`` (recall levels), ``ndcg.1=3,2=9`` (a gain per grade)."""
@@ -213,7 +214,7 @@ def trec_name(measure: metrics.Measure) -> str | None:
     if measure.per_relevant:
         return None
     if measure.values is not None:
-        spelled = {"iprec_avg": "11pt_avg", "ndcg_gains": "ndcg", "dcg_gains": "dcg"}.get(name, name)
+        spelled = {"iprec_avg": "11pt_avg", "ndcg_gains": "ndcg", "dcg_gains": "dcg", "set_f": "set_F"}.get(name, name)
         return f"{spelled}_{measure.values}" if spelled and measure.k is None else None
     if name == "iprec":
         return f"iprec_at_recall_{measure.param or 0.0:.2f}"

@@ -12,6 +12,7 @@ import numpy as np
 
 from vx_eval.core.errors import VxEvalError, quoted
 from vx_eval.core.measures import metrics
+from vx_eval.core.measures.trec_only import IPREC_LEVELS
 from vx_eval.core.trec.columns import as_bytes
 from vx_eval.core.trec.files import DEFAULT_MEASURES, Judgements, Run, Shape, score
 from vx_eval.core.trec.groups import JG_MEASURES, JudgementGroups, jg_measures, jg_values
@@ -28,7 +29,7 @@ from vx_eval.core.trec.names import (
     trec_place,
     trec_sorted,
 )
-from vx_eval.core.trec.prefs import COUNTED, PREFS_MEASURES, Preferences, counted, rankings
+from vx_eval.core.trec.prefs import COUNTED, PREFS_MEASURES, Preferences, counted, rankings, reads_past_lowest
 
 MISSING_Z = -1000000.0
 """The z-score trec_eval gives a value its reference file has no mean for (its MISSING_ZSCORE_VALUE)."""
@@ -90,6 +91,31 @@ class Printing:
     complete: bool = False
     shape: Shape = field(default_factory=Shape)
     zscores: ZScores | None = None
+    score_below_zero: bool = False
+    """Score a question judged only below 0 where trec_eval 10 cannot (`refuse_below_zero`): it scores 0."""
+    answered_only: bool = False
+    """Without -c, average over the judged questions the run answers, as trec_eval 9 did; trec_eval 10 (and so
+    vx-eval without this) stops at the first judged question the run does not answer."""
+
+    def kept(self, qids: Sequence[str], answered: np.ndarray) -> np.ndarray:
+        """The questions trec_eval prints and averages, in its order (strcmp of the ids): with -c every judged
+        one; else those the run answers, where it answers them all (or `answered_only`); else refused as
+        trec_eval 10 refuses it, naming the first question it would stop at."""
+        order = sorted(range(len(qids)), key=lambda i: as_bytes(qids[i]))
+        if self.complete:
+            return np.array(order, dtype=np.int64)
+        missing = [i for i in order if not answered[i]]
+        if missing and not self.answered_only:
+            first = qids[missing[0]]
+            more = (
+                f" (and {len(missing) - 1} more judged question{'s' * (len(missing) > 2)})" if len(missing) > 1 else ""
+            )
+            raise VxEvalError(
+                f'the run does not answer judged question {quoted(first)}{more}: trec_eval 10 stops there ("result '
+                f"qid '{first}' not found in qrels\", exit 4); add -c to score such questions 0, or --answered-only "
+                "to leave them out, as trec_eval 9 did"
+            )
+        return np.array([i for i in order if answered[i]], dtype=np.int64)
 
 
 def trec_eval_output(
@@ -107,7 +133,7 @@ def trec_eval_output(
     counts, strings, measures = _asked(names)
     shape, zscores = printing.shape, printing.zscores
     lengths = [n for _, n in strings] if printing.per_query else []
-    scored = score(judgements, run, measures, threshold, shape, lengths)
+    scored = score(judgements, run, measures, threshold, shape, lengths, refuse_apart=not printing.complete)
     values = np.array(scored.values, dtype=float)
     per = {
         "num_ret": np.asarray(scored.num_ret, dtype=np.int64),
@@ -115,9 +141,11 @@ def trec_eval_output(
         "num_rel_ret": np.asarray(scored.num_rel_ret, dtype=np.int64),
     }
     _as_trec_scores_no_results(measures, values, per, shape)
+    emptied = _emptied(measures, values, per, shape)
     qids = judgements.question_ids
-    kept = np.arange(len(qids)) if printing.complete else np.flatnonzero(scored.answered)
-    kept = np.array(sorted(kept, key=lambda i: as_bytes(qids[i])), dtype=np.int64)  # trec_eval's strcmp order
+    kept = printing.kept(qids, np.asarray(scored.answered, dtype=bool))
+    if not printing.score_below_zero:
+        refuse_below_zero(judgements, kept)
     trec = [trec_name(m) or m.name for m in measures]
     per_z = None
     if zscores is not None:
@@ -128,7 +156,27 @@ def trec_eval_output(
     if printing.per_query:
         lines += _question_lines(table, [(name, scored.texts[n]) for name, n in strings])
     lines += _summary_lines(table, printing, judgements)
-    return "\n".join(lines) + "\n", scored.warnings + _emptied(measures, qids, kept, per["num_ret"], shape)
+    return "\n".join(lines) + "\n", scored.warnings + emptied
+
+
+def refuse_below_zero(judgements: Judgements, kept: np.ndarray) -> None:
+    """Refused where trec_eval 10 cannot score a question judged only below 0 (its ``form_res_rels.c`` sizes
+    a table by the question's highest grade + 1): with a highest grade of -1 it stops ("Can't calculate
+    measure", exit 4) unless a question it scored before left a table to reuse; lower, it stops or crashes."""
+    highest = judgements.highest
+    if highest is None:
+        return
+    reusable = False
+    for i in kept:
+        if highest[i] >= 0:
+            reusable = True
+        elif highest[i] < -1 or not reusable:
+            qid = judgements.question_ids[i]
+            raise VxEvalError(
+                f"question {quoted(qid)} is judged only below 0 (its highest grade is {highest[i]:g}): trec_eval 10 "
+                'cannot score it here (it stops with "Can\'t calculate measure", exit 4, or crashes); add '
+                "--score-below-zero to score it 0, or leave its lines out"
+            )
 
 
 def _asked(names: Sequence[str]) -> tuple[list[str], list[tuple[str, int]], list[metrics.Measure]]:
@@ -203,24 +251,41 @@ def _summary_lines(table: _Table, printing: Printing, judgements: Judgements) ->
         totals |= {"num_q": f"{len(kept):.4f}", **{c: f"{v[kept].sum():.4f}" for c, v in table.per_z.items()}}
     lines = [f"{z if c != 'runid' else ''}{c:<22}\tall\t{totals[c.lower()]}" for c in table.counts]
     for j, m in enumerate(table.measures):
-        mean = metrics.average(m, table.values[kept, j]) if len(kept) else 0.0
+        column = table.values[kept, j]
+        # trec_eval's averages carry a -nan through (-J's empty lists); vx-eval's own leave NaN out
+        mean = float("nan") if np.isnan(column).any() else metrics.average(m, column) if len(kept) else 0.0
         lines.append(f"{z}{table.trec[j]:<22}\tall\t{_shown(mean, _counts(m), z)}")
     return lines
 
 
 def _emptied(
-    measures: Sequence[metrics.Measure], qids: Sequence[str], kept: np.ndarray, num_ret: np.ndarray, shape: Shape
+    measures: Sequence[metrics.Measure], values: np.ndarray, per: dict[str, np.ndarray], shape: Shape
 ) -> tuple[str, ...]:
-    """Where -J leaves a question no results, trec_eval's iprec_at_recall and 11pt_avg divide 0 by 0 and print
-    -nan (and a -nan average); vx-eval prints 0, as for any question without results, and says so."""
-    interpolated = [m for m in measures if m.definition.name in ("iprec", "iprec_avg")]
-    empty = [qids[i] for i in kept if num_ret[i] == 0]
-    if not (shape.judged_only and interpolated and empty):
+    """Where -J leaves a question no results, trec_eval's iprec_at_recall and 11pt_avg divide 0 by 0 (its
+    precision of an empty list) at every level that rounds to 0 relevant documents (``lround(level * R)``;
+    level 0 always), and print -nan, as does every average over such a question: the same here, and said."""
+    if not shape.judged_only:
         return ()
-    shown = ", ".join(map(quoted, empty[:5])) + (f" and {len(empty) - 5} more" if len(empty) > 5 else "")
+    empty = per["num_ret"] == 0
+    relevant = per["num_rel"].astype(float)
+    touched = np.zeros(len(empty), dtype=bool)
+    for j, m in enumerate(measures):
+        if m.definition.name == "iprec":
+            levels: Sequence[float] = [m.param or 0.0]
+        elif m.definition.name == "iprec_avg":
+            read = m.definition.values
+            levels = read(m.values) if m.values is not None and read is not None else IPREC_LEVELS
+        else:
+            continue
+        rounded = [np.floor(level * relevant + 0.5) == 0 for level in levels]  # lround, levels and R >= 0
+        undefined = empty & np.logical_or.reduce(rounded)
+        values[undefined, j] = np.nan
+        touched |= undefined
+    if not touched.any():
+        return ()
     return (
-        f"-J leaves {len(empty)} question{'s' * (len(empty) != 1)} without results ({shown}): their "
-        "iprec_at_recall and 11pt_avg are 0 here, where trec_eval prints -nan for them and for the average",
+        f"-J leaves {int(touched.sum())} question{'s' * (int(touched.sum()) != 1)} without results: their "
+        "iprec_at_recall and 11pt_avg divide 0 by 0 and print -nan, as trec_eval's do, and so do their averages",
     )
 
 
@@ -248,7 +313,10 @@ def _counts(measure: metrics.Measure) -> bool:
 
 
 def _shown(value: float, count: bool, z: str = "") -> str:
-    """A value as trec_eval prints it: a count as a whole number, else (and every z-score) four places."""
+    """A value as trec_eval prints it: a count as a whole number, else (and every z-score) four places; 0/0
+    as C's printf writes it (``%6.4f``: ``  -nan``)."""
+    if value != value:
+        return "  -nan"
     return str(round(value)) if count and not z else f"{value:.4f}"
 
 
@@ -259,12 +327,23 @@ def _relevant_counts(judgements: Judgements, threshold: int) -> np.ndarray:
 
 
 def run_tag(path: Path) -> str:
-    """A run file's name as trec_eval's ``runid`` line gives it: the sixth field of its first line."""
+    """A run file's name as trec_eval's ``runid`` line gives it: the sixth field of its last line (comments and
+    blank lines aside), read from the file's end, so a run of any size costs one block or a few."""
+    block = 1 << 16
     with path.open("rb") as handle:
-        for raw in handle:
-            fields = raw.split()
-            if fields and not fields[0].startswith(b"#"):
-                return fields[5].decode("utf-8", "replace") if len(fields) >= 6 else "run"
+        end = handle.seek(0, 2)
+        tail = b""
+        while end > 0:
+            start = max(0, end - block)
+            handle.seek(start)
+            tail = handle.read(end - start) + tail
+            end = start
+            lines = tail.split(b"\n")
+            for raw in reversed(lines if start == 0 else lines[1:]):  # the first may be cut: read on
+                fields = raw.split()
+                if fields and not fields[0].startswith(b"#"):
+                    return fields[5].decode("utf-8", "replace") if len(fields) >= 6 else "run"
+            tail = lines[0] if start else b""
     return "run"
 
 
@@ -286,7 +365,7 @@ def table_output(
     z = "Z" if zscores is not None else ""
     lines: list[str] = []
     if printing.per_query:
-        for i in sorted(kept, key=lambda i: as_bytes(qids[i])):
+        for i in kept:
             lines += [f"{z}{name:<22}\t{qids[i]}\t{_shown(values[i, j], c, z)}" for j, (name, c) in enumerate(printed)]
     asked = {n.lower() for n in wanted}
     if "runid" in asked:
@@ -300,8 +379,11 @@ def table_output(
     return "\n".join(lines) + "\n"
 
 
-def prefs_output(preferences: Path, run: Path, names: Sequence[str], printing: Printing, *, qrels: bool) -> str:
-    """What ``trec_eval -R prefs`` (or ``-R qrels_prefs`` with `qrels`) prints for these measures."""
+def prefs_output(
+    preferences: Path, run: Path, names: Sequence[str], printing: Printing, warnings: list[str], *, qrels: bool
+) -> str:
+    """What ``trec_eval -R prefs`` (or ``-R qrels_prefs`` with `qrels`) prints for these measures; what it
+    noticed is added to `warnings`."""
 
     wanted = expand_sets(names)
     unknown = [n for n in wanted if n not in PREFS_MEASURES and n.lower() not in ("runid", "num_q")]
@@ -315,10 +397,28 @@ def prefs_output(preferences: Path, run: Path, names: Sequence[str], printing: P
     lists = rankings(run, printing.shape.max_per_query)
     qids = list(judged.questions)
     values = np.zeros((len(qids), len(chosen)))
+    past: list[str] = []
     for i, qid in enumerate(qids):  # a question's preferences counted once, read by every measure
-        counts = counted(judged.questions[qid], lists.get(qid, []))
+        ranked = lists.get(qid, [])
+        if len(set(ranked)) < len(ranked):
+            twice = next(doc for doc in ranked if ranked.count(doc) > 1)
+            depth = printing.shape.max_per_query
+            raise VxEvalError(
+                f"{run}: document {quoted(twice)} is listed twice for question {quoted(qid)}"
+                + (f" within its first {depth} results (-M)" if depth else "")
+                + '; trec_eval refuses such a file with preferences ("duplicate docs"): keep one line'
+            )
+        counts = counted(judged.questions[qid], ranked)
         values[i] = [PREFS_MEASURES[m](counts) for m in chosen]
-    kept = np.array([i for i, q in enumerate(qids) if printing.complete or q in lists], dtype=np.int64)
+        if any(m.startswith("prefs_avgjg_Rnonrel") for m in chosen) and reads_past_lowest(counts):
+            past.append(qid)
+    kept = printing.kept(qids, np.array([q in lists for q in qids], dtype=bool))
+    if past:
+        warnings.append(
+            f"prefs_avgjg_Rnonrel of {', '.join(map(quoted, past[:5]))}{' and more' if len(past) > 5 else ''}: the "
+            "lowest level judged holds fewer documents than the relevant ones, which trec_eval reads past the end "
+            "of (its value there is whatever its memory holds); vx-eval's counts the documents there are"
+        )
     return table_output([(name, name in COUNTED) for name in chosen], qids, values, kept, wanted, printing)
 
 
@@ -329,8 +429,8 @@ def jg_output(qrels: Path, run: Path, names: Sequence[str], printing: Printing, 
     named = sorted(named_once(wanted), key=lambda n: JG_MEASURES.index(n[0]) if n[0] in JG_MEASURES else -1)
     asked = [f"{base}.{params}" if params else base for base, params in named if base.lower() not in ("runid", "num_q")]
     measures = jg_measures(asked)
-    qids, values, returned = jg_values(
+    qids, values, answered = jg_values(
         JudgementGroups.read(qrels), run, [m for _, m in measures], threshold, printing.shape
     )
-    kept = np.arange(len(qids)) if printing.complete else np.flatnonzero(returned > 0)
+    kept = printing.kept(qids, answered)
     return table_output([(name, False) for name, _ in measures], qids, values, kept, wanted, printing)

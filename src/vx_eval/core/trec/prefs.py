@@ -235,6 +235,20 @@ def _rnonrel(c: Counted, retrieved_only: bool) -> float:
     return total / len(c.groups) if total > 0 else 0.0
 
 
+def reads_past_lowest(c: Counted) -> bool:
+    """Whether trec_eval's prefs_avgjg_Rnonrel reads past the end of a table for this question: a group of
+    one sub-group with more non-relevant documents than relevant ones (so it keeps only the first R of its
+    lowest level) whose lowest level holds fewer than R (levels below 0 make the lowest level small)."""
+    for g in c.groups:
+        if g.classes is not None and g.classes and g.rel < g.nonrel and len(g.classes[-1]) < g.rel:
+            return True
+        if g.classes is not None and g.classes and g.rel_ret < g.nonrel_ret:
+            kept = g.classes[-1][g.classes[-1] < c.judged_ret]
+            if len(kept) < g.rel_ret:
+                return True
+    return False
+
+
 def _recounted(g: Group, c: Counted, retrieved_only: bool) -> tuple[int, int]:
     """A group's preferences counted again with only its first R non-relevant documents (trec_eval's
     recalculate, kept as it counts: in the one-sub-group form, the non-relevant class meets the kept

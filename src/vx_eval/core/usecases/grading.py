@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from vx_eval.core.config.experiment import CorpusSource, Experiment
 from vx_eval.core.contracts.engine import Document, SilentProgress
 from vx_eval.core.contracts.golden import Question
+from vx_eval.core.errors import VxEvalError
 from vx_eval.core.golden.human import Agreement, HumanGrade, add_grade, agreement, grades_location, read_grades
 from vx_eval.core.golden.sources import read_corpus, read_golden
 from vx_eval.core.golden.units import document_of
@@ -59,6 +60,8 @@ class GradingState:
     raters: tuple[str, ...]
     agreement: Agreement
     by_rater: dict[str, int]
+    damaged: tuple[str, ...] = ()
+    """Lines of the grades file that are no grades (left out, kept in the file), named."""
 
 
 def _newest_run_id(stores: Stores, save_to: str, experiment: str) -> str | None:
@@ -125,7 +128,7 @@ def next_pairs(
         return []
     golden = read_golden(experiment.config.golden_source, stores)
     questions = [*golden.questions, *golden.waiting]
-    kept = read_grades(stores, grades_location(experiment.config.golden_source.path))
+    kept = read_grades(stores, grades_location(experiment.config.golden_source.path)).grades
     raters: dict[tuple[str, str], set[str]] = {}
     for g in kept:
         raters.setdefault((g.question, g.unit), set()).add(g.rater)
@@ -145,13 +148,34 @@ def next_pairs(
     return pairs
 
 
-def record(experiment: Experiment, stores: Stores, grade: HumanGrade) -> None:
-    """Keep `grade` beside the experiment's golden file."""
-    add_grade(stores, grades_location(experiment.config.golden_source.path), grade)
+class GradeRefused(VxEvalError):
+    """A grade for a pair the grading page does not offer: a question the golden file lacks, or a unit the
+    experiment's newest run did not show for it."""
+
+
+def record(experiment: Experiment, stores: Stores, save_to: str, grade: HumanGrade) -> HumanGrade:
+    """Keep `grade` beside the experiment's golden file, where it grades a pair the page offers: a question of
+    the golden file and a unit the newest run's leading setups showed for it, not one the file grades. The
+    grade as kept."""
+    report = newest_run(stores, save_to, experiment.config.name)
+    if report is None:
+        raise GradeRefused(f"experiment {experiment.config.name!r} has no run to grade yet")
+    golden = read_golden(experiment.config.golden_source, stores)
+    questions = [*golden.questions, *golden.waiting]
+    if grade.question not in {q.id for q in questions}:
+        raise GradeRefused(f"the golden file has no question {grade.question[:80]!r}")
+    offered = {unit for _, qid, unit in candidates(report, questions) if qid == grade.question}
+    if grade.unit not in offered:
+        raise GradeRefused(
+            f"the newest run did not show {grade.unit[:80]!r} for question {grade.question[:80]!r} (or the golden "
+            "file grades it already): grade the pairs the page offers"
+        )
+    return add_grade(stores, grades_location(experiment.config.golden_source.path), grade)
 
 
 def state(experiment: Experiment, stores: Stores, save_to: str) -> GradingState:
-    kept = read_grades(stores, grades_location(experiment.config.golden_source.path))
+    read = read_grades(stores, grades_location(experiment.config.golden_source.path))
+    kept = read.grades
     by_rater: dict[str, int] = {}
     for g in kept:
         by_rater[g.rater] = by_rater.get(g.rater, 0) + 1
@@ -163,4 +187,5 @@ def state(experiment: Experiment, stores: Stores, save_to: str) -> GradingState:
         raters=tuple(sorted(by_rater)),
         agreement=agreement(kept),
         by_rater=by_rater,
+        damaged=read.damaged,
     )

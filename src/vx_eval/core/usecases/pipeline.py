@@ -395,6 +395,8 @@ def _before_work(
     if options.save:
         stores.sweep(options.save_to or config.save_to)
     golden, labelled = _questions(experiment, stores)
+    for damaged in golden.damaged_grades:
+        options.progress.note(damaged)
     for part in golden.left_out:
         options.progress.note(f"{golden.source}: {part.render()}")
     if config.evaluation.judge:

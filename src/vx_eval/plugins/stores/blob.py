@@ -18,9 +18,19 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict
 
 from vx_eval import hookimpl
-from vx_eval.plugin import SecretRef, StoreDenied, StoreError, StoreNotFound, on_first_use, remember_secret
+from vx_eval.plugin import (
+    Change,
+    SecretRef,
+    StoreDenied,
+    StoreError,
+    StoreNotFound,
+    conditional_update,
+    on_first_use,
+    remember_secret,
+)
 
 _az_errors = on_first_use("azure.core.exceptions", "blob")
+_az_core = on_first_use("azure.core", "blob")
 
 PUBLIC = ".blob.core.windows.net"
 
@@ -129,6 +139,37 @@ class BlobStore:
 
     def write(self, location: str, data: bytes) -> None:
         self._call(location, "write", lambda: self._blob(location).upload_blob(data, overwrite=True))
+
+    def update(self, location: str, change: Change) -> None:
+        """A read-modify-write through the blob's ETag: the upload is on condition that the blob is unchanged
+        (or still absent), tried again from a fresh read where another writer came between."""
+        blob = self._blob(location)
+
+        def read() -> tuple[bytes | None, str | None]:
+            try:
+                downloaded = self._call(location, "read", lambda: blob.download_blob())
+            except StoreNotFound as exc:
+                if "container" in str(exc):
+                    raise
+                return None, None
+            return downloaded.readall(), downloaded.properties.etag
+
+        def write_if(data: bytes, etag: str | None) -> bool:
+            def upload() -> bool:
+                try:
+                    if etag is None:
+                        blob.upload_blob(data, overwrite=False)
+                    else:
+                        unchanged = _az_core.MatchConditions.IfNotModified
+                        blob.upload_blob(data, overwrite=True, etag=etag, match_condition=unchanged)
+                except (_az_errors.ResourceModifiedError, _az_errors.ResourceExistsError):
+                    return False  # another writer came between: read again
+                return True
+
+            written: bool = self._call(location, "write", upload)
+            return written
+
+        conditional_update(location, read, write_if, change)
 
     def delete(self, location: str) -> None:
 

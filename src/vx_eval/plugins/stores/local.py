@@ -8,10 +8,24 @@ import tempfile
 from pathlib import Path
 from typing import ClassVar
 
+from filelock import FileLock, Timeout
 from pydantic import BaseModel, ConfigDict
 
 from vx_eval import hookimpl
-from vx_eval.plugin import StoreDenied, StoreError, StoreNotFound, full_error, is_uri, local_folder, sweep
+from vx_eval.plugin import (
+    Change,
+    StoreBusy,
+    StoreDenied,
+    StoreError,
+    StoreNotFound,
+    full_error,
+    is_uri,
+    local_folder,
+    sweep,
+)
+
+LOCK_WAIT_S = 30.0
+"""How long an update waits for another process's (or thread's) lock on the same file before it gives up."""
 
 
 def _umask() -> int:
@@ -80,6 +94,25 @@ class LocalStore:
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
+
+    def update(self, location: str, change: Change) -> None:
+        """Read, change and write `location` holding an exclusive lock on ``.<name>.lock`` beside it (an OS
+        lock: threads, processes and server workers alike wait for one another; it goes with a killed
+        holder), the write atomic as every write here."""
+        path = self._path(location)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            lock = FileLock(path.parent / f".{path.name}.lock", timeout=LOCK_WAIT_S, thread_local=False)
+            with lock:
+                try:
+                    data: bytes | None = self.read(location)
+                except StoreNotFound:
+                    data = None
+                self.write(location, change(data))
+        except Timeout:
+            raise StoreBusy(f"{path} stayed locked by another writer for {LOCK_WAIT_S:.0f} s; try again") from None
+        except PermissionError:
+            raise StoreDenied(f"no permission to write in {path.parent}") from None
 
     def exists(self, location: str) -> bool:
         try:

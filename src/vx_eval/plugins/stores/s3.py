@@ -13,10 +13,12 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict
 
 from vx_eval import hookimpl
-from vx_eval.plugin import StoreDenied, StoreError, StoreNotFound, on_first_use
+from vx_eval.plugin import Change, StoreDenied, StoreError, StoreNotFound, conditional_update, on_first_use
 
 _boto_errors = on_first_use("botocore.exceptions", "s3")
 
+CHANGED = {"412", "PreconditionFailed", "409", "ConditionalRequestConflict"}
+"""What S3 answers a conditional PUT when the object changed (or appeared) since it was read."""
 NOT_FOUND = {"404", "NoSuchKey", "NoSuchBucket", "NotFound"}
 DENIED = {"403", "AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "ExpiredToken", "AllAccessDisabled"}
 
@@ -98,6 +100,33 @@ class S3Store:
     def write(self, location: str, data: bytes) -> None:
         bucket, key = split(location)
         self._call(location, "write", "put_object", Bucket=bucket, Key=key, Body=data)
+
+    def update(self, location: str, change: Change) -> None:
+        """A read-modify-write through S3's conditional writes: the PUT carries the ETag read (If-Match), or
+        If-None-Match where nothing was there, and is tried again from a fresh read when S3 answers that the
+        object changed meanwhile."""
+        bucket, key = split(location)
+
+        def read() -> tuple[bytes | None, str | None]:
+            try:
+                got = self._call(location, "read", "get_object", Bucket=bucket, Key=key)
+            except StoreNotFound as exc:
+                if "bucket" in str(exc):
+                    raise
+                return None, None
+            return got["Body"].read(), got["ETag"]
+
+        def write_if(data: bytes, etag: str | None) -> bool:
+            condition = {"IfMatch": etag} if etag is not None else {"IfNoneMatch": "*"}
+            try:
+                self.client.put_object(Bucket=bucket, Key=key, Body=data, **condition)
+            except _boto_errors.ClientError as exc:
+                if str(exc.response.get("Error", {}).get("Code", "")) in CHANGED:
+                    return False
+                self._call(location, "write", "put_object", Bucket=bucket, Key=key, Body=data, **condition)
+            return True
+
+        conditional_update(location, read, write_if, change)
 
     def delete(self, location: str) -> None:
         bucket, key = split(location)
