@@ -43,7 +43,11 @@ def place(request, tmp_path) -> tuple[Stores, str, dict]:
     container = f"grades-{uuid.uuid4().hex[:10]}"
     BlobServiceClient.from_connection_string(azurite).create_container(container)
     options = {"azure-blob": {"connection_string": {"env": "VX_TEST_AZURITE"}}}
-    return Stores(load_plugins(), options=options), f"{connection_endpoint(azurite)}/{container}/golden.grades.jsonl", options
+    return (
+        Stores(load_plugins(), options=options),
+        f"{connection_endpoint(azurite)}/{container}/golden.grades.jsonl",
+        options,
+    )
 
 
 def _grade(rater: int, n: int) -> HumanGrade:
@@ -70,7 +74,7 @@ def test_eight_raters_in_threads_keep_all_200_grades(place):
         try:
             for n in range(EACH):
                 add_grade(stores, location, _grade(rater, n))
-        except BaseException as exc:  # noqa: BLE001 - any failure is the test's
+        except BaseException as exc:  # any failure is the test's
             failures.append(exc)
 
     threads = [threading.Thread(target=rate, args=(r,)) for r in range(RATERS)]
