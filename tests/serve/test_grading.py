@@ -106,6 +106,28 @@ def test_two_raters_grade_their_kappa_is_given_and_the_next_run_rests_on_their_g
     assert graded["first"].golden.human_grades == 0
 
 
+def test_a_grade_for_a_pair_the_page_does_not_offer_is_refused_and_nothing_is_kept(graded):
+    """A hostile rater's grades: an unknown question, a unit the run never showed, a unit the golden file
+    grades, a grade out of range, markup as ids; each refused (422), the grades file unchanged."""
+    c = _client(graded)
+    _sign_in(c, "rita")
+    offered = c.get("/api/v1/grading/quickstart/next", params={"limit": 1}).json()["pairs"][0]
+    row = json.loads(Path(graded["golden"]).read_text().splitlines()[0])
+    location = grades_location(graded["golden"])
+    before = Path(location).read_bytes() if Path(location).exists() else b""
+    for body in (
+        {"question": "no-such-question", "unit": offered["unit"], "grade": 2},
+        {"question": offered["question_id"], "unit": "never-shown-doc", "grade": 2},
+        {"question": row["id"], "unit": row["expected"][0], "grade": 0},
+        {"question": offered["question_id"], "unit": offered["unit"], "grade": 7},
+        {"question": "<script>alert(1)</script>", "unit": "<img src=x onerror=alert(1)>", "grade": 1},
+    ):
+        answer = c.post("/api/v1/grading/quickstart/grades", json=body)
+        assert answer.status_code == 422, (body, answer.text)
+        assert "<script>" not in answer.text
+    assert (Path(location).read_bytes() if Path(location).exists() else b"") == before
+
+
 def test_kappa_is_none_where_it_is_undefined_and_a_pair_takes_the_median_of_its_raters():
     one = [HumanGrade(question="q", unit=f"d{i}", grade=2, rater="a") for i in range(3)]
     other = [HumanGrade(question="q", unit=f"d{i}", grade=g, rater="b") for i, g in enumerate([1, 2, 3])]

@@ -28,6 +28,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from vx_eval.cli import main
+
 OPTION_SETS: dict[str, tuple[tuple[str, ...], str]] = {
     # name -> (trec_eval's flags, which judgements file: qrels, prefs, or jg)
     "official": ((), "qrels"),
@@ -90,22 +92,22 @@ class _Draw:
     def chance(self, p: float) -> bool:
         return self._random.random() < p
 
-    def int(self, low: int, high: int) -> int:
+    def number(self, low: int, high: int) -> int:
         """An int in [low, high]."""
         return low + min(int(self._random.random() * (high - low + 1)), high - low)
 
     def pick(self, items: list[str] | tuple[str, ...]) -> str:
-        return items[self.int(0, len(items) - 1)]
+        return items[self.number(0, len(items) - 1)]
 
     def subset(self, items: list[str], low: int, high: int) -> list[str]:
         """Between low and high of `items`, distinct, in a drawn order."""
         pool = list(items)
         self.shuffle(pool)
-        return pool[: self.int(min(low, len(pool)), min(high, len(pool)))]
+        return pool[: self.number(min(low, len(pool)), min(high, len(pool)))]
 
     def shuffle(self, items: list[str]) -> None:
         for i in range(len(items) - 1, 0, -1):
-            j = self.int(0, i)
+            j = self.number(0, i)
             items[i], items[j] = items[j], items[i]
 
 
@@ -113,8 +115,8 @@ def draw_case(number: int) -> Case:
     """Case `number`: the same bytes on every machine and Python."""
     d = _Draw(20261207 * 1_000_003 + number)
     script = d.pick(SCRIPTS)
-    docs = [f"{script}{i}" for i in range(d.int(2, 30))]
-    questions = [f"{i:02d}" if d.chance(0.5) else f"q{i}" for i in range(d.int(1, 5))]
+    docs = [f"{script}{i}" for i in range(d.number(2, 30))]
+    questions = [f"{i:02d}" if d.chance(0.5) else f"q{i}" for i in range(d.number(1, 5))]
     grades = [str(g) for g in range(-3, 6)]
     qrels, prefs, jg = [], [], []
     for q in questions:
@@ -127,19 +129,19 @@ def draw_case(number: int) -> Case:
             qrels.append(f"{q} 0 {doc} {grade}")
             for group in ("0", "1") if d.chance(0.5) else ("0",):
                 jg.append(f"{q} {group} {doc} {grade if group == '0' else d.pick(grades)}")
-        for group in range(d.int(1, 2)):
-            for sub in range(d.int(1, 3)):
+        for person in range(d.number(1, 2)):
+            for sub in range(d.number(1, 3)):
                 for doc in d.subset(judged, 1, 6):
-                    prefs.append(f"{q} {group} {sub} {doc} {d.pick(['0', '1', '2', '3', '0.5'])}")
+                    prefs.append(f"{q} {person} {sub} {doc} {d.pick(['0', '1', '2', '3', '0.5'])}")
     if not qrels:
         qrels.append(f"{questions[0]} 0 {docs[0]} 1")
         jg.append(f"{questions[0]} 0 {docs[0]} 1")
     if not prefs:
         prefs += [f"{questions[0]} 0 0 {docs[0]} 1", f"{questions[0]} 0 0 {docs[1]} 0"]
     if d.chance(0.04):  # a document judged twice for one question
-        qrels.append(qrels[d.int(0, len(qrels) - 1)])
+        qrels.append(qrels[d.number(0, len(qrels) - 1)])
     if d.chance(0.04):
-        prefs.append(prefs[d.int(0, len(prefs) - 1)])
+        prefs.append(prefs[d.number(0, len(prefs) - 1)])
     run = _run(d, questions, docs)
     return Case(number, _text(qrels), _text(prefs), _text(jg), _text(run))
 
@@ -157,10 +159,10 @@ def _run(d: _Draw, questions: list[str], docs: list[str]) -> list[str]:
     for q in answered:
         listed = d.subset([*docs, "unjudged-a", "unjudged-b"], 1, len(docs) + 2)
         if d.chance(0.06):  # a document listed twice: within -M's depth, or beyond it
-            listed.insert(d.int(0, len(listed)), listed[d.int(0, len(listed) - 1)])
+            listed.insert(d.number(0, len(listed)), listed[d.number(0, len(listed) - 1)])
         for rank, doc in enumerate(listed, start=1):
-            score = d.pick(scores) if d.chance(0.6) else f"0.{d.int(0, 999):03d}"
-            lines.append(f"{q} Q0 {doc} {rank} {score} run{d.int(1, 2) if d.chance(0.1) else 1}")
+            score = d.pick(scores) if d.chance(0.6) else f"0.{d.number(0, 999):03d}"
+            lines.append(f"{q} Q0 {doc} {rank} {score} run{d.number(1, 2) if d.chance(0.1) else 1}")
     d.shuffle(lines) if d.chance(0.2) else None
     return lines
 
@@ -238,8 +240,6 @@ def program_answer(binary: str, flags: tuple[str, ...], rel: Path, run: Path) ->
 
 def vx_eval_answer(flags: tuple[str, ...], rel: Path, run: Path) -> tuple[Answer, str]:
     """What `vx-eval eval --trec-format` prints, in this process; and what it said on standard error."""
-    from vx_eval.cli import main  # lazy: the command line loads only for a comparison
-
     out, err = io.BytesIO(), io.StringIO()
     stdout = io.TextIOWrapper(out, encoding="utf-8", write_through=True)
     code = 0

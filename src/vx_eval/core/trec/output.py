@@ -400,14 +400,7 @@ def prefs_output(
     past: list[str] = []
     for i, qid in enumerate(qids):  # a question's preferences counted once, read by every measure
         ranked = lists.get(qid, [])
-        if len(set(ranked)) < len(ranked):
-            twice = next(doc for doc in ranked if ranked.count(doc) > 1)
-            depth = printing.shape.max_per_query
-            raise VxEvalError(
-                f"{run}: document {quoted(twice)} is listed twice for question {quoted(qid)}"
-                + (f" within its first {depth} results (-M)" if depth else "")
-                + '; trec_eval refuses such a file with preferences ("duplicate docs"): keep one line'
-            )
+        _refuse_listed_twice(run, qid, ranked, printing.shape.max_per_query)
         counts = counted(judged.questions[qid], ranked)
         values[i] = [PREFS_MEASURES[m](counts) for m in chosen]
         if any(m.startswith("prefs_avgjg_Rnonrel") for m in chosen) and reads_past_lowest(counts):
@@ -420,6 +413,19 @@ def prefs_output(
             "of (its value there is whatever its memory holds); vx-eval's counts the documents there are"
         )
     return table_output([(name, name in COUNTED) for name in chosen], qids, values, kept, wanted, printing)
+
+
+def _refuse_listed_twice(run: Path, qid: str, ranked: Sequence[str], depth: int | None) -> None:
+    """A document twice in the results trec_eval reads for a question judged with preferences is refused, as
+    it refuses it (within -M's depth only)."""
+    if len(set(ranked)) == len(ranked):
+        return
+    twice = next(doc for doc in ranked if list(ranked).count(doc) > 1)
+    raise VxEvalError(
+        f"{run}: document {quoted(twice)} is listed twice for question {quoted(qid)}"
+        + (f" within its first {depth} results (-M)" if depth else "")
+        + '; trec_eval refuses such a file with preferences ("duplicate docs"): keep one line'
+    )
 
 
 def jg_output(qrels: Path, run: Path, names: Sequence[str], printing: Printing, *, threshold: int) -> str:

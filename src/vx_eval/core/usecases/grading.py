@@ -163,12 +163,12 @@ def record(experiment: Experiment, stores: Stores, save_to: str, grade: HumanGra
     golden = read_golden(experiment.config.golden_source, stores)
     questions = [*golden.questions, *golden.waiting]
     if grade.question not in {q.id for q in questions}:
-        raise GradeRefused(f"the golden file has no question {grade.question[:80]!r}")
+        raise GradeRefused("the golden file has no question of that id: grade the pairs the page offers")
     offered = {unit for _, qid, unit in candidates(report, questions) if qid == grade.question}
     if grade.unit not in offered:
         raise GradeRefused(
-            f"the newest run did not show {grade.unit[:80]!r} for question {grade.question[:80]!r} (or the golden "
-            "file grades it already): grade the pairs the page offers"
+            "the newest run did not show that unit for that question (or the golden file grades it already): "
+            "grade the pairs the page offers"
         )
     return add_grade(stores, grades_location(experiment.config.golden_source.path), grade)
 

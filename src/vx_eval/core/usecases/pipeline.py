@@ -395,10 +395,8 @@ def _before_work(
     if options.save:
         stores.sweep(options.save_to or config.save_to)
     golden, labelled = _questions(experiment, stores)
-    for damaged in golden.damaged_grades:
-        options.progress.note(damaged)
-    for part in golden.left_out:
-        options.progress.note(f"{golden.source}: {part.render()}")
+    for note in (*golden.damaged_grades, *(f"{golden.source}: {part.render()}" for part in golden.left_out)):
+        options.progress.note(note)
     if config.evaluation.judge:
         judge = config.evaluation.judge
         judge_maker(plugins, judge, experiment.judges.get(judge))  # its options, checked before any work
