@@ -11,12 +11,14 @@ import hashlib
 import json
 import re
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, model_validator
 
+from vx_eval.core.errors import redact, service_text
 from vx_eval.plugin import ConfigError, EngineError, KeyedCache, SecretRef, ServiceUrl
 
 Message = dict[str, str]
@@ -134,24 +136,54 @@ class EndpointChat:
         return f"chat:{o.url}:{o.model}:{o.temperature}:{o.seed}"
 
     def complete(self, messages: Sequence[Message], max_tokens: int) -> str:
+        """The model's answer to `messages`. The client retries what fails in transit (a timeout, a dropped
+        connection, 408, 409, 429, 5xx: `retries` times, with its own backoff); an answer that is not a chat
+        completion (a gateway's HTML page, broken JSON, no choices) is asked again as often, then refused.
+        Every failure is an `EngineError` naming the endpoint and what it did."""
         o = self.options
+        tries = o.retries + 1
+        for attempt in range(tries):
+            try:
+                return _content(self._create(messages, max_tokens))
+            except _NotACompletion as exc:
+                if attempt + 1 == tries:
+                    raise EngineError(
+                        f"the chat endpoint {o.url} answered {tries} time{'s' if tries > 1 else ''} with something "
+                        f"that is not a chat completion ({exc}): check that url is its OpenAI-compatible base "
+                        "(ending in /v1) and that a proxy in between passes the answers through"
+                    ) from None
+                time.sleep(min(2.0, 0.25 * 2**attempt))
+        raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
+
+    def _create(self, messages: Sequence[Message], max_tokens: int) -> Any:
+        o, openai = self.options, self._openai
+        tries = f"asked {o.retries + 1} time{'s' if o.retries else ''}"  # the client retries all but a refusal
         try:
             completions: Any = self._client.chat.completions  # the client's overloads do not cover **extra
             with self._in_flight:
-                response = completions.create(
+                return completions.create(
                     model=o.model,
                     messages=list(messages),
                     max_tokens=max_tokens,
                     temperature=o.temperature,
                     **({"seed": o.seed} if o.seed is not None else {}),
                 )
-        except self._openai.AuthenticationError:
+        except openai.AuthenticationError:
             raise EngineError(f"{o.url} refused the key (401): check the api_key reference") from None
-        except self._openai.APIConnectionError as exc:
-            raise EngineError(f"cannot reach the chat endpoint {o.url}: {exc}") from None
-        except self._openai.APIStatusError as exc:
-            raise EngineError(f"the chat endpoint {o.url} answered {exc.status_code}: {exc.message}") from None
-        return response.choices[0].message.content or ""
+        except openai.APITimeoutError:
+            raise EngineError(
+                f"the chat endpoint {o.url} did not answer within {o.timeout:g} s ({tries}): raise its timeout, "
+                "or lower its concurrency if it is overloaded"
+            ) from None
+        except openai.APIConnectionError as exc:
+            raise EngineError(f"cannot reach the chat endpoint {o.url} ({tries}): {service_text(exc)}") from None
+        except openai.APIStatusError as exc:
+            said = service_text(exc)
+            if exc.status_code < 500 and exc.status_code not in (408, 409, 429):
+                tries = "asked once: a refusal is not retried"
+            raise EngineError(f"the chat endpoint {o.url} answered {exc.status_code} ({tries}): {said}") from None
+        except (json.JSONDecodeError, openai.APIResponseValidationError) as exc:
+            raise _NotACompletion(f"unreadable JSON: {str(exc)[:80]}") from None
 
     @property
     def width(self) -> int:
@@ -165,6 +197,25 @@ class EndpointChat:
             return [self.complete(r, max_tokens) for r in requests]
         with ThreadPoolExecutor(max_workers=min(self.width, len(requests))) as pool:
             return list(pool.map(lambda r: self.complete(r, max_tokens), requests))
+
+
+class _NotACompletion(Exception):
+    """An endpoint's answer that is not an OpenAI chat completion (what it was, in words)."""
+
+
+def _content(response: object) -> str:
+    """The first choice's text of a chat completion ('' where the model said nothing), or `_NotACompletion`
+    for anything else a server may send with a 200 (the client hands a non-JSON body back as a string)."""
+    choices = getattr(response, "choices", None)
+    if not isinstance(choices, list) or not choices:
+        shown = "an empty list of choices" if isinstance(choices, list) else "no choices"
+        if not hasattr(response, "choices"):
+            shown = f"a {type(response).__name__}, not a completion: {redact(str(response))[:60]!r}"
+        raise _NotACompletion(shown)
+    content = getattr(getattr(choices[0], "message", None), "content", None)
+    if content is not None and not isinstance(content, str):
+        raise _NotACompletion(f"its message's content is a {type(content).__name__}")
+    return content or ""
 
 
 class AnswerCache(KeyedCache):

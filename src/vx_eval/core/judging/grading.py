@@ -105,6 +105,19 @@ def grade_pairs(
     return Graded(verdicts, asked=len(todo), cached=len(distinct) - len(todo))
 
 
+def unreadable_note(judge: str, graded: Graded) -> str:
+    """What a run says when some of the judge's answers were not a grade: how many, what they looked like,
+    and what follows (those pairs are ungraded, counted as not relevant; a rerun asks them again)."""
+    bad = [v.raw for v in graded.verdicts.values() if v.grade is None]
+    shown = ", ".join(repr(" ".join(raw.split())[:40]) for raw in list(dict.fromkeys(bad))[:3]) or "''"
+    share = f"{len(bad):,} of {len(graded.verdicts):,}"
+    return (
+        f"the {judge} judge answered {share} pairs with something that is not a grade 0-3 (such as {shown}): "
+        "they are left ungraded, so they count as not relevant in every graded measure, and a rerun asks them "
+        "again; check that the judge's model follows its rubric"
+    )
+
+
 def with_judged_grades(question: Question, judged: dict[str, int]) -> Question:
     """The question with the judge's grades added for units no human graded (human labels always win)."""
     human = question.relevance()
@@ -266,6 +279,8 @@ def grade_run(
     placed = [(i, u, texts[(t, u)]) for (t, i), units in pairs.items() for u in units if (t, u) in texts]
     asked = [(questions[i].question, text) for i, _, text in placed]
     graded = grade_pairs(judge, asked, cache, progress.start(f"Judging ({judge.name})", len(set(asked))), on=on)
+    if graded.unparsable:
+        progress.note(unreadable_note(judge.name, graded))
     judged: dict[int, dict[str, int]] = {}
     raw: dict[tuple[int, str], str] = {}
     for i, u, text in placed:
