@@ -162,3 +162,26 @@ def test_the_next_runs_page_and_summary_say_how_many_grades_it_rests_on(graded):
     console = Console(record=True, width=200)
     print_summary(console, newest)
     assert f"{human} grade{'s' * (human != 1)} from the grading page" in console.export_text()
+
+
+def test_a_grade_posted_from_another_site_is_refused_and_a_rater_is_never_shown_answers_or_other_grades(graded):
+    """Cross-site: a page elsewhere posting with the rater's session (its Origin or Referer names another host)
+    gets 403 and nothing is kept. Blind: what a rater is sent names no expected document, no grade the golden
+    file or another rater gave, and the page puts every text it is sent in place as text, never as markup."""
+    c = _client(graded)
+    _sign_in(c, "rita")
+    offered = c.get("/api/v1/grading/quickstart/next", params={"limit": 50}).json()["pairs"]
+    location = grades_location(graded["golden"])
+    before = Path(location).read_bytes() if Path(location).exists() else b""
+    body = {"question": offered[0]["question_id"], "unit": offered[0]["unit"], "grade": 3}
+    for header in ({"Origin": "https://evil.example"}, {"Referer": "https://evil.example/grade"}):
+        answer = c.post("/api/v1/grading/quickstart/grades", json=body, headers=header)
+        assert answer.status_code == 403 and "this server's own pages" in answer.text
+    assert (Path(location).read_bytes() if Path(location).exists() else b"") == before
+    rows = {json.loads(line)["id"]: json.loads(line) for line in Path(graded["golden"]).read_text().splitlines()}
+    for pair in offered:
+        assert set(pair) == {"question_id", "question", "unit", "title", "passage", "settles", "graded_by"}
+        assert pair["unit"] not in rows[pair["question_id"]]["expected"]
+    page = c.get("/grade/quickstart").text
+    assert "innerHTML" not in page and "insertAdjacentHTML" not in page and "document.write" not in page
+    assert "textContent = current.question" in page and "textContent = body" in page
