@@ -203,3 +203,45 @@ def test_a_report_is_saved_and_loaded_back(project, tmp_path):
     where = report.save(tmp_path / "one.json")
     assert vx_eval.load_report(where) == report
     assert math.isclose(again.setup("fixed.retriever").summary["found@10"], 1.0)
+
+
+def test_four_retrievers_made_to_tie_are_picked_by_the_seeds_rule_and_the_table_agrees():
+    """The issue's four retrievers: 96%, 96%, 92% and 88% of 25 questions found in the top 10, found@1 the
+    other way round. The most found wins (the 96% with more right answers first), the tie is said and decided
+    among the two leaders only, and the balance and time picks are the fastest within 4 and 8 points."""
+    import time
+
+    import vx_eval
+
+    golden = [{"id": f"q{i}", "question": f"question {i}", "expected": [f"d{i}"]} for i in range(25)]
+
+    def retriever(found10: int, found1: int, ms: float):
+        def search(text: str, k: int) -> list[str]:
+            i = int(text.split()[1])
+            time.sleep(ms / 1000)
+            others = [f"x{j}" for j in range(k)]
+            if i < found1:
+                return [f"d{i}", *others][:k]
+            return [*others[:5], f"d{i}", *others[5:]][:k] if i < found10 else others
+
+        return search
+
+    made = {
+        "a": retriever(24, 15, 4),
+        "b": retriever(24, 16, 8),
+        "c": retriever(23, 20, 1.5),
+        "d": retriever(22, 21, 0),
+    }
+    report = vx_eval.evaluate(made, golden)
+    found = {s.key.split(".")[0]: (s.summary["found@10"], s.summary["found@1"]) for s in report.setups}
+    assert found == {"a": (0.96, 0.6), "b": (0.96, 0.64), "c": (0.92, 0.8), "d": (0.88, 0.84)}
+    assert [s.key.split(".")[0] for s in report.setups] == ["b", "a", "c", "d"]  # the table's order is the rule's
+    assert report.picks.finds_the_most == "b.retriever"
+    assert report.picking is not None and report.picking.measure == "found@10"
+    assert report.picking.note == (
+        "found@10 is 96% for 2 of 4 setups: among those 2 only, the one with more right answers first (found@1) "
+        "leads, then the faster"
+    )
+    assert "more right answers first (found@1 0.640) than a.retriever" in report.picking.reasons["finds_the_most"].text
+    assert report.picks.best_for_balance == "c.retriever"  # the fastest within 4 points (92% counts at 96%)
+    assert report.picks.best_for_time == "d.retriever"  # within 8 points, and surely the fastest

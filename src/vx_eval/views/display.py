@@ -226,7 +226,7 @@ def _older_reason(report: Report, pick: str, key: str) -> str:
 
 def neighbour_lines(report: Report) -> list[str]:
     """The setups one change away from each pick, in plain words, with what the change does to the measure
-    that decided the picks (the primary unless it saturated)."""
+    that decided the picks (the primary)."""
     primary = report.picking.measure if report.picking else report.settings.primary
     by_key = report.by_key
     lines: list[str] = []

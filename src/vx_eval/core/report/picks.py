@@ -9,8 +9,9 @@ from typing import Protocol
 import numpy as np
 
 EPS = 1e-9  # "within 4 points" is inclusive; floats must not turn 96 - 92 into 4.0000001
-TIE_BREAKERS = ("found@1", "mrr")
-"""The measures that decide, in turn, when the primary cannot tell the setups apart."""
+PLACES = 9
+"""Measures are compared rounded to this many places: two setups finding the same questions tie exactly,
+whatever order their sums were taken in."""
 MIN_PAIRED = 5
 """Questions timed for both setups below which times are compared by their medians alone."""
 
@@ -28,8 +29,11 @@ class Scored:
     times_ms: tuple[float | None, ...] = ()
     """Each question's search time (None where it was not timed), in the same question order for every setup."""
 
-    def value(self, measure: str, primary: str) -> float:
-        return {primary: self.primary, "found@1": self.at1, "mrr": self.mrr}.get(measure, self.primary)
+    @property
+    def quality(self) -> tuple[float, float]:
+        """What `finds_the_most` is chosen by (the seed's rule): the primary (found@10 unless the config
+        names another), then more right answers first (found@1); what is left to tie goes to the faster."""
+        return (round(self.primary, PLACES), round(self.at1, PLACES))
 
 
 @dataclass(frozen=True)
@@ -68,16 +72,6 @@ def compare_times(a: Scored, b: Scored, *, samples: int = 1000, seed: int = 0) -
     return TimeComparison(a.key, b.key, ratio, (float(lo), float(hi)), len(pairs))
 
 
-def saturated(values: Sequence[float]) -> bool:
-    """Whether a measure cannot tell the leading setups apart: at least two setups, and at least half of
-    them, share its best value (found@10 at 100% for 10 of 12 setups, say)."""
-    if len(values) < 2:
-        return False
-    top = max(values)
-    at_top = sum(1 for v in values if top - v <= EPS)
-    return at_top >= max(2, (len(values) + 1) // 2)
-
-
 @dataclass(frozen=True)
 class Reason:
     """Why a setup was picked, in words, and the time comparison behind it (if any)."""
@@ -90,45 +84,41 @@ class Reason:
 
 @dataclass(frozen=True)
 class Choice:
-    """The three picks, each with its reason, and the measure that decided (the primary unless it saturated)."""
+    """The three picks, each with its reason, and the measure they were made by (the primary)."""
 
     picks: dict[str, str | None]
     reasons: dict[str, Reason]
     measure: str
     note: str | None = None
-    """Said when the primary saturated: which measure decided instead, and why."""
+    """Said when the primary cannot tell the leading setups apart: how many share its best value, and what
+    decided among them (found@1, then time); the other setups keep their place by the primary."""
 
 
 def ranked(rows: Sequence[Scored], choice: Choice | None = None, primary: str = "") -> list[Scored]:
-    """Best first: higher deciding measure (`choice.measure`: the primary unless it saturated), then higher
-    primary, more right at 1, higher MRR; among setups level on all of those the one `choice` picked as
-    finding the most (the fastest of them within the noise), then the faster; those that may not be picked
-    last. So the first row is always the pick."""
-    measure = choice.measure if choice else primary
+    """Best first, by the rule the picks follow: the higher primary, then more right at 1; among setups level
+    on both, the one `choice` picked as finding the most (the fastest of them), then the faster; those that
+    may not be picked last. So the first row is always the pick, and the table's order is the picks' rule."""
     first = choice.picks.get("finds_the_most") if choice else None
 
     def order(r: Scored) -> tuple[object, ...]:
-        return (r.failed, -r.value(measure, primary), -r.primary, -r.at1, -r.mrr, r.key != first, r.median_ms, r.key)
+        high, at1 = r.quality
+        return (r.failed, -high, -at1, r.key != first, r.median_ms, r.key)
 
     return sorted(rows, key=order)
 
 
-def deciding_measure(rows: Sequence[Scored], primary: str) -> tuple[str, str | None]:
-    """The primary, or the first tie-breaker that separates the setups when the primary saturates; with a
-    note saying so."""
-    values = [r.primary for r in rows]
-    if not saturated(values):
-        return primary, None
-    top = max(values)
-    at_top = sum(1 for v in values if top - v <= EPS)
-    shown = f"{top:.0%}" if 0 <= top <= 1 else f"{top:.3f}"
-    for measure in TIE_BREAKERS:
-        if measure != primary and not saturated([r.value(measure, primary) for r in rows]):
-            return measure, (
-                f"{primary} is {shown} for {at_top} of {len(values)} setups: it cannot tell the leaders apart, so "
-                f"the picks are decided by {measure} (then {primary})"
-            )
-    return primary, f"{primary}, found@1 and MRR cannot tell these setups apart; the picks go by time, then name"
+def tie_note(rows: Sequence[Scored], primary: str) -> str | None:
+    """What decided among the setups that share the best primary, in words; None where one setup leads."""
+    top = max(r.quality[0] for r in rows)
+    level = [r for r in rows if r.quality[0] == top]
+    if len(level) < 2:
+        return None
+    shown = f"{top:.0%}" if primary.startswith(("found@", "recall@")) else f"{top:.3f}"
+    text = f"{primary} is {shown} for {len(level)} of {len(rows)} setups: among those {len(level)} only, "
+    best_at1 = max(r.quality[1] for r in level)
+    if sum(1 for r in level if r.quality[1] == best_at1) < len(level):
+        return text + "the one with more right answers first (found@1) leads, then the faster"
+    return text + f"found@1 is level too ({best_at1:.0%}), so the faster leads"
 
 
 class Picker:
@@ -137,27 +127,31 @@ class Picker:
     def __init__(self, rows: Sequence[Scored], primary: str, *, samples: int = 1000, seed: int = 0) -> None:
         self.rows = [r for r in rows if not r.failed]
         self.primary, self.samples, self.seed = primary, samples, seed
-        self.measure, self.note = deciding_measure(self.rows, primary)
+        self.measure = primary
+        self.note = tie_note(self.rows, primary) if self.rows else None
 
-    def quality(self, r: Scored) -> tuple[float, float, float, float]:
-        return (r.value(self.measure, self.primary), r.primary, r.at1, r.mrr)
+    @staticmethod
+    def quality(r: Scored) -> tuple[float, float]:
+        return r.quality
 
     def compare(self, a: Scored, b: Scored) -> TimeComparison:
         return compare_times(a, b, samples=self.samples, seed=self.seed)
 
     def fastest(self, group: Sequence[Scored]) -> tuple[Scored, TimeComparison | None, tuple[str, ...]]:
         """The best of the setups no other in `group` is surely faster than: time ties go to quality, then
-        to the key. Also the comparison with the best-quality setup it was preferred to, and its time ties."""
+        to the lower median, then to the key. Also the comparison with the best-quality setup it was preferred
+        to, and its time ties."""
         quickest = min(group, key=lambda r: (r.median_ms, r.key))
         tied = [r for r in group if r is quickest or not self.compare(r, quickest).surely_slower]
-        chosen = max(tied, key=lambda r: (*self.quality(r), _reverse_key(r.key)))
+        chosen = max(tied, key=lambda r: (*self.quality(r), -r.median_ms, _reverse_key(r.key)))
         better = [r for r in group if self.quality(r) > self.quality(chosen)]
         versus = self.compare(chosen, max(better, key=self.quality)) if better else None
         return chosen, versus, tuple(r.key for r in tied if r is not chosen)
 
-    def within(self, points: float, scale: float = 100.0) -> list[Scored]:
-        top = max(r.value(self.measure, self.primary) for r in self.rows)
-        return [r for r in self.rows if (top - r.value(self.measure, self.primary)) * scale <= points + EPS]
+    def within(self, points: float, of: Scored, scale: float = 100.0) -> list[Scored]:
+        """The setups within `points` (inclusive) of `of`'s primary: 92% counts at 4 points when it finds 96%."""
+        top = of.primary
+        return [r for r in self.rows if (top - r.primary) * scale <= points + EPS]
 
     def choose(self, balance: float, time: float, among: Collection[str] | None = None) -> Choice:
         """The three picks. `among`: where the run is not sure, the setups a paired test cannot tell from the
@@ -168,15 +162,15 @@ class Picker:
         top_quality = max(self.quality(r) for r in self.rows)
         leaders = [r for r in self.rows if self.quality(r) == top_quality]
         most, _, most_ties = self.fastest(leaders)
-        reasons = {"finds_the_most": Reason(self._most_text(most, leaders), self.measure, None, most_ties)}
+        reasons = {"finds_the_most": Reason(self._most_text(most), self.measure, None, most_ties)}
         picked: dict[str, str | None] = {"finds_the_most": most.key}
         for name, points in (("best_for_balance", balance), ("best_for_time", time)):
-            candidates = self.within(points)
+            candidates = self.within(points, most)
             if among is not None:
                 candidates = [r for r in candidates if r.key in among or r is most]
             chosen, versus, ties = self.fastest(candidates)
             picked[name] = chosen.key
-            text = self._fast_text(chosen, points, versus, ties)
+            text = self._fast_text(chosen, most, points, versus, ties)
             if among is not None:
                 text += (
                     f"; not sure: chosen among the {len(among)} setups a paired test cannot tell from the leader only"
@@ -184,18 +178,32 @@ class Picker:
             reasons[name] = Reason(text, self.measure, versus, ties)
         return Choice(picked, reasons, self.measure, self.note)
 
-    def _most_text(self, most: Scored, leaders: Sequence[Scored]) -> str:
-        text = f"the highest {self.measure} ({most.value(self.measure, self.primary):.3f})"
-        if len(leaders) > 1:
-            text += f", level with {len(leaders) - 1} other{'s' if len(leaders) > 2 else ''} on every measure; "
-            text += "the fastest of them (times within the noise tie, then the name decides)"
+    def _most_text(self, most: Scored) -> str:
+        """Why `most` finds the most, by the rule: the highest primary; among setups level on it, more right
+        answers first (found@1); among those level on both, the faster."""
+        text = f"the highest {self.primary} ({most.primary:.3f})"
+        level = [r for r in self.rows if r.quality[0] == most.quality[0] and r is not most]
+        if not level:
+            return text
+        behind = [r for r in level if r.quality[1] < most.quality[1]]
+        tied = [r for r in level if r.quality[1] == most.quality[1]]
+        text += f", level with {_count(level, 'other setup')} on it"
+        if behind:
+            text += f"; more right answers first (found@1 {most.at1:.3f}) than {_names(behind)}"
+        if tied:
+            also = "and " if behind else ""
+            text += f"; {also}level on found@1 too with {_names(tied)}: the faster (median {most.median_ms:.1f} ms"
+            close = [r for r in tied if not self.compare(r, most).surely_slower]
+            if close:
+                text += f"; level within the noise with {_names(close)}, so a rerun may order them otherwise"
+            text += ")"
         return text
 
-    def _fast_text(self, chosen: Scored, points: float, versus: TimeComparison | None, ties: tuple[str, ...]) -> str:
-        value = chosen.value(self.measure, self.primary)
-        top = max(r.value(self.measure, self.primary) for r in self.rows)
-        text = f"the fastest within {points:g} points ({points / 100:g}) of the best {self.measure} "
-        text += f"({value:.3f} against {top:.3f}; "
+    def _fast_text(
+        self, chosen: Scored, most: Scored, points: float, versus: TimeComparison | None, ties: tuple[str, ...]
+    ) -> str:
+        text = f"the fastest within {points:g} points ({points / 100:g}) of {self.primary} of the setup that finds "
+        text += f"the most ({chosen.primary:.3f} against {most.primary:.3f}; "
         text += f"median {chosen.median_ms:.1f} ms)"
         if versus is not None:
             lo, hi = versus.ci
@@ -207,6 +215,15 @@ class Picker:
         if ties:
             text += f"; as fast as {', '.join(ties[:3])}{' …' if len(ties) > 3 else ''} within the noise, and better"
         return text
+
+
+def _count(rows: Sequence[Scored], word: str) -> str:
+    return f"{len(rows)} {word}{'s' if len(rows) != 1 else ''}"
+
+
+def _names(rows: Sequence[Scored], shown: int = 3) -> str:
+    keys = sorted(r.key for r in rows)
+    return ", ".join(keys[:shown]) + (f" and {len(keys) - shown} more" if len(keys) > shown else "")
 
 
 def _reverse_key(key: str) -> tuple[int, ...]:
@@ -229,13 +246,12 @@ def picks(
     return Picker(rows, primary, samples=samples, seed=seed).choose(balance, time).picks
 
 
-def frontier(rows: Sequence[Scored], measure: str = "", primary: str = "") -> list[str]:
-    """Setups nothing beats on both quality (the deciding `measure`; the primary by default) and median
-    time, fastest first."""
+def frontier(rows: Sequence[Scored]) -> list[str]:
+    """Setups nothing beats on both quality (the primary) and median time, fastest first."""
     alive = [r for r in rows if not r.failed]
 
     def q(r: Scored) -> float:
-        return r.value(measure, primary) if measure else r.primary
+        return r.quality[0]
 
     out = []
     for r in alive:

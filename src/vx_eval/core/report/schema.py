@@ -289,9 +289,10 @@ class Picking(Frozen):
     """How the picks were made: the measure that decided and each pick's reason."""
 
     measure: str
-    """The primary, or a tie-breaker when the primary saturated."""
+    """The measure the picks were made by: the primary (a report saved before the picks followed the seed's
+    rule may name the tie-breaker that decided for the whole run when the primary saturated)."""
     note: str | None = None
-    """Said when the primary saturated."""
+    """Said when setups share the best primary: what decided among them (found@1, then time)."""
     reasons: dict[str, PickReason] = Field(default_factory=dict)
     sure: str | None = None
     """Said when a paired test cannot tell the leader from the setup ranked next: the pick is one of those

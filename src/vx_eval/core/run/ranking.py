@@ -90,7 +90,7 @@ def rank(setups: Sequence[SetupResult], settings: Settings, left_out: Collection
         chosen, picking = _picks(choice)
     sure, needed = how_sure(tested, chosen.finds_the_most, set(left_out), fastest=_fastest(picker, group))
     picking = picking.model_copy(update={"sure": sure, "questions_needed": needed})
-    return Ranking(tested, chosen, picks.frontier(scored, choice.measure, settings.primary), detectable, picking)
+    return Ranking(tested, chosen, picks.frontier(scored), detectable, picking)
 
 
 def picked_by_people(ranked: Ranking, fixed: Corrected) -> Ranking:
