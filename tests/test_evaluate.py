@@ -245,3 +245,29 @@ def test_four_retrievers_made_to_tie_are_picked_by_the_seeds_rule_and_the_table_
     assert "more right answers first (found@1 0.640) than a.retriever" in report.picking.reasons["finds_the_most"].text
     assert report.picks.best_for_balance == "c.retriever"  # the fastest within 4 points (92% counts at 96%)
     assert report.picks.best_for_time == "d.retriever"  # within 8 points, and surely the fastest
+
+
+def test_the_report_reads_as_a_read_only_mapping_and_missing_documents_are_warned(project):
+    """As the seed's code reads it: ``"missing" in report``, ``keys()``, iteration, ``len``, ``dict(report)``;
+    a value changed by the reader never changes the report. An expected document the engine does not hold
+    is a `MissingDocumentsWarning`, as the command line warns."""
+    rows = [json.loads(line) for line in (project / "golden.jsonl").read_text().splitlines()]
+    rows[0]["expected"] = ["deferement"]
+    (project / "golden.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    engine = {"engine": "sqlite", "options": {"path": str(project / ".vx" / "m.db"), "dense_models": []}}
+    with pytest.warns(vx_eval.MissingDocumentsWarning, match="deferement") as warned:
+        report = vx_eval.evaluate({"Local": engine}, project / "golden.jsonl", corpus=project / "docs.jsonl")
+    assert len(warned) == 1 and "deferment" in str(warned[0].message)  # the id most likely meant
+    assert "missing" in report and "picks" in report and "nothing" not in report
+    assert list(report) == list(report.keys()) and len(report) == len(list(report)) > 10
+    assert report["missing"]["Local"]["documents"] == ["deferement"]
+    plain = dict(report)
+    assert plain["picks"] == report["picks"] and plain["setups"][0]["summary"]["found"]["10"] >= 0
+    assert dict(report.items()).keys() == plain.keys() and len(list(report.values())) == len(report)
+    assert report.get("nothing", "default") == "default"
+    report["picks"]["finds_the_most"] = "changed by the reader"
+    assert report["picks"]["finds_the_most"] != "changed by the reader"
+    with pytest.raises(KeyError):
+        report["nothing"]
+    with pytest.raises(TypeError):
+        report["picks"] = {}  # type: ignore[index]

@@ -10,6 +10,7 @@ import vx_eval.plugin
 
 API = [
     "Hit",
+    "MissingDocumentsWarning",
     "Question",
     "Report",
     "Retriever",

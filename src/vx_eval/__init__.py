@@ -12,6 +12,7 @@ from typing import Any
 
 __all__ = [
     "Hit",
+    "MissingDocumentsWarning",
     "Question",
     "Report",
     "Retriever",
@@ -42,6 +43,7 @@ _LAZY = {
     "write_golden": "vx_eval.python.questions",
     "Report": "vx_eval.core.report.schema",
     "Retriever": "vx_eval.python.evaluation",
+    "MissingDocumentsWarning": "vx_eval.python.evaluation",
     "evaluate": "vx_eval.python.evaluation",
     "embed_corpus": "vx_eval.python.evaluation",
     "load_model": "vx_eval.python.evaluation",

@@ -9,6 +9,7 @@ retriever and the embedded engine's setups are timed, scored, ranked and picked 
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -134,7 +135,7 @@ def evaluate(
         experiment = parse_config(raw, plugins, path=None, source="evaluate()", more_targets=len(retrievers))
         experiment = dataclasses.replace(experiment, retrievers=tuple(retrievers), questions=questions)
         options = RunOptions(save=save_to is not None, only=tuple(only), skip=tuple(skip))
-        return run_experiment(experiment, plugins, options).report
+        return _warned(run_experiment(experiment, plugins, options).report)
     finally:
         for _, handle in retrievers:
             handle.close()
@@ -147,7 +148,20 @@ def _run_config(
     if golden is not None:
         raise ConfigError("evaluate(config) takes the golden file from the config; pass no golden with it")
     saved = str(save_to) if save_to is not None else None
-    return run(config, save=saved is not None, save_to=saved, only=tuple(only), skip=tuple(skip)).report
+    return _warned(run(config, save=saved is not None, save_to=saved, only=tuple(only), skip=tuple(skip)).report)
+
+
+class MissingDocumentsWarning(UserWarning):
+    """Expected documents of the golden file that an engine does not hold (`Report.missing`): their questions
+    cannot be found there, whatever the setup. The command line says so before it searches."""
+
+
+def _warned(report: Report) -> Report:
+    """The report, after a `MissingDocumentsWarning` for each target missing expected documents (the notes the
+    command line prints), so a notebook is told as a terminal is."""
+    for note in report.missing_notes:
+        warnings.warn(note, MissingDocumentsWarning, stacklevel=3)
+    return report
 
 
 def _config(

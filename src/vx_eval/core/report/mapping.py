@@ -32,9 +32,11 @@ def setup_mapping(setup: SetupResult) -> dict[str, Any]:
     return data
 
 
-def report_mapping(report: Report) -> dict[str, Any]:
-    """The whole report as JSON-ready mappings, setups in rank order, each shaped by `setup_mapping`."""
-    data = report.model_dump(mode="json")
-    data["setups"] = [setup_mapping(s) for s in sorted(report.setups, key=lambda s: (s.rank or 10**9, s.key))]
-    data["picks"] = dict(report.picks.items())
-    return data
+def report_value(report: Report, key: str) -> Any:
+    """One field of the report as `report_mapping` shapes it, made alone (reading ``report["picks"]`` does
+    not turn every setup's per-question results into JSON)."""
+    if key == "setups":
+        return [setup_mapping(s) for s in sorted(report.setups, key=lambda s: (s.rank or 10**9, s.key))]
+    if key == "picks":
+        return dict(report.picks.items())
+    return report.model_dump(mode="json", include={key})[key]
