@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -156,7 +157,17 @@ class RunRequest:
     help="With --docs or --target: who grades the results: chat:MODEL[@URL] (a served chat model, by UMBRELA's "
     "rubric; found as --writer chat: is) or cross-encoder (offline). Default: $VX_EVAL_JUDGE, else cross-encoder.",
 )
-@click.option("--save-to", help="Where the report goes (overrides the config's save_to).")
+@click.option(
+    "--save-to",
+    help="Where the report goes (overrides the config's save_to). Default: the config's save_to where it names "
+    "one, else $VX_EVAL_EVALUATIONS (where `vx-eval serve` reads runs), else runs/.",
+)
+@click.option(
+    "--env-file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Read settings from this file first (KEY=VALUE lines, as the server's settings file): "
+    "VX_EVAL_EVALUATIONS, keys for the engines. What the environment sets already is kept.",
+)
 @click.option("--only", multiple=True, metavar="KEY", help="Run only these setup keys (globs allowed).")
 @click.option("--skip", multiple=True, metavar="METHOD", help="Leave out a method (keyword, dense, …).")
 @click.option("--balance", type=click.FloatRange(0, 100), help="Points for best_for_balance (default 4).")
@@ -202,22 +213,55 @@ def run(**given: Any) -> None:
     opensearch:URL/INDEX; credentials from the environment), with every method what it holds allows. The
     config it used is printed and kept (--save-config writes it where you say): run it again for the same
     numbers."""
+    env_file = given.pop("env_file")
     request = RunRequest(**given)
     request.check()
+    if env_file is not None:
+        _read_env_file(env_file)
     plugins = load_plugins()
     made = chosen = None
     if request.config is None:
+        request = _evaluations(request, names_save_to=False)
         source, chosen, judge = _source(request, plugins), choose_writer(request.writer), choose_judge(request.judge)
         if request.dry_run:
             _dry_run_without_config(source, request.questions, chosen, judge, request.save_to, plugins)
             return
         made = _without_config(source, request.questions, chosen, judge, request.save_to, request.save_config, plugins)
     experiment = _experiment(request, made.path if made else request.config, plugins)
+    if made is None:
+        request = _evaluations(request, names_save_to="save_to" in experiment.config.model_fields_set)
     if request.dry_run:
         _dry_run(experiment, plugins)
         return
     result = _searched(request, experiment, plugins, made, chosen)
     _shown(request, result, experiment, plugins)
+
+
+EVALUATIONS = "VX_EVAL_EVALUATIONS"
+"""Where runs are kept when neither --save-to nor the config says (`vx-eval serve` reads them there too)."""
+
+
+def _read_env_file(path: Path) -> None:
+    """The settings file's variables into this process's environment, those already set kept (python-dotenv
+    reads it as the server's own settings loader does: quotes, ``export``, comments)."""
+    from dotenv import dotenv_values  # lazy: only `--env-file` reads one
+
+    try:
+        values = dotenv_values(path)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise click.BadParameter(f"cannot read {path}: {exc}", param_hint="--env-file") from None
+    for name, value in values.items():
+        if value is not None and name not in os.environ:
+            os.environ[name] = value
+
+
+def _evaluations(request: RunRequest, *, names_save_to: bool) -> RunRequest:
+    """The request with $VX_EVAL_EVALUATIONS as where its report goes, where neither --save-to nor the config
+    (`names_save_to`) says."""
+    kept = os.environ.get(EVALUATIONS, "").strip()
+    if request.save_to or names_save_to or not kept:
+        return request
+    return dataclasses.replace(request, save_to=kept)
 
 
 def _source(request: RunRequest, plugins: Plugins) -> Source:
