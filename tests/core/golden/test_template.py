@@ -30,10 +30,28 @@ def test_pages_with_text_become_units_with_their_printed_number_and_heading():
     assert [u.printed for u in units] == ["iii", "2", "3"]
     assert [u.heading for u in units] == ["Risk management", "Risk management", "4.1 Sustainability"]
     assert hint(units[0]).startswith(
-        "Annual report · page 2 (printed iii) · Risk management: iii Risk management Credit"
+        "Annual report · page 2, printed iii · under Risk management: iii Risk management Credit"
     )
     plain = units_of(Document(id="faq", title="FAQ", text="Short answer."))
     assert [u.id for u in plain] == ["faq"] and hint(plain[0]) == "FAQ: Short answer."
+
+
+def test_the_hint_says_the_page_its_printed_number_and_the_heading_it_sits_under_as_the_seed_words_it():
+    """Kept Markdown's headings (``## …``, a bold line), numbers printed as ``Page 41 of 200``, ``41/200``, or
+    beside a running title (``41 | Annual report``); the printed number said even where it equals the page's
+    place, as the seed's hint says it."""
+    body = f"Credit losses stayed low. {WORDS}"
+    pages = (
+        f"## Risk factors\n{body}\nPage 1 of 3",
+        f"**Liquidity**\n{body}\n2/3",
+        f"3 | Annual report 2025\n{body}",
+        f"Annual report 2025 | 47\nOutlook for 2026\n{body}",
+    )
+    units = units_of(Document(id="r.pdf", title="Annual report", text="", pages=pages))
+    assert [u.printed for u in units] == ["1", "2", "3", "47"]
+    assert [u.heading for u in units] == ["Risk factors", "Liquidity", "Liquidity", "Outlook for 2026"]
+    assert hint(units[0]).startswith("Annual report · page 1, printed 1 · under Risk factors: ## Risk factors")
+    assert hint(units[3]).startswith("Annual report · page 4, printed 47 · under Outlook for 2026: ")
 
 
 def test_units_are_spread_evenly_from_a_seeded_start():

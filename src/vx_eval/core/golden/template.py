@@ -24,8 +24,14 @@ HINT_CHARS = 160
 MIN_PAGE_WORDS = 20
 """Pages with fewer words (a blank, a title page, a lone figure) are left out of page templates."""
 
-PRINTED = re.compile(r"^\s*(?:page\s+|p\.\s*|-\s*)?(\d{1,4}|[ivxlcdm]{1,7})(?:\s*-)?\s*$", re.I)
+_NUMBER = r"(\d{1,4}|[ivxlcdm]{1,7})"
+PRINTED = re.compile(rf"^\s*(?:page\s+|p\.\s*|-\s*)?{_NUMBER}(?:\s*-)?(?:\s*(?:of|/)\s*\d{{1,5}})?\s*$", re.I)
+"""A page number printed alone: ``41``, ``- 41 -``, ``Page 41``, ``Page 41 of 200``, ``41/200``, ``iii``."""
+RUNNING = re.compile(rf"^\s*(?:{_NUMBER}\s*\|\s*\S.{{0,80}}|\S.{{0,80}}?\s*\|\s*{_NUMBER})\s*$", re.I)
+"""A running head or foot with the number beside a title: ``41 | Annual report 2025``, ``Annual report | 41``."""
 HEADING = re.compile(r"^(?:\d+(?:\.\d+)*\.?\s+)?[A-Z][^.!?]{2,80}$")
+MARKED = re.compile(r"^\s*(?:#{1,6}\s+(?P<hash>.+?)\s*#*|\*\*(?P<bold>[^*]+)\*\*|__(?P<under>[^_]+)__)\s*$")
+"""A heading as kept Markdown writes one: ``## Risk factors``, or a line in bold alone."""
 
 
 def _cut(text: str, limit: int) -> str:
@@ -39,19 +45,17 @@ def hint(unit: Unit | Document, limit: int = HINT_CHARS) -> str:
         unit = Unit(unit.id, unit.title, unit.text)
     if unit.page is None:
         return _cut(f"{unit.title}: {unit.text}" if unit.title else unit.text, limit)
-    place = f"page {unit.page}" + (
-        f" (printed {unit.printed})" if unit.printed and unit.printed != str(unit.page) else ""
-    )
-    where = " · ".join(p for p in (unit.title, place, unit.heading) if p)
+    place = f"page {unit.page}" + (f", printed {unit.printed}" if unit.printed else "")
+    where = " · ".join(p for p in (unit.title, place, f"under {unit.heading}" if unit.heading else "") if p)
     return f"{where}: {_cut(unit.text, limit)}"
 
 
 def _printed_number(lines: list[str]) -> str | None:
     """A page number printed alone on one of the page's first or last two lines."""
     for line in lines[:2] + lines[-2:]:
-        match = PRINTED.match(line)
+        match = PRINTED.match(line) or RUNNING.match(line)
         if match:
-            return match.group(1)
+            return next(g for g in match.groups() if g)
     return None
 
 
@@ -59,7 +63,11 @@ def _heading(lines: list[str]) -> str | None:
     """The page's first heading-like line: short, capitalised, no sentence end, not a page number."""
     for line in lines[:8]:
         text = line.strip()
-        if text and not PRINTED.match(text) and HEADING.match(text) and len(text.split()) <= 10:
+        marked = MARKED.match(text)
+        if marked:
+            return next(g for g in marked.groups() if g).strip()
+        numbered = PRINTED.match(text) or RUNNING.match(text)
+        if text and not numbered and HEADING.match(text) and len(text.split()) <= 10:
             return text
     return None
 
