@@ -157,3 +157,41 @@ def test_a_run_reads_golden_from_one_store_saves_to_the_other_and_lists_history(
     out = project.root / "given-back.jsonl"
     assert run_cli("runs", "golden", entries[1].id, "--config", str(config), "--out", str(out)) == 0
     assert out.read_bytes() == raw  # the file as that run read it, after it changed
+
+
+def test_a_store_host_that_cannot_be_reached_is_said_as_such_within_seconds(plugins, monkeypatch, capsys, project):
+    """No network, or a mistyped account: said as unreachable at once, not after the credential chain's and the
+    client's own retries as "the credentials in use may not read" (85 s before)."""
+    import time
+
+    from vx_eval.testing.processes import free_port
+
+    from ..conftest import call
+
+    for name in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "AZURE_STORAGE_CONNECTION_STRING"):
+        monkeypatch.delenv(name, raising=False)
+    started = time.monotonic()
+    with pytest.raises(
+        StoreError,
+        match=r"cannot reach https://vx-eval-no-such-account\.invalid\.blob\.core\.windows\.net: .* does not resolve",
+    ):
+        Stores(plugins).read("https://vx-eval-no-such-account.invalid.blob.core.windows.net/c/golden.jsonl")
+    closed = f"http://127.0.0.1:{free_port()}/devstoreaccount1"  # nothing listens there
+    monkeypatch.setenv(
+        "VX_TEST_BLOB",
+        f"DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=a2V5;BlobEndpoint={closed};",
+    )
+    stores = Stores(plugins, options={"azure-blob": {"connection_string": {"env": "VX_TEST_BLOB"}}})
+    with pytest.raises(
+        StoreError, match=r"cannot reach http://127\.0\.0\.1:\d+/devstoreaccount1: 127\.0\.0\.1:\d+: Connection refused"
+    ):
+        stores.read(f"{closed}/evals/golden.jsonl")
+    code, _, err = call(
+        capsys,
+        "run",
+        str(project.write_config()),
+        "--golden",
+        "https://vx-eval-no-such-account.invalid.blob.core.windows.net/c/golden.jsonl",
+    )
+    assert code == 2 and "cannot reach" in err and "credentials" not in err
+    assert time.monotonic() - started < 10

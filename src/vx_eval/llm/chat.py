@@ -18,7 +18,6 @@ from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, model_validator
 
-from vx_eval.core.errors import redact, service_text
 from vx_eval.plugin import ConfigError, EngineError, KeyedCache, SecretRef, ServiceUrl
 
 Message = dict[str, str]
@@ -176,9 +175,9 @@ class EndpointChat:
                 "or lower its concurrency if it is overloaded"
             ) from None
         except openai.APIConnectionError as exc:
-            raise EngineError(f"cannot reach the chat endpoint {o.url} ({tries}): {service_text(exc)}") from None
+            raise EngineError(f"cannot reach the chat endpoint {o.url} ({tries}): {_said(exc)}") from None
         except openai.APIStatusError as exc:
-            said = service_text(exc)
+            said = _said(exc)
             if exc.status_code < 500 and exc.status_code not in (408, 409, 429):
                 tries = "asked once: a refusal is not retried"
             raise EngineError(f"the chat endpoint {o.url} answered {exc.status_code} ({tries}): {said}") from None
@@ -199,6 +198,13 @@ class EndpointChat:
             return list(pool.map(lambda r: self.complete(r, max_tokens), requests))
 
 
+def _said(exc: BaseException, limit: int = 300) -> str:
+    """What a failed call says, cut (a server's error body may echo the whole request); the command line and
+    the server mask any credential in it when they show it."""
+    text = f"{type(exc).__name__}: {exc}"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 class _NotACompletion(Exception):
     """An endpoint's answer that is not an OpenAI chat completion (what it was, in words)."""
 
@@ -210,7 +216,7 @@ def _content(response: object) -> str:
     if not isinstance(choices, list) or not choices:
         shown = "an empty list of choices" if isinstance(choices, list) else "no choices"
         if not hasattr(response, "choices"):
-            shown = f"a {type(response).__name__}, not a completion: {redact(str(response))[:60]!r}"
+            shown = f"a {type(response).__name__}, not a completion: {str(response)[:60]!r}"
         raise _NotACompletion(shown)
     content = getattr(getattr(choices[0], "message", None), "content", None)
     if content is not None and not isinstance(content, str):

@@ -5,15 +5,14 @@ from __future__ import annotations
 
 import functools
 import os
-import socket
 from collections.abc import Sequence
 from typing import ClassVar
-from urllib.parse import urlsplit
 
 import numpy as np
 
 from vx_eval import hookimpl
 from vx_eval.plugin import DENSE, GPU_BATCH, ModelError, ModelSettings, on_first_use, torch_device
+from vx_eval.plugins.reach import cannot_reach
 
 constants = on_first_use("huggingface_hub.constants")
 
@@ -156,14 +155,8 @@ def hub_reachable(timeout: float = 3.0) -> tuple[bool, str]:
     """Whether the Hugging Face hub answers, asked once per process (HF_HUB_OFFLINE=1 says no at once)."""
     if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes"):
         return False, "HF_HUB_OFFLINE is set"
-    endpoint = urlsplit(os.environ.get("HF_ENDPOINT") or "https://huggingface.co")
-    host = endpoint.hostname or "huggingface.co"
-    port = endpoint.port or (443 if endpoint.scheme == "https" else 80)
-    try:
-        with socket.create_connection((host, port), timeout=timeout):
-            return True, ""
-    except OSError as exc:
-        return False, f"{host}:{port}: {exc.strerror or exc}"
+    why = cannot_reach(os.environ.get("HF_ENDPOINT") or "https://huggingface.co", timeout)
+    return why is None, why or ""
 
 
 @hookimpl

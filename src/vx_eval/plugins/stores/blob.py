@@ -28,11 +28,14 @@ from vx_eval.plugin import (
     on_first_use,
     remember_secret,
 )
+from vx_eval.plugins.reach import cannot_reach
 
 _az_errors = on_first_use("azure.core.exceptions", "blob")
 _az_core = on_first_use("azure.core", "blob")
 
 PUBLIC = ".blob.core.windows.net"
+REACH_SECONDS = 5.0
+"""How long an account's host has to answer before the store says it cannot be reached."""
 
 
 def connection_endpoint(connection_string: str) -> str | None:
@@ -91,6 +94,9 @@ class BlobStore:
 
     def _service(self, account: str) -> Any:
         if account not in self._services:
+            why = cannot_reach(account, REACH_SECONDS)
+            if why is not None:  # said now, not after the credential chain's and the client's own retries
+                raise StoreError(f"cannot reach {account}: {why}")
             try:
                 # lazy: an optional dependency (vx-eval[blob]), loaded only where it is used
                 from azure.storage.blob import BlobServiceClient
@@ -118,7 +124,12 @@ class BlobStore:
             if getattr(exc, "error_code", None) == "ContainerNotFound":
                 raise StoreNotFound(f"the container of {location} does not exist") from None
             raise StoreNotFound(f"{location} does not exist") from None
-        except _az_errors.ClientAuthenticationError:
+        except _az_errors.ClientAuthenticationError as exc:
+            if type(exc).__name__ == "CredentialUnavailableError" or "failed to retrieve a token" in str(exc):
+                raise StoreDenied(
+                    f"no credential was found to {action} {location}: set AZURE_STORAGE_CONNECTION_STRING (or the "
+                    "store's connection_string), or sign in for DefaultAzureCredential (az login, a managed identity)"
+                ) from None
             raise StoreDenied(
                 f"the credentials in use may not {action} {location}: check the connection string or the "
                 "identity's role on the container (Storage Blob Data Reader to read, Contributor to write)"
