@@ -412,7 +412,8 @@ def graded_lines(report: Report) -> list[str]:
         over = f" over the {graded.strict_questions} questions with one" if graded.strict_questions is not None else ""
         lines.append(
             f"  best DCG@10 {best.dcg:.3f} [{lo:.3f}, {hi:.3f}] by {escape(best.label)} ({escape(best.key)}); "
-            f"mean relevance@10 {_maybe(graded.mean_rel, 2)}; with grade ≥ {strict} as relevant{over}: "
+            f"mean relevance {_maybe(graded.mean_rel, 2)} (over the top 10 results returned); "
+            f"with grade ≥ {strict} as relevant{over}: "
             f"p@10 {_maybe(graded.p_strict, 3)}, mrr {_maybe(graded.mrr_strict, 3)}"
         )
     of = f"of {escape(best.key)}"  # the questions below are that setup's

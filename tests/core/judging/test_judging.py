@@ -292,3 +292,22 @@ def test_gullibility_is_the_share_of_unrelated_passages_a_stuffing_raises_to_2()
     assert steady is not None and (steady.pairs, steady.raised, steady.share, steady.example) == (2, 0, 0.0, None)
     assert stuffed("q", "p") == f"p\nq {STUFFING}"
     assert probe(Words(), [("q", ["wire", "card"])], passages) is None  # no passage that does not answer it
+
+
+def test_the_graded_views_mean_relevance_is_databricks_mean_over_every_result_returned():
+    """Mean relevance is the mean grade over every (question, result) pair: a question that got 4 results
+    back is averaged over 4, never divided by 10 as mean_rel@10 is (ir_measures' definition, kept for it)."""
+    from vx_eval.core.measures import metrics
+    from vx_eval.core.measures.batch import Batch, Judged
+    from vx_eval.core.report.schema import Settings
+    from vx_eval.core.run.scoring import graded_summary
+
+    grades = {"q1": {"a": 3, "b": 2, "c": 0, "d": 1}, "q2": {f"u{i}": i % 4 for i in range(10)}}
+    ranked = {"q1": ("a", "b", "c", "d"), "q2": tuple(f"u{i}" for i in range(10))}
+    batch = Batch.of([Judged(ranked[q], ranked[q], grades[q]) for q in grades])
+    graded = graded_summary(batch, [0, 1], Settings())
+    pairs = [3, 2, 0, 1] + [i % 4 for i in range(10)]
+    assert graded.mean_rel == pytest.approx(sum(pairs) / len(pairs))  # 20 / 14
+    assert metrics.parse("mean_rel@10").compute(batch)[0] == pytest.approx(6 / 10)  # ir_measures' own, unchanged
+    lo, hi = graded.ci["mean_rel"]
+    assert lo <= graded.mean_rel <= hi

@@ -184,7 +184,8 @@ class PerQuestion(Frozen):
 
 
 class Graded(Frozen):
-    """A setup's graded view (Databricks' dashboard): DCG@10, mean relevance@10 over ten places, and
+    """A setup's graded view (Databricks' dashboard): DCG@10, mean relevance (Databricks' mean grade over
+    every question and result pair of the top 10: a place no result filled left out), and
     precision@10 and MRR counting grade `strict_grade` or more as relevant, each with its interval."""
 
     depth: int = 10

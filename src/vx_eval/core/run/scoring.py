@@ -10,7 +10,7 @@ import numpy as np
 
 from vx_eval.core.contracts.golden import Question
 from vx_eval.core.golden.units import judge
-from vx_eval.core.measures import metrics, stats, ties
+from vx_eval.core.measures import metrics, standard, stats, ties
 from vx_eval.core.measures.metrics import Judged
 from vx_eval.core.report.schema import (
     Counts,
@@ -239,17 +239,32 @@ def _grades(
     ]
 
 
+def _pairs_mean_grade(batch: metrics.Batch, evaluated: list[int], k: int) -> np.ndarray:
+    """Databricks' mean relevance score: the mean grade over every (question, result) pair of the top `k`, a
+    place no result filled left out (not counted 0, as `mean_rel@k` counts it, after ir_measures). As a
+    column per question whose mean is that pooled mean: each question's summed grades over the evaluated
+    questions' mean number of results (so its interval resamples questions, the count held)."""
+    filled = standard.filled_places(batch, k)
+    sums = np.where(filled, batch.grade, 0).sum(axis=1).astype(float)
+    counts = filled.sum(axis=1)
+    per_question = float(counts[evaluated].mean()) if evaluated else 0.0
+    if per_question == 0:
+        return np.full(len(sums), np.nan)
+    result: np.ndarray = sums / per_question
+    return result
+
+
 def graded_summary(batch: metrics.Batch, evaluated: list[int], settings: Settings) -> Graded:
-    """The graded view of a setup (Databricks' dashboard): DCG@10, mean relevance@10, and precision@10 and
-    MRR counting grade 2 or more as relevant, each with its interval; the mean grade at each of the first
-    ten places (unjudged results count 0, as in DCG; a place no result filled is left out); and DCG@10 per
-    question."""
+    """The graded view of a setup (Databricks' dashboard): DCG@10, mean relevance over the top 10's pairs,
+    and precision@10 and MRR counting grade 2 or more as relevant, each with its interval; the mean grade at
+    each of the first ten places (unjudged results count 0, as in DCG; a place no result filled is left
+    out); and DCG@10 per question."""
     k = GRADED_DEPTH
     strict = batch.at_threshold(STRICT_GRADE)
     can_score = strict.n_rel > 0  # a question with nothing graded 2 or more cannot score the strict measures
     columns = {
         "dcg": metrics.parse(f"dcg@{k}").compute(batch),
-        "mean_rel": metrics.parse(f"mean_rel@{k}").compute(batch),
+        "mean_rel": _pairs_mean_grade(batch, evaluated, k),
         "p_strict": np.where(can_score, metrics.parse(f"p@{k}").compute(strict), np.nan),
         "mrr_strict": np.where(can_score, metrics.parse("mrr").compute(strict), np.nan),
     }
