@@ -29,6 +29,7 @@ from vx_eval.serve.auth import (
 )
 from vx_eval.serve.grading_api import grading_routes
 from vx_eval.serve.limits import BodyLimit, strict_route, unavailable, validation_error
+from vx_eval.serve.mixpeek import mixpeek_routes
 from vx_eval.serve.openapi import complete as complete_openapi
 from vx_eval.serve.pages import login_page
 from vx_eval.serve.runs_api import run_routes
@@ -115,6 +116,7 @@ def create_app(settings: ServeSettings, stores: Stores, throttle: Throttle | Non
 
     app.include_router(run_routes(app.router.route_class))
     app.include_router(grading_routes(app.router.route_class))
+    app.include_router(mixpeek_routes(app.router.route_class))
 
     @app.get("/healthz", summary="Whether the server can answer and run jobs (503 when its queue cannot)")
     async def health() -> Response:
