@@ -304,6 +304,8 @@ def evaluations(tmp_path_factory, plugins, shared_cache) -> Evaluations:
     golden = [json.loads(line) for line in (shipped / "golden.jsonl").read_text(encoding="utf-8").splitlines()]
     for row in golden[1:8]:  # enough graded questions for the graded view (the first is graded already)
         row["grades"] = {doc: 3 - min(i, 2) for i, doc in enumerate(row["expected"])}
+    for i, row in enumerate(golden):  # two types of question, for the graded view per type
+        row["type"] = "keyword" if i % 2 else "natural language"
     write_jsonl(root / "docs.jsonl", docs)
     write_jsonl(
         root / "golden.jsonl",

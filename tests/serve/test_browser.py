@@ -185,3 +185,45 @@ def test_the_saved_page_opens_offline_with_the_reports_picks_and_numbers(browser
     assert page.locator("svg.scatter g.mark").count() == len(report["setups"])
     assert page.locator("#account").count() == 0 and page.locator("#run-menu").count() == 0  # served only
     context.close()
+
+
+def test_the_graded_view_per_type_of_question_and_any_measure_over_runs_in_chromium(
+    server, page, evaluations, tmp_path
+):
+    """Databricks' dashboard per query type: for a run with questions of two types and reranked setups, DCG@10
+    without and with the reranker as bars and in a table, mean relevance in another, the mean grade by place as
+    a line a type; a setup's page draws any measure over runs, chosen from a menu."""
+    report = evaluations.newest_json
+    kinds = {}
+    for s in report["setups"]:
+        if s["graded"]:
+            kinds.update(s["graded"]["by_kind"])
+    assert set(kinds) == {"keyword", "natural language"}
+    page.goto(server["url"] + "/")
+    section = page.locator("#by-type")
+    expect(section).to_be_visible()
+    for table in ("#kind-dcg", "#kind-relevance"):
+        rows = page.locator(f"{table} tbody tr")
+        expect(rows).to_have_count(2)
+        expect(rows.first.locator("td").first).to_have_text("keyword")
+    expect(page.locator("#kind-dcg tbody tr").first.locator("td").nth(2)).not_to_have_text("–")  # without
+    expect(page.locator("#kind-dcg tbody tr").first.locator("td").nth(3)).not_to_have_text("–")  # with the reranker
+    assert page.locator("svg.kind-bars rect").count() >= 4  # two types, each without and with
+    assert page.locator("svg.kind-places path, svg.kind-places polyline").count() >= 2  # a line a type
+    picture = tmp_path / "graded-by-type.png"
+    section.screenshot(path=str(picture))  # docs/graded-by-type.png: VX_EVAL_SCREENSHOTS=docs pytest -k per_type
+    assert picture.stat().st_size > 10_000
+    if folder := os.environ.get("VX_EVAL_SCREENSHOTS"):
+        shutil.copy(picture, Path(folder) / picture.name)
+
+    best = report["picks"]["finds_the_most"]
+    anchor = page.locator(f'section.setup-page[data-key="{best}"]').get_attribute("id")
+    page.goto(f"{server['url']}/#{anchor}")
+    setup = page.locator(f"#{anchor}")
+    menu = setup.locator("select.history-measure")
+    expect(menu).to_be_visible()
+    expect(setup.locator('.over-runs[data-measure="found@10"]')).to_be_visible()
+    menu.select_option("ndcg@10")
+    expect(setup.locator('.over-runs[data-measure="ndcg@10"]')).to_be_visible()
+    expect(setup.locator('.over-runs[data-measure="found@10"]')).to_be_hidden()
+    assert "dcg@10" in [o.get_attribute("value") for o in menu.locator("option").all()]

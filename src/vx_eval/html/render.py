@@ -39,7 +39,12 @@ from vx_eval.views.format import (
 OVER_TIME_SERIES = 7
 GRADED_COLUMNS = (
     ("dcg", "dcg@10", "each of the first 10 results' grade divided by log2(place + 1), summed (DCG@10)"),
-    ("mean_rel", "mean_rel@10", "the average grade of the first 10 places, an ungraded or empty place counting 0"),
+    (
+        "mean_rel",
+        "mean relevance",
+        "the average grade of the results in the first 10 places (Databricks' mean relevance: an ungraded "
+        "result counts 0, an empty place is left out)",
+    ),
     ("p_strict", "p@10 (grade ≥ 2)", "share of the first 10 results graded 2 or 3 (precision@10, Databricks' rule)"),
     ("mrr_strict", "mrr (grade ≥ 2)", "1 over the place of the first result graded 2 or 3, averaged (MRR)"),
 )
@@ -132,7 +137,23 @@ def _setup_charts(v: SetupView, primary_label: str) -> dict[str, Any]:
         marks=[i for i, h in enumerate(v.history) if h.index_changed],
         from_zero=False,
     )
+    measures = list(dict.fromkeys(m for h in v.history for m in h.measures))
+    over_runs = {
+        m: charts.lines(
+            [(str(v.number), v.label, [h.measures.get(m) for h in v.history])],
+            run_labels([h.created_at for h in v.history]),
+            m,
+            "run",
+            f"{v.label}: {m}, run by run",
+            "history-chart",
+            marks=[i for i, h in enumerate(v.history) if h.index_changed],
+            from_zero=False,
+        )
+        for m in measures
+        if m != "found@10" and any(h.measures.get(m) is not None for h in v.history)
+    }
     return {
+        "over_runs": over_runs,
         "positions": charts.bars(
             v.positions, "questions", "place of the first right answer", f"{v.label}: how far down", "positions"
         ),
@@ -233,6 +254,25 @@ def _graded_charts(graded: GradedView) -> tuple[Markup, Markup]:
     return bars, charts.bars(places, "mean grade", "result place", "mean grade by place", "by-place")
 
 
+def _kind_charts(graded: GradedView) -> tuple[Markup, Markup] | None:
+    """Per type of question: DCG@10 without and with the reranker (bars), and the mean grade by place (a line a
+    type), as Databricks' dashboard draws them; None where the questions have no types."""
+    if not graded.kinds:
+        return None
+    rows = []
+    for k in graded.kinds:
+        group = [(name, value, f"{k.kind}, {label}: DCG@10 {value:.3f}")
+                 for name, value, label in (("without", k.plain_dcg, graded.plain_label),
+                                            ("reranked", k.reranked_dcg, graded.reranked_label))
+                 if value is not None]  # fmt: skip
+        rows.append((f"{k.kind} ({k.questions})", group))
+    bars = charts.paired_bars(rows, "DCG@10", "DCG@10 per type of question, without and with the reranker", "kind-bars")
+    series = [(str(i), k.kind, k.by_place) for i, k in enumerate(graded.kinds, start=1)]
+    places = charts.lines(series, [str(i + 1) for i in range(10)], "mean grade", "result place",
+                          f"mean grade by place per type ({graded.best_label})", "kind-places")  # fmt: skip
+    return bars, places
+
+
 def render_page(
     report: Report,
     earlier: Sequence[Report] = (),
@@ -253,6 +293,7 @@ def render_page(
     deciding = report.picking.measure if report.picking else primary
     graded = graded_view(report)
     graded_bars, by_place = _graded_charts(graded) if graded else (None, None)
+    kind_charts = _kind_charts(graded) if graded else None
     metric_names = list(dict.fromkeys((primary, *settings.metrics, *(("dcg@10", "mean_rel@10") if graded else ()))))
     return (
         _environment()
@@ -292,6 +333,8 @@ def render_page(
             graded=graded,
             graded_columns=GRADED_COLUMNS,
             graded_bars=graded_bars,
+            kind_bars=kind_charts[0] if kind_charts else None,
+            kind_places=kind_charts[1] if kind_charts else None,
             by_place=by_place,
             over_time=_over_time(report, earlier, views, primary_meaning.plain),
             menu=menu,

@@ -58,6 +58,17 @@ class HistoryRow:
     primary: float | None
     index_changed: bool
     this_run: bool
+    measures: dict[str, float | None] = field(default_factory=dict)
+    """Every measure that run scored this setup on (and its graded view's DCG@10 and mean relevance), for the
+    page's picker of one measure over runs."""
+
+
+def _measures_of(setup: SetupResult) -> dict[str, float | None]:
+    values: dict[str, float | None] = dict(setup.summary)
+    if setup.graded is not None:
+        values.setdefault("dcg@10", setup.graded.dcg)
+        values["mean relevance"] = setup.graded.mean_rel
+    return values
 
 
 @dataclass
@@ -165,6 +176,7 @@ def _history(report: Report, runs: Sequence[Report], setup: SetupResult) -> list
                 primary=other.summary.get(primary),
                 index_changed=previous is not None and signature != previous,
                 this_run=r.id == report.id,
+                measures=_measures_of(other),
             )
         )
         previous = signature
@@ -219,6 +231,21 @@ class WithWithout:
 
 
 @dataclass
+class KindRow:
+    """One type of question on Databricks' dashboard: DCG@10 and mean relevance without and with the reranker
+    (the best setup of each by DCG@10 over every question)."""
+
+    kind: str
+    questions: int
+    plain_dcg: float | None
+    reranked_dcg: float | None
+    plain_rel: float | None
+    reranked_rel: float | None
+    by_place: list[float | None]
+    """The best setup's mean grade at each of the first ten places, over this type's questions."""
+
+
+@dataclass(frozen=True)
 class GradedView:
     best_key: str
     best_label: str
@@ -232,6 +259,23 @@ class GradedView:
     failed: list[str]
     judge: JudgeInfo | None
     max_grade: int
+    kinds: list[KindRow] = field(default_factory=list)
+    plain_label: str | None = None
+    """The best setup without a reranker (the kinds' "without"), and the best with one (their "with")."""
+    reranked_label: str | None = None
+
+
+def _kind_rows(best: SetupResult, plain: SetupResult | None, reranked: SetupResult | None) -> list[KindRow]:
+    """Each type of question the best setup was graded on, with the best plain and reranked setups' views."""
+    rows = []
+    for kind, view in sorted((best.graded.by_kind if best.graded else {}).items()):
+        mine = [s.graded.by_kind.get(kind) if s is not None and s.graded else None for s in (plain, reranked)]
+        rows.append(KindRow(kind=kind, questions=view.questions,
+                            plain_dcg=mine[0].dcg if mine[0] else None, reranked_dcg=mine[1].dcg if mine[1] else None,
+                            plain_rel=mine[0].mean_rel if mine[0] else None,
+                            reranked_rel=mine[1].mean_rel if mine[1] else None,
+                            by_place=view.mean_grade_by_place))  # fmt: skip
+    return rows
 
 
 def graded_view(report: Report) -> GradedView | None:
@@ -262,6 +306,8 @@ def graded_view(report: Report) -> GradedView | None:
     ]
     dashboard = report.graded_questions
     graded = best.graded or Graded()
+    best_plain = max((s for s in setups.values() if not s.ranker), key=lambda s: dcg(s) or 0.0, default=None)
+    best_reranked = max((s for s in setups.values() if s.ranker), key=lambda s: dcg(s) or 0.0, default=None)
     return GradedView(
         best_key=best_key,
         best_label=best.label,
@@ -275,4 +321,7 @@ def graded_view(report: Report) -> GradedView | None:
         failed=dashboard.failed if dashboard else [],
         judge=report.judge,
         max_grade=report.golden.max_grade,
+        kinds=_kind_rows(best, best_plain, best_reranked),
+        plain_label=best_plain.label if best_plain else None,
+        reranked_label=best_reranked.label if best_reranked else None,
     )

@@ -29,7 +29,7 @@ def test_lint_reports_every_defect_on_every_line_at_once():
     rendered = [d.render("g.jsonl") for d in defects]
     assert rendered == [
         "g.jsonl:2: unknown field 'expect'; did you mean 'expected'? (fields: id, question, expected, grades, "
-        "reference, hint, evidence, draft, metadata)",
+        "reference, hint, evidence, draft, type, metadata)",
         "g.jsonl:2: the same question as line 1",
         "g.jsonl:3: expected is empty: name the ids of the documents that answer it (or give a reference answer "
         "to keep it unscored until it is labelled)",

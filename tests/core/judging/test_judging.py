@@ -311,3 +311,30 @@ def test_the_graded_views_mean_relevance_is_databricks_mean_over_every_result_re
     assert metrics.parse("mean_rel@10").compute(batch)[0] == pytest.approx(6 / 10)  # ir_measures' own, unchanged
     lo, hi = graded.ci["mean_rel"]
     assert lo <= graded.mean_rel <= hi
+
+
+def test_the_graded_view_per_type_is_the_same_view_over_each_types_questions_only():
+    """DCG@10, mean relevance and the mean grade by place per type of question equal the graded view of that
+    type's questions alone; a golden row's `type` is the question's kind (over a drafted `metadata.kind`)."""
+    from vx_eval.core.golden.files import parse_golden
+    from vx_eval.core.measures.batch import Batch, Judged
+    from vx_eval.core.report.schema import Settings
+    from vx_eval.core.run.scoring import graded_summary
+
+    ranked = [("a", "b", "c"), ("u", "v"), ("x", "y", "z", "w")]
+    grades = [{"a": 3, "c": 1}, {"v": 2}, {"x": 1, "y": 3, "w": 2}]
+    kinds = ["keyword", "natural", "keyword"]
+    batch = Batch.of([Judged(r, r, g) for r, g in zip(ranked, grades, strict=True)])
+    whole = graded_summary(batch, [0, 1, 2], Settings(), kinds)
+    assert set(whole.by_kind) == {"keyword", "natural"}
+    keyword = graded_summary(Batch.of([Judged(ranked[i], ranked[i], grades[i]) for i in (0, 2)]), [0, 1], Settings())
+    assert whole.by_kind["keyword"].questions == 2
+    assert whole.by_kind["keyword"].dcg == pytest.approx(keyword.dcg)
+    assert whole.by_kind["keyword"].mean_rel == pytest.approx((3 + 0 + 1 + 1 + 3 + 0 + 2) / 7)
+    assert whole.by_kind["keyword"].mean_grade_by_place == keyword.mean_grade_by_place
+    assert whole.by_kind["natural"].mean_grade_by_place[:2] == [0.0, 2.0]
+    assert graded_summary(batch, [0, 1, 2], Settings()).by_kind == {}  # no types: no view per type
+
+    raw = b'{"id": "a", "question": "q?", "expected": ["d"], "type": "keyword", "metadata": {"kind": "fact"}}\n'
+    raw += b'{"id": "b", "question": "r?", "expected": ["d"], "metadata": {"kind": "fact"}}\n'
+    assert [q.kind for q in parse_golden(raw, "g").questions] == ["keyword", "fact"]

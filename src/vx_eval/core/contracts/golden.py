@@ -25,6 +25,9 @@ class GoldenRow(BaseModel):
     hint: str | None = None
     evidence: list[str] | None = None
     draft: bool = False
+    type: str | None = Field(None, min_length=1, max_length=64)
+    """The question's type (``keyword``, ``natural``, a team's own): the page's views per type read it, as they
+    read a drafted question's ``metadata.kind``."""
     metadata: dict[str, Any] = Field(default_factory=dict)
 
     @field_validator("id", mode="before")

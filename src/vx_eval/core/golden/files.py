@@ -139,7 +139,7 @@ def parse_golden(raw: bytes, source: str) -> GoldenSet:
             grades=dict(row.grades),
             reference=row.reference,
             draft=row.draft,
-            kind=kind if isinstance(kind := row.metadata.get("kind"), str) and kind else None,
+            kind=row.type or (kind if isinstance(kind := row.metadata.get("kind"), str) and kind else None),
             drafted_by=by if isinstance(by := row.metadata.get("drafted_by"), str) and by else None,
         )
         drafts += row.draft  # a draft waiting for labels (or a judge) is still a draft

@@ -200,6 +200,18 @@ class Graded(Frozen):
     """Keyed by the field names: ``dcg``, ``mean_rel``, ``p_strict``, ``mrr_strict``."""
     mean_grade_by_place: list[float | None] = Field(default_factory=list)
     dcg_per_question: list[float | None] = Field(default_factory=list)
+    by_kind: dict[str, GradedKind] = Field(default_factory=dict)
+    """The same view per type of question (the golden file's ``type``, or the kind a writer drafted), where the
+    questions have types: Databricks' dashboard per query type."""
+
+
+class GradedKind(Frozen):
+    """A setup's graded view over the questions of one type."""
+
+    questions: int
+    dcg: float | None = None
+    mean_rel: float | None = None
+    mean_grade_by_place: list[float | None] = Field(default_factory=list)
 
 
 class Neighbour(Frozen):

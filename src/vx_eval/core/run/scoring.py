@@ -15,6 +15,7 @@ from vx_eval.core.measures.metrics import Judged
 from vx_eval.core.report.schema import (
     Counts,
     Graded,
+    GradedKind,
     PerQuestion,
     QuestionStatus,
     Settings,
@@ -161,7 +162,9 @@ def score_setup(
             "summary": summary,
             "ci": ci,
             "relevance_distribution": metrics.relevance_distribution(chosen, 10),
-            "graded": graded_summary(batch, evaluated, settings) if settings.graded else None,
+            "graded": graded_summary(batch, evaluated, settings, [q.kind for q in questions])
+            if settings.graded
+            else None,
             "ties": tie_view(chosen, measures, settings),
         }
     )
@@ -254,7 +257,32 @@ def _pairs_mean_grade(batch: metrics.Batch, evaluated: list[int], k: int) -> np.
     return result
 
 
-def graded_summary(batch: metrics.Batch, evaluated: list[int], settings: Settings) -> Graded:
+def _by_place(batch: metrics.Batch, evaluated: list[int], k: int) -> list[float | None]:
+    """The mean grade at each of the first `k` places over `evaluated` (a place no result filled left out)."""
+    rows = batch.grade[evaluated, :k] if evaluated else np.zeros((0, k))
+    filled = np.arange(rows.shape[1])[None, :] < batch.length[evaluated, None] if evaluated else np.zeros((0, k), bool)
+    by_place = [float(rows[filled[:, r], r].mean()) if filled[:, r].any() else None for r in range(rows.shape[1])]
+    return by_place + [None] * (k - len(by_place))
+
+
+def _kinds(
+    batch: metrics.Batch, evaluated: list[int], kinds: Sequence[str | None], dcg: np.ndarray
+) -> dict[str, GradedKind]:
+    """DCG@10, mean relevance and the mean grade by place per type of question (none where no question has one)."""
+    k = GRADED_DEPTH
+    out: dict[str, GradedKind] = {}
+    for kind in sorted({kinds[i] for i in evaluated if i < len(kinds) and kinds[i]}, key=str):
+        chosen = [i for i in evaluated if i < len(kinds) and kinds[i] == kind]
+        pooled = _pairs_mean_grade(batch, chosen, k)[chosen]
+        mean_rel = float(pooled.mean()) if not np.isnan(pooled).all() else None
+        out[str(kind)] = GradedKind(questions=len(chosen), dcg=float(dcg[chosen].mean()), mean_rel=mean_rel,
+                                    mean_grade_by_place=_by_place(batch, chosen, k))  # fmt: skip
+    return out
+
+
+def graded_summary(
+    batch: metrics.Batch, evaluated: list[int], settings: Settings, kinds: Sequence[str | None] = ()
+) -> Graded:
     """The graded view of a setup (Databricks' dashboard): DCG@10, mean relevance over the top 10's pairs,
     and precision@10 and MRR counting grade 2 or more as relevant, each with its interval; the mean grade at
     each of the first ten places (unjudged results count 0, as in DCG; a place no result filled is left
@@ -270,10 +298,7 @@ def graded_summary(batch: metrics.Batch, evaluated: list[int], settings: Setting
     }
     values = np.column_stack([c[evaluated] for c in columns.values()]) if evaluated else np.zeros((0, len(columns)))
     ci = stats.bootstrap_ci(values, samples=settings.bootstrap, seed=settings.seed)
-    rows = batch.grade[evaluated, :k] if evaluated else np.zeros((0, k))
-    filled = np.arange(rows.shape[1])[None, :] < batch.length[evaluated, None] if evaluated else np.zeros((0, k), bool)
-    by_place = [float(rows[filled[:, r], r].mean()) if filled[:, r].any() else None for r in range(rows.shape[1])]
-    by_place += [None] * (k - len(by_place))
+    by_place = _by_place(batch, evaluated, k)
     with np.errstate(invalid="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # a column no question could score: NaN, shown as none
         means = np.nanmean(values, axis=0) if len(values) else [None] * len(columns)
@@ -286,4 +311,5 @@ def graded_summary(batch: metrics.Batch, evaluated: list[int], settings: Setting
         ci={name: (float(ci[j][0]), float(ci[j][1])) for j, name in enumerate(columns)},
         mean_grade_by_place=by_place,
         dcg_per_question=[float(v) if i in kept else None for i, v in enumerate(columns["dcg"])],
+        by_kind=_kinds(batch, evaluated, kinds, columns["dcg"]),
     )

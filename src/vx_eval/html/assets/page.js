@@ -36,4 +36,13 @@
   };
   window.addEventListener("hashchange", route);
   route();
+  // a setup's page: one measure over runs at a time, chosen from its menu
+  Array.prototype.forEach.call(document.querySelectorAll("select.history-measure"), function (menu) {
+    var card = menu.closest(".card");
+    menu.addEventListener("change", function () {
+      Array.prototype.forEach.call(card.querySelectorAll(".over-runs"), function (chart) {
+        chart.hidden = chart.getAttribute("data-measure") !== menu.value;
+      });
+    });
+  });
 })();
