@@ -109,6 +109,25 @@ class TuneConfig(Strict):
     """Questions searched for real with the chosen setting, timed (the tuned setup's times)."""
 
 
+class ByDocument(Strict):
+    """How a corpus cut into chunks maps each chunk to its document, so that the measures count each document
+    once (a hit is any chunk of it, at the place of its first): the id's part before a ``separator``
+    (``acme-2023::c14`` is ``acme-2023`` with ``::``), or a ``field`` of the chunk's record
+    (``metadata.report``). The golden file's labels may name chunks or documents."""
+
+    separator: str | None = Field(None, min_length=1, max_length=16)
+    field: str | None = Field(None, pattern=r"^[A-Za-z_][\w-]*(\.[A-Za-z_][\w-]*)*$")
+
+    @model_validator(mode="after")
+    def _one_rule(self) -> ByDocument:
+        if (self.separator is None) == (self.field is None):
+            raise ValueError("by_document takes one rule: {separator: '::'} or {field: metadata.report}")
+        return self
+
+    def describe(self) -> str:
+        return f"separator {self.separator!r}" if self.separator is not None else f"field {self.field}"
+
+
 class EvaluationConfig(Strict):
     metrics: list[str] = Field(default_factory=lambda: list(DEFAULT_METRICS))
     depth: int = Field(20, ge=1, le=10_000)
@@ -126,6 +145,15 @@ class EvaluationConfig(Strict):
     """Binary measures count a unit as relevant from this grade on (Databricks: 2)."""
     relevance_field: str | None = Field(None, pattern=r"^[A-Za-z_][\w-]*(\.[A-Za-z_][\w-]*)*$")
     """Grade results by this field's value (dotted path, e.g. metadata.frame_key) instead of document id."""
+    by_document: ByDocument | None = None
+    """Score a chunked corpus by document: each chunk counted as its document (see `ByDocument`)."""
+
+    @model_validator(mode="after")
+    def _one_unit_rule(self) -> EvaluationConfig:
+        if self.by_document is not None and self.relevance_field is not None:
+            raise ValueError("relevance_field and by_document both say what a result counts as: keep one")
+        return self
+
     timing_sample: int | None = Field(None, ge=1)
     """Time this many questions (seeded sample) end to end; the rest may reuse model scores. None: all."""
     throughput: list[int] = Field(default_factory=list)

@@ -112,7 +112,7 @@ class Comparison(BaseModel):
         return [c for c in self.settings if c.affects == "results"]
 
 
-RESULT_SETTINGS = ("depth", "relevance_threshold", "relevance_field", "search.", "targets.")
+RESULT_SETTINGS = ("depth", "relevance_threshold", "relevance_field", "by_document", "search.", "targets.")
 TIME_SETTINGS = ("timing.",)
 PLACES = ("models.scores", "models.embeddings")
 """Where caches were kept: they differ between machines and change nothing."""

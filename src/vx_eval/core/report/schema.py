@@ -127,6 +127,9 @@ class Settings(Frozen):
     alpha: float = 0.05
     relevance_threshold: int = 1
     relevance_field: str | None = None
+    by_document: dict[str, str] | None = None
+    """How a chunked corpus was scored by document (``{"separator": "::"}``, ``{"field": "metadata.report"}``),
+    if it was: a rescore reads the labels the same way."""
     timing: Timing = Field(default_factory=Timing)
     search: dict[str, Any] = Field(default_factory=dict)
     models: dict[str, Any] = Field(default_factory=dict)

@@ -64,6 +64,7 @@ def run_settings(
         alpha=ev.alpha,
         relevance_threshold=ev.relevance_threshold,
         relevance_field=ev.relevance_field,
+        by_document=ev.by_document.model_dump(exclude_none=True) if ev.by_document else None,
         timing=Timing(
             questions_timed=len(timed) if timed is not None else questions,
             questions=questions,

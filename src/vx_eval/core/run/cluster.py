@@ -72,7 +72,8 @@ def _worker_setups(config_path: str, config_sha: str, only: tuple[str, ...], ski
             stores = Stores(plugins, options=experiment.stores)
             targets = open_targets(experiment, plugins, stores, SilentProgress(), build=False)
             setups = enumerate_setups(targets, plugins, only, skip)
-            units = units_for(experiment.config.evaluation.relevance_field, targets)
+            ev = experiment.config.evaluation
+            units = units_for(ev.relevance_field, targets, ev.by_document)
             _OPENED[key] = WorkerSetups(
                 {s.key: s for s in setups}, units, own_models(targets[0].models) if targets else None
             )

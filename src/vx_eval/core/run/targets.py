@@ -4,17 +4,19 @@ documents looked up on each, and what each target is, for the report."""
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from vx_eval.core.config.experiment import Experiment
+from vx_eval.core.config.experiment import ByDocument, Experiment
 from vx_eval.core.contracts.engine import OpenContext, Progress, Target, TargetDescription
 from vx_eval.core.contracts.golden import GoldenSet
 from vx_eval.core.contracts.models import ModelSettings
 from vx_eval.core.errors import service_text
+from vx_eval.core.golden.chunks import by_document, chunked_labels
 from vx_eval.core.golden.sources import FileCorpus, read_corpus, read_golden
 from vx_eval.core.golden.units import document_of
 from vx_eval.core.models.loading import Models, ModelWork, PairScores, check_device
+from vx_eval.core.report.missing import missing_notes
 from vx_eval.core.report.schema import Missing, TargetInfo
 from vx_eval.core.stores import Stores
 
@@ -153,3 +155,24 @@ def describe(target: Target) -> TargetInfo:
             describe_error=service_text(exc),
         )
     return TargetInfo.described(target.engine, capabilities, said)
+
+
+def against_targets(
+    golden: GoldenSet,
+    targets: Sequence[Target],
+    relevance_field: str | None,
+    rule: ByDocument | None,
+    note: Callable[[str], None],
+) -> tuple[GoldenSet, dict[str, Missing]]:
+    """The questions as the run scores them (by document where `rule` says: `core.golden.chunks`), and per
+    target the expected units it does not hold (checked on the labels as written); each note said through
+    `note`: what is missing, and labels that name many chunks of one document where no rule is set."""
+    missing = {} if relevance_field else check_missing(golden, targets)
+    for said in missing_notes(missing):
+        note(said)
+    if rule is not None:
+        return by_document(golden, rule, targets), missing
+    hint = None if relevance_field else chunked_labels(golden)
+    if hint is not None:
+        note(hint)
+    return golden, missing

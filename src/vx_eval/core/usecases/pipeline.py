@@ -26,7 +26,6 @@ from vx_eval.core.judging.grading import GradeCache, grade_run, judge_maker, wit
 from vx_eval.core.judging.noise import judge_noise, noise_words
 from vx_eval.core.measures import metrics
 from vx_eval.core.models.loading import own_models
-from vx_eval.core.report.missing import missing_notes
 from vx_eval.core.report.saving import check_run_id, new_run_id, provenance, save_report
 from vx_eval.core.report.schema import CallCounts, Report, Settings, SetupResult, TargetInfo
 from vx_eval.core.report.views import JudgeInfo, Tuning
@@ -38,7 +37,7 @@ from vx_eval.core.run.load import Load, LoadMeter, cpus, unsteady
 from vx_eval.core.run.search import SearchPlan, SetupRun, search_all
 from vx_eval.core.run.selection import enumerate_setups, futile_setups, measures_for, timing_sample
 from vx_eval.core.run.targets import (
-    check_missing,
+    against_targets,
     close_targets,
     describe,
     open_targets,
@@ -177,7 +176,7 @@ def _search(
     plan = SearchPlan(
         depth=ev.depth,
         seed=ev.seed,
-        unit_of=units_for(ev.relevance_field, targets),
+        unit_of=units_for(ev.relevance_field, targets, ev.by_document),
         timed=timed,
         shard_size=ev.shard_size,
         done=done,
@@ -426,9 +425,7 @@ def run_experiment(experiment: Experiment, plugins: Plugins, options: RunOptions
         executor.close()
         raise
     try:
-        missing = {} if ev.relevance_field else check_missing(golden, targets)
-        for note in missing_notes(missing):
-            options.progress.note(note)
+        golden, missing = against_targets(golden, targets, ev.relevance_field, ev.by_document, options.progress.note)
         searching = _search(experiment, plugins, stores, options, golden, targets, started, executor)
         runs, timed, checkpoints, started = searching.runs, searching.timed, searching.checkpoints, searching.started
         judging = _judge(experiment, plugins, options, golden, labelled, targets, runs, executor)

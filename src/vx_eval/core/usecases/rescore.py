@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from vx_eval.core.contracts.engine import Setup
 from vx_eval.core.contracts.golden import GoldenSet, Question
 from vx_eval.core.errors import ConfigError, GoldenError, quoted
+from vx_eval.core.golden.chunks import rescored_by_document
 from vx_eval.core.golden.files import parse_golden
 from vx_eval.core.judging.grading import GradeCache, judge_maker, judge_run
 from vx_eval.core.measures import metrics
@@ -116,7 +117,8 @@ def rescore(
         )
     if any(s.per_question.status and not s.per_question.results for s in report.setups):
         raise ConfigError(f"run {report.id} kept no rankings (saved before rankings were kept): it cannot be rescored")
-    questions = judged[0] if judged else searched_questions(report, golden)
+    searched = searched_questions(report, golden)
+    questions = judged[0] if judged else rescored_by_document(searched, report.settings.by_document)
     measures = _measures(report, asked)
     threshold = asked.relevance_threshold or report.settings.relevance_threshold
     settings = report.settings.model_copy(
