@@ -227,9 +227,9 @@ def test_four_retrievers_made_to_tie_are_picked_by_the_seeds_rule_and_the_table_
         return search
 
     made = {
-        "a": retriever(24, 15, 4),
-        "b": retriever(24, 16, 8),
-        "c": retriever(23, 20, 1.5),
+        "a": retriever(24, 15, 12),
+        "b": retriever(24, 16, 24),
+        "c": retriever(23, 20, 6),
         "d": retriever(22, 21, 0),
     }
     report = vx_eval.evaluate(made, golden)

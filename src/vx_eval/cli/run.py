@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
+from dotenv import dotenv_values
 from rich.markup import escape
 from rich.syntax import Syntax
 
@@ -244,8 +245,6 @@ EVALUATIONS = "VX_EVAL_EVALUATIONS"
 def _read_env_file(path: Path) -> None:
     """The settings file's variables into this process's environment, those already set kept (python-dotenv
     reads it as the server's own settings loader does: quotes, ``export``, comments)."""
-    from dotenv import dotenv_values  # lazy: only `--env-file` reads one
-
     try:
         values = dotenv_values(path)
     except (OSError, UnicodeDecodeError) as exc:

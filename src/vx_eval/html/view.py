@@ -11,6 +11,7 @@ import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from vx_eval.core.report.schema import Graded, Report, Settings, SetupResult, TargetInfo
 from vx_eval.core.report.views import JudgeInfo
@@ -265,6 +266,22 @@ class GradedView:
     reranked_label: str | None = None
 
 
+def _dcg(s: SetupResult) -> float:
+    return (s.graded.dcg if s.graded else None) or 0.0
+
+
+def _by_type(best: SetupResult, setups: Sequence[SetupResult]) -> dict[str, Any]:
+    """The per-type part of the graded view: each type's row, and which setups are "without" and "with" the
+    reranker (the best of each by DCG@10)."""
+    plain = max((s for s in setups if not s.ranker), key=_dcg, default=None)
+    reranked = max((s for s in setups if s.ranker), key=_dcg, default=None)
+    return {
+        "kinds": _kind_rows(best, plain, reranked),
+        "plain_label": plain.label if plain else None,
+        "reranked_label": reranked.label if reranked else None,
+    }
+
+
 def _kind_rows(best: SetupResult, plain: SetupResult | None, reranked: SetupResult | None) -> list[KindRow]:
     """Each type of question the best setup was graded on, with the best plain and reranked setups' views."""
     rows = []
@@ -306,8 +323,6 @@ def graded_view(report: Report) -> GradedView | None:
     ]
     dashboard = report.graded_questions
     graded = best.graded or Graded()
-    best_plain = max((s for s in setups.values() if not s.ranker), key=lambda s: dcg(s) or 0.0, default=None)
-    best_reranked = max((s for s in setups.values() if s.ranker), key=lambda s: dcg(s) or 0.0, default=None)
     return GradedView(
         best_key=best_key,
         best_label=best.label,
@@ -321,7 +336,5 @@ def graded_view(report: Report) -> GradedView | None:
         failed=dashboard.failed if dashboard else [],
         judge=report.judge,
         max_grade=report.golden.max_grade,
-        kinds=_kind_rows(best, best_plain, best_reranked),
-        plain_label=best_plain.label if best_plain else None,
-        reranked_label=best_reranked.label if best_reranked else None,
+        **_by_type(best, list(setups.values())),
     )

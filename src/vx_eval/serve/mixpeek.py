@@ -24,7 +24,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Body, Depends, Query, Request
 from fastapi.responses import JSONResponse, Response
 from fastapi.routing import APIRoute
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 
 from vx_eval.core.contracts.store import StoreNotFound
@@ -34,90 +34,22 @@ from vx_eval.core.report.schema import Report, SetupResult
 from vx_eval.core.stores import join
 from vx_eval.serve.access import allowed, service_of
 from vx_eval.serve.auth import Principal
-from vx_eval.serve.datasets import NAME, DatasetIn, MixpeekQuery
+from vx_eval.serve.datasets import DatasetIn, MixpeekQuery
+from vx_eval.serve.mixpeek_records import (
+    ACCEPTED_INPUTS,
+    DEFAULT_METRICS,
+    MEASURES,
+    STATUS,
+    UNCUT,
+    CreateDataset,
+    EvaluationConfig,
+    Kept,
+    StartEvaluation,
+)
 from vx_eval.serve.public import public_text
 from vx_eval.serve.records import Job, RunRequest
 from vx_eval.serve.runs_api import submit
 from vx_eval.serve.service import Service
-
-ACCEPTED_INPUTS = ("query",)
-"""What a vx-eval retriever takes as ``query_input``: the question's text."""
-MEASURES = {"precision": "p", "recall": "recall", "f1": "f1", "f2": "f2", "ndcg": "ndcg"}
-"""Mixpeek's cut-off measures and vx-eval's names for them; ``map`` and ``mrr`` are scored uncut."""
-UNCUT = ("map", "mrr")
-DEFAULT_K = (1, 5, 10, 20)
-DEFAULT_METRICS = ("precision", "recall", "f1", "f2", "map", "ndcg", "mrr")
-STATUS = {"pending": "pending", "in_progress": "in_progress", "completed": "completed"}
-"""A vx-eval job's status in Mixpeek's words; ``failed`` and ``cancelled`` are both Mixpeek's ``failed``."""
-
-
-class EvaluationConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    k_values: list[Annotated[int, Field(ge=1, le=100_000)]] = Field(
-        default_factory=lambda: list(DEFAULT_K), min_length=1, max_length=20
-    )
-    metrics: list[str] = Field(default_factory=lambda: list(DEFAULT_METRICS), min_length=1, max_length=7)
-    k_multiples_of_relevant: list[Annotated[int, Field(ge=1, le=100)]] = Field(default_factory=list, max_length=10)
-
-    def measure_names(self) -> list[str]:
-        """vx-eval's measure names for what is asked: each cut-off measure at each k and each multiple of R,
-        ``map`` and ``mrr`` uncut."""
-        names: list[str] = []
-        for metric in self.metrics:
-            if metric in UNCUT:
-                names.append(metric)
-                continue
-            ours = MEASURES[metric]
-            names += [f"{ours}@{k}" for k in self.k_values]
-            names += [f"{ours}@{m}r" for m in self.k_multiples_of_relevant]
-        return list(dict.fromkeys(names))
-
-
-class StartEvaluation(BaseModel):
-    """``POST /v1/retrievers/{retriever_id}/evaluations``: the dataset by name (or id), what to compute."""
-
-    model_config = ConfigDict(
-        extra="forbid",
-        json_schema_extra={
-            "examples": [
-                {
-                    "dataset_name": "product-search-golden",
-                    "evaluation_config": {"k_values": [1, 5, 10, 20], "metrics": ["precision", "recall", "ndcg"]},
-                }
-            ]
-        },
-    )
-    dataset_name: str | None = Field(None, min_length=1, max_length=64)
-    dataset_id: str | None = Field(None, min_length=1, max_length=64)
-    evaluation_config: EvaluationConfig = Field(default_factory=EvaluationConfig)
-
-
-class CreateDataset(BaseModel):
-    """``POST /v1/retrievers/evaluations/datasets``: Mixpeek's ground-truth dataset."""
-
-    model_config = ConfigDict(
-        extra="forbid",
-        json_schema_extra={
-            "examples": [
-                {
-                    "dataset_name": "product-search-golden",
-                    "queries": [
-                        {
-                            "query_id": "q1",
-                            "query_input": {"query": "wireless earbuds"},
-                            "relevant_documents": ["doc_a1", "doc_a2"],
-                            "relevance_scores": {"doc_a1": 5, "doc_a2": 3},
-                        }
-                    ],
-                }
-            ]
-        },
-    )
-    dataset_name: str = Field(min_length=1, max_length=64, pattern=NAME.pattern)
-    queries: list[dict[str, Any]] = Field(min_length=1)
-    relevance_field: str | None = Field(None, min_length=1, max_length=200)
-    description: str | None = Field(None, max_length=2000)
-    metadata: dict[str, Any] | None = None
 
 
 def _invalid(where: list[str | int], message: str) -> Response:
@@ -150,23 +82,6 @@ def _read_queries(given: CreateDataset) -> tuple[list[MixpeekQuery], list[dict[s
             query = query.model_copy(update={"relevance_field": given.relevance_field})
         kept.append(query)
     return kept, skipped
-
-
-class Kept(BaseModel):
-    """What the Mixpeek routes keep beside a dataset version or a run (``mixpeek/`` in the store)."""
-
-    model_config = ConfigDict(extra="ignore")
-    kind: str
-    name: str
-    created_at: str
-    description: str | None = None
-    metadata: dict[str, Any] | None = None
-    relevance_field: str | None = None
-    skipped: list[dict[str, Any]] = Field(default_factory=list)
-    relevant: dict[str, int] = Field(default_factory=dict)
-    """Each evaluated query's number of relevant documents (Mixpeek's ``relevant_count``)."""
-    retriever_id: str | None = None
-    config: dict[str, Any] | None = None
 
 
 def _kept_at(service: Service, kind: str, name: str) -> str:
@@ -376,18 +291,22 @@ def _by_k(setup: SetupResult, asked: set[str]) -> dict[str, dict[str, float]]:
     return grouped
 
 
-def evaluation_view(record: Kept, job: Job | None, report: Report | None, fields: str = "all") -> dict[str, Any]:
-    """One evaluation in Mixpeek's shape: its status, the counts, the metrics and the per-query outcomes."""
+ALL_SKIPPED = "every query skipped: none could be evaluated (see query_results for why)"
+
+
+def _record_view(record: Kept, job: Job | None) -> dict[str, Any]:
+    """What an evaluation says before its report: who, on what, when, and where it stands."""
     config = record.config or {}
-    view: dict[str, Any] = {
+    finished = job.finished_at if job else None
+    return {
         "evaluation_id": record.name,
         "retriever_id": record.retriever_id,
         "dataset_id": config.get("dataset_name"),
         "dataset_name": config.get("dataset_name"),
         "config": {k: v for k, v in config.items() if k != "dataset_name"},
         "created_at": record.created_at,
-        "updated_at": (job.finished_at or job.started_at or record.created_at) if job else record.created_at,
-        "completed_at": job.finished_at if job else None,
+        "updated_at": (finished or job.started_at or record.created_at) if job else record.created_at,
+        "completed_at": finished,
         "namespace_id": "vx-eval",
         "internal_id": "vx-eval",
         "status": STATUS.get(job.status, "failed") if job else "failed",
@@ -395,30 +314,36 @@ def evaluation_view(record: Kept, job: Job | None, report: Report | None, fields
         "overall_metrics": None,
         "metrics_by_k": None,
     }
+
+
+def _report_view(view: dict[str, Any], record: Kept, report: Report, fields: str) -> list[dict[str, Any]]:
+    """The report's numbers added to `view` (the chosen setup's, and every setup's for an experiment); its
+    per-query outcomes."""
+    view["status"] = "completed"
+    setup = _chosen(report, record.retriever_id)
+    asked = set(EvaluationConfig.model_validate(view["config"]).measure_names())
+    view["overall_metrics"] = _scores(setup, asked)
+    view["metrics_by_k"] = _by_k(setup, asked)
+    view["setup"] = setup.key
+    if ":" not in (record.retriever_id or ""):
+        view["setups"] = {s.key: _scores(s, asked) for s in report.setups}
+    return _outcomes(report, setup, asked, record, fields)
+
+
+def evaluation_view(record: Kept, job: Job | None, report: Report | None, fields: str = "all") -> dict[str, Any]:
+    """One evaluation in Mixpeek's shape: its status, the counts, the metrics and the per-query outcomes; a run
+    whose every query skipped is failed, never zeros."""
+    view = _record_view(record, job)
     skipped = [{"query_id": s["query_id"], "status": "skipped", "error": s["error"], "retrieved_count": None,
                 "relevant_count": None} for s in record.skipped]  # fmt: skip
-    outcomes: list[dict[str, Any]] = []
-    if report is not None:
-        view["status"] = "completed"
-        setup = _chosen(report, record.retriever_id)
-        asked = set(EvaluationConfig.model_validate({k: v for k, v in view["config"].items()}).measure_names())
-        view["overall_metrics"] = _scores(setup, asked)
-        view["metrics_by_k"] = _by_k(setup, asked)
-        view["setup"] = setup.key
-        if ":" not in (record.retriever_id or ""):
-            view["setups"] = {s.key: _scores(s, asked) for s in report.setups}
-        outcomes = _outcomes(report, setup, asked, record, fields)
+    outcomes = _report_view(view, record, report, fields) if report is not None else []
     evaluated = sum(1 for o in outcomes if o["status"] == "evaluated")
     view["query_results"] = [*outcomes, *skipped]
     view["total_queries"] = len(outcomes) + len(skipped)
     view["evaluated_queries"], view["skipped_queries"] = evaluated, view["total_queries"] - evaluated
     view["query_count"] = evaluated
-    if job is None and report is None:
-        view["error_message"] = "every query skipped: none could be evaluated (see query_results for why)"
-    elif report is not None and evaluated == 0:
-        view["status"] = "failed"
-        view["error_message"] = "every query skipped: none could be evaluated (see query_results for why)"
-        view["overall_metrics"], view["metrics_by_k"] = None, None
+    if (job is None and report is None) or (report is not None and evaluated == 0):
+        view.update(status="failed", error_message=ALL_SKIPPED, overall_metrics=None, metrics_by_k=None)
     return view
 
 

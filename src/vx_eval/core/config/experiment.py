@@ -17,6 +17,7 @@ from pydantic import (
     model_validator,
 )
 
+from vx_eval.core.config.by_document import ByDocument
 from vx_eval.core.config.endpoints import chat_judge_named, declared_endpoints
 from vx_eval.core.config.validation import SECRET_KEY, Loc, dotted, format_validation_error, yaml_line
 from vx_eval.core.config.yamlio import YamlInputError, parse_yaml
@@ -107,25 +108,6 @@ class TuneConfig(Strict):
     folds: int = Field(5, ge=2, le=50)
     timed: int = Field(20, ge=1, le=1_000)
     """Questions searched for real with the chosen setting, timed (the tuned setup's times)."""
-
-
-class ByDocument(Strict):
-    """How a corpus cut into chunks maps each chunk to its document, so that the measures count each document
-    once (a hit is any chunk of it, at the place of its first): the id's part before a ``separator``
-    (``acme-2023::c14`` is ``acme-2023`` with ``::``), or a ``field`` of the chunk's record
-    (``metadata.report``). The golden file's labels may name chunks or documents."""
-
-    separator: str | None = Field(None, min_length=1, max_length=16)
-    field: str | None = Field(None, pattern=r"^[A-Za-z_][\w-]*(\.[A-Za-z_][\w-]*)*$")
-
-    @model_validator(mode="after")
-    def _one_rule(self) -> ByDocument:
-        if (self.separator is None) == (self.field is None):
-            raise ValueError("by_document takes one rule: {separator: '::'} or {field: metadata.report}")
-        return self
-
-    def describe(self) -> str:
-        return f"separator {self.separator!r}" if self.separator is not None else f"field {self.field}"
 
 
 class EvaluationConfig(Strict):

@@ -13,15 +13,25 @@ from typing import TYPE_CHECKING
 from vx_eval.core.contracts.engine import Hit
 from vx_eval.core.contracts.golden import GoldenSet, Question
 from vx_eval.core.errors import ConfigError
-from vx_eval.core.golden.units import PAGE, FieldUnits
+from vx_eval.core.golden.units import PAGE, FieldUnits, finest_unit
 
 if TYPE_CHECKING:
-    from vx_eval.core.config.experiment import ByDocument
+    from vx_eval.core.config.by_document import ByDocument
     from vx_eval.core.contracts.engine import Target
 
 SEPARATORS = ("::", "#", "__", "/", "|", ":", "_", "-", ".")
 """Where a chunk's id may end its document's: tried in this order when looking for chunked labels."""
 MOST_SHOWN = 3
+
+
+def units_for(
+    relevance_field: str | None, targets: Sequence[Target], by_document: ByDocument | None = None
+) -> Callable[[str, Hit], str | None]:
+    """How the run names each hit: the `relevance_field`'s value where one is set, its document where the corpus
+    is scored `by_document`, else its finest unit."""
+    if by_document is not None:
+        return chunk_units(by_document, targets)
+    return FieldUnits(relevance_field, {t.name: t.handle for t in targets}) if relevance_field else finest_unit
 
 
 def chunk_units(rule: ByDocument, targets: Sequence[Target]) -> Callable[[str, Hit], str | None]:

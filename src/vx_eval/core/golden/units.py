@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from vx_eval.core.contracts.engine import EngineHandle, Hit
@@ -10,8 +10,7 @@ from vx_eval.core.contracts.golden import Question
 from vx_eval.core.measures.metrics import Judged
 
 if TYPE_CHECKING:
-    from vx_eval.core.config.experiment import ByDocument
-    from vx_eval.core.contracts.engine import Target
+    pass
 
 PAGE = "#page="
 _MISSING = object()
@@ -96,15 +95,3 @@ class FieldUnits:
 def finest_unit(target: str, hit: Hit) -> str:
     """A hit's finest unit (``doc`` or ``doc#page=N``), whatever target it came from."""
     return hit.unit
-
-
-def units_for(
-    relevance_field: str | None, targets: Sequence[Target], by_document: ByDocument | None = None
-) -> Callable[[str, Hit], str | None]:
-    """How the run names each hit: the `relevance_field`'s value where one is set, its document where the corpus
-    is scored `by_document` (`core.golden.chunks`), else its finest unit."""
-    if by_document is not None:
-        from vx_eval.core.golden.chunks import chunk_units  # the chunks module builds on this one
-
-        return chunk_units(by_document, targets)
-    return FieldUnits(relevance_field, {t.name: t.handle for t in targets}) if relevance_field else finest_unit

@@ -5,7 +5,8 @@
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterator, KeysView
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 if TYPE_CHECKING:
     from vx_eval.core.report.schema import Report, SetupResult
@@ -40,3 +41,37 @@ def report_value(report: Report, key: str) -> Any:
     if key == "picks":
         return dict(report.picks.items())
     return report.model_dump(mode="json", include={key})[key]
+
+
+class ReadsAsMapping:
+    """A report read as the seed's read-only dict: ``"missing" in report``, ``report["picks"]``, ``keys()``,
+    iteration over its keys, ``len``, ``dict(report)``. Each value is made when asked, one field at a time, so
+    changing it never changes the report."""
+
+    model_fields: ClassVar[dict[str, Any]]
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in type(self).model_fields:
+            raise KeyError(key)
+        return report_value(cast("Report", self), key)
+
+    def __contains__(self, key: object) -> bool:
+        return key in type(self).model_fields
+
+    def __iter__(self) -> Iterator[str]:  # a mapping's keys, not pydantic's (field, value) pairs
+        return iter(list(type(self).model_fields))
+
+    def __len__(self) -> int:
+        return len(type(self).model_fields)
+
+    def keys(self) -> KeysView[str]:
+        return type(self).model_fields.keys()
+
+    def items(self) -> Iterator[tuple[str, Any]]:
+        return ((k, self[k]) for k in type(self).model_fields)
+
+    def values(self) -> Iterator[Any]:
+        return (self[k] for k in type(self).model_fields)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self[key] if key in type(self).model_fields else default

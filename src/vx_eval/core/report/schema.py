@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Iterator, KeysView
 from typing import Any, Literal, Protocol, cast
 
 from pydantic import Field, ValidationError
@@ -20,7 +19,7 @@ from vx_eval.core.contracts.endpoints import ServedUsage
 from vx_eval.core.contracts.engine import TargetDescription
 from vx_eval.core.errors import StoreError, VxEvalError
 from vx_eval.core.plugins import load_plugins
-from vx_eval.core.report.mapping import report_value
+from vx_eval.core.report.mapping import ReadsAsMapping
 from vx_eval.core.report.upgrade import upgrade
 from vx_eval.core.report.views import (
     AllPairs,
@@ -370,7 +369,7 @@ class DerivedFrom(Frozen):
     note: str = ""
 
 
-class Report(Frozen):
+class Report(ReadsAsMapping, Frozen):  # type: ignore[misc]  # iterates its keys, as the seed's dict does
     """One evaluation: every setup's scores, times and per-question results, the picks, and provenance.
     Scores and ids only, never the text of a question or a document."""
 
@@ -422,36 +421,6 @@ class Report(Frozen):
 
     def to_json(self) -> str:
         return self.model_dump_json(indent=1)
-
-    # ---------------------- a read-only mapping, as the seed reads its report (`core.report.mapping`)
-
-    def __getitem__(self, key: str) -> Any:
-        """Read as plain mappings: ``report["picks"]``, ``report["setups"][0]["summary"]``. Each value is made
-        when asked (changing it never changes the report)."""
-        if key not in type(self).model_fields:
-            raise KeyError(key)
-        return report_value(self, key)
-
-    def __contains__(self, key: object) -> bool:
-        return key in type(self).model_fields
-
-    def __iter__(self) -> Iterator[str]:  # type: ignore[override]  # a mapping's keys, as the seed's dict
-        return iter(list(type(self).model_fields))
-
-    def __len__(self) -> int:
-        return len(type(self).model_fields)
-
-    def keys(self) -> KeysView[str]:
-        return type(self).model_fields.keys()
-
-    def items(self) -> Iterator[tuple[str, Any]]:
-        return ((k, self[k]) for k in type(self).model_fields)
-
-    def values(self) -> Iterator[Any]:
-        return (self[k] for k in type(self).model_fields)
-
-    def get(self, key: str, default: Any = None) -> Any:
-        return self[key] if key in type(self).model_fields else default
 
     # ---------------------- for people (the code lives above the core, `vx_eval.python.notebook`: see `_views`)
 

@@ -16,7 +16,7 @@ from vx_eval.core.config.experiment import load_config
 from vx_eval.core.contracts.endpoints import ServedUsage, WorkerCounts
 from vx_eval.core.contracts.engine import Setup, SilentProgress
 from vx_eval.core.errors import PluginError
-from vx_eval.core.golden.units import units_for
+from vx_eval.core.golden.chunks import units_for
 from vx_eval.core.models.loading import own_models
 from vx_eval.core.optional import on_first_use
 from vx_eval.core.plugins import load_plugins

@@ -7,7 +7,8 @@ import difflib
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from vx_eval.core.config.experiment import ByDocument, Experiment
+from vx_eval.core.config.by_document import ByDocument
+from vx_eval.core.config.experiment import Experiment
 from vx_eval.core.contracts.engine import OpenContext, Progress, Target, TargetDescription
 from vx_eval.core.contracts.golden import GoldenSet
 from vx_eval.core.contracts.models import ModelSettings

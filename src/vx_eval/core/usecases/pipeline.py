@@ -17,9 +17,9 @@ from vx_eval.core.contracts.engine import FUSION, Progress, SilentProgress, Targ
 from vx_eval.core.contracts.golden import GoldenSet, Question
 from vx_eval.core.contracts.store import StoreFull
 from vx_eval.core.errors import GoldenError, VxEvalError
+from vx_eval.core.golden.chunks import units_for
 from vx_eval.core.golden.human import with_page_grades
 from vx_eval.core.golden.sources import FileCorpus, read_golden
-from vx_eval.core.golden.units import units_for
 from vx_eval.core.judging.check import measured
 from vx_eval.core.judging.corrected import corrected
 from vx_eval.core.judging.grading import GradeCache, grade_run, judge_maker, with_judged_grades
