@@ -54,8 +54,15 @@ OPTION_SETS: dict[str, tuple[tuple[str, ...], str]] = {
     "prefs": (("-q", "-R", "prefs", "-m", "all_prefs"), "prefs"),
     "qrels_jg": (("-q", "-R", "qrels_jg", "-m", "qrels_jg"), "jg"),
     "qrels_jg -c": (("-q", "-c", "-R", "qrels_jg", "-m", "qrels_jg"), "jg"),
+    "all_trec -q -Z": (("-q", "-m", "all_trec", "-Z", "{zscores}"), "qrels"),
+    "all_trec -q -c -Z": (("-q", "-c", "-m", "all_trec", "-Z", "{zscores}"), "qrels"),
 }
-"""Every option trec_eval takes but -D (its debug output), -Z (its own test covers it) and -T (one format)."""
+"""Every option trec_eval takes but -D (its debug output) and -T (one format); ``{zscores}`` is the case's
+z-score file (`zscores_of`)."""
+ZSCORES = "{zscores}"
+Z_MEASURES = ("map", "P_5", "P_10", "num_ret", "num_rel_ret", "recip_rank", "bpref", "ndcg", "ndcg_cut_10",
+              "Rprec", "iprec_at_recall_0.00", "success_1", "gm_map", "set_F", "runid")  # fmt: skip
+"""Measures a drawn z-score file gives a mean and deviation for (the rest print trec_eval's -1000000)."""
 
 SCRIPTS = (
     "d",  # plain
@@ -224,17 +231,47 @@ def _below_zero(text: bytes, level: int) -> tuple[set[bytes], set[bytes]]:
     return {q for q, v in lowest.items() if v < 0}, {q for q, v in highest.items() if v < 0}
 
 
+def zscores_of(case: Case) -> bytes:
+    """A z-score file for the case (``qid measure mean stddev``), drawn apart from its other files: most
+    questions, most of `Z_MEASURES` for each, now and then a deviation of 0 (trec_eval then prints 0 where the
+    value is the mean, else -1000000). Each question's list, and the file, end with a line whose id sorts
+    after every other: trec_eval's binary search reads one entry past its table when looking for an id above
+    all of them (`convert_zscores.c`), which no file should make it do."""
+    d = _Draw(case.number * 7 + 11)
+    ids = sorted({line.split()[0] for line in (case.qrels + case.run).decode().splitlines() if line.split()})
+    lines = []
+    for qid in ids:
+        if d.chance(0.15):
+            continue
+        for measure in Z_MEASURES:
+            if d.chance(0.2):
+                continue
+            mean = d.number(0, 10_000) / 10_000
+            deviation = 0.0 if d.chance(0.1) else d.number(1, 5_000) / 10_000
+            lines.append(f"{qid} {measure} {mean:.4f} {deviation:.4f}")
+        lines.append(f"{qid} ~ 0 1")  # '~' sorts after every measure's name
+    lines.append("\U0010ffff ~ 0 1")  # sorts after every id (its UTF-8 starts with 0xf4)
+    return _text(lines)
+
+
 def files(case: Case, which: str, folder: Path) -> tuple[Path, Path]:
-    """The case's judgements (`which` of them) and run, written into `folder`."""
+    """The case's judgements (`which` of them) and run, written into `folder`, its z-score file beside them."""
     rel, run = folder / f"{case.number}.{which}", folder / f"{case.number}.run"
     rel.write_bytes(case.judgements(which))
     run.write_bytes(case.run)
+    (folder / f"{case.number}.zscores").write_bytes(zscores_of(case))
     return rel, run
+
+
+def _resolved(flags: tuple[str, ...], rel: Path) -> list[str]:
+    """The flags with ``{zscores}`` as the case's z-score file (beside its judgements)."""
+    zscores = rel.with_name(rel.name.split(".", 1)[0] + ".zscores")
+    return [str(zscores) if flag == ZSCORES else flag for flag in flags]
 
 
 def program_answer(binary: str, flags: tuple[str, ...], rel: Path, run: Path) -> Answer:
     """What the trec_eval program at `binary` prints."""
-    done = subprocess.run([binary, *flags, str(rel), str(run)], capture_output=True, timeout=60)
+    done = subprocess.run([binary, *_resolved(flags, rel), str(rel), str(run)], capture_output=True, timeout=60)
     return Answer(done.returncode == 0, done.stdout if done.returncode == 0 else b"")
 
 
@@ -245,7 +282,7 @@ def vx_eval_answer(flags: tuple[str, ...], rel: Path, run: Path) -> tuple[Answer
     code = 0
     with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(err):
         try:
-            main(["eval", "--trec-format", *flags, str(rel), str(run)])
+            main(["eval", "--trec-format", *_resolved(flags, rel), str(rel), str(run)])
         except SystemExit as exc:
             code = exc.code if isinstance(exc.code, int) else 1
     stdout.flush()

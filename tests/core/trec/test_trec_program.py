@@ -1,6 +1,6 @@
 """`vx-eval eval --trec-format` against the trec_eval 10.0 program itself, line by line, on 2,000 generated
 cases (`vx_eval.testing.trec_cases`: grades -3 to 5, ties, documents listed twice, unanswered and unjudged
-questions, ids in any script) and every option set trec_eval takes (15 of them).
+questions, ids in any script) and every option set trec_eval takes (17 of them, -Z with a drawn z-score file).
 
 Where the program is found (``VX_EVAL_TREC_EVAL``, or ``trec_eval`` on the PATH) or can be built from a source
 tree (``VX_EVAL_TREC_EVAL_SRC``: make runs there), each case is run by both. Everywhere else, CI included

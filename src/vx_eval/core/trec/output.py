@@ -12,6 +12,7 @@ import numpy as np
 
 from vx_eval.core.errors import VxEvalError, quoted
 from vx_eval.core.measures import metrics
+from vx_eval.core.measures.batch import in_order
 from vx_eval.core.measures.trec_only import IPREC_LEVELS
 from vx_eval.core.trec.columns import as_bytes
 from vx_eval.core.trec.files import DEFAULT_MEASURES, Judgements, Run, Shape, score
@@ -150,7 +151,7 @@ def trec_eval_output(
     per_z = None
     if zscores is not None:
         per_z = {c: zscores.all_of(qids, [c], per[c][:, None])[:, 0] for c in per}
-        values = zscores.all_of(qids, trec, values)
+        values = zscores.all_of(qids, trec, _as_kept_by_trec_eval(measures, values))
     table = _Table(qids, kept, per, per_z, values, measures, trec, counts, "Z" if zscores is not None else "")
     lines: list[str] = []
     if printing.per_query:
@@ -236,6 +237,28 @@ def _question_lines(table: _Table, texts: Sequence[tuple[str, Sequence[str]]]) -
     return lines
 
 
+def _as_kept_by_trec_eval(measures: Sequence[metrics.Measure], values: np.ndarray) -> np.ndarray:
+    """The values as trec_eval keeps them per question before -Z converts them: a geometric measure's (gm_map,
+    gm_bpref) as the log of its value, at least `MIN_GEO_MEAN`'s; its average is then exp of the z-scores' mean."""
+    kept = values.copy()
+    for j, m in enumerate(measures):
+        if m.definition.average == "geometric":
+            kept[:, j] = np.log(np.maximum(kept[:, j], metrics.MIN_GEO_MEAN))
+    return kept
+
+
+def _average(m: metrics.Measure, column: np.ndarray, z: str) -> float:
+    """One measure's ``all`` value as trec_eval averages it; under -Z a geometric one is exp of the mean of its
+    questions' z-scores (those of the logs: `_as_kept_by_trec_eval`)."""
+    if np.isnan(column).any():
+        return float("nan")  # trec_eval's averages carry a -nan through (-J's empty lists)
+    if not len(column):
+        return 0.0
+    if z and m.definition.average == "geometric":
+        return float(np.exp(in_order(column) / len(column)))
+    return metrics.average(m, column)
+
+
 def _summary_lines(table: _Table, printing: Printing, judgements: Judgements) -> list[str]:
     """The ``all`` lines: the counts summed, then each measure averaged as trec_eval averages it."""
     kept, z = table.kept, table.z
@@ -249,11 +272,11 @@ def _summary_lines(table: _Table, printing: Printing, judgements: Judgements) ->
     }
     if table.per_z is not None:
         totals |= {"num_q": f"{len(kept):.4f}", **{c: f"{v[kept].sum():.4f}" for c, v in table.per_z.items()}}
+        if printing.complete:  # trec_eval -c counts it again from the qrels, as a raw count: no z-score
+            totals["num_rel"] = f"{int((judgements.grades > 0).sum()):.4f}"
     lines = [f"{z if c != 'runid' else ''}{c:<22}\tall\t{totals[c.lower()]}" for c in table.counts]
     for j, m in enumerate(table.measures):
-        column = table.values[kept, j]
-        # trec_eval's averages carry a -nan through (-J's empty lists); vx-eval's own leave NaN out
-        mean = float("nan") if np.isnan(column).any() else metrics.average(m, column) if len(kept) else 0.0
+        mean = _average(m, table.values[kept, j], z)
         lines.append(f"{z}{table.trec[j]:<22}\tall\t{_shown(mean, _counts(m), z)}")
     return lines
 
