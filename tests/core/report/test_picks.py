@@ -206,7 +206,7 @@ def test_the_picks_follow_the_seeds_rule_in_every_pattern_of_ties():
                     at1=draw.choice((found - 6, found - 3)) / n,
                     ms=draw.choice((4.0, 9.0, 30.0)),
                     failed=draw.random() < 0.05,
-                )  # fmt: skip
+                )
             )
         balance, time = draw.choice((0, 4, 8)), draw.choice((4, 8, 12))
         chosen = picks(rows, balance=balance, time=time)
