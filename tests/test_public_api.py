@@ -138,6 +138,7 @@ SDK = [
     "record_server_time",
     "remember_secret",
     "reuse_allowed",
+    "rewrite",
     "rrf",
     "slug",
     "sweep",

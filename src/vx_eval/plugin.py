@@ -133,7 +133,7 @@ from vx_eval.core.models.loading import (
 from vx_eval.core.optional import on_first_use
 from vx_eval.core.remote import RemotePolicy
 from vx_eval.core.run.fusion import convex, fuse, hit_key, rrf
-from vx_eval.core.stores import conditional_update, full_error, local_folder
+from vx_eval.core.stores import conditional_update, full_error, local_folder, rewrite
 
 __all__ = [
     "DENSE",
@@ -244,6 +244,7 @@ __all__ = [
     "record_server_time",
     "remember_secret",
     "reuse_allowed",
+    "rewrite",
     "rrf",
     "slug",
     "sweep",

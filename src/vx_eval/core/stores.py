@@ -56,6 +56,16 @@ def conditional_update(
     raise StoreBusy(f"{location} kept changing while this change was written ({attempts} tries); try again")
 
 
+def rewrite(store: Store, location: str, change: Change) -> None:
+    """`change` of what `store` holds at `location` (None where nothing is there) written back: the step a
+    store's `update` takes once no other writer can come between (under a lock)."""
+    try:
+        data: bytes | None = store.read(location)
+    except StoreNotFound:
+        data = None
+    store.write(location, change(data))
+
+
 _IN_PROCESS = threading.Lock()
 """Serialises updates on stores that offer no `update` of their own (within this process only)."""
 
@@ -179,11 +189,7 @@ class Stores:
             own(location, change)
             return
         with _IN_PROCESS:
-            try:
-                data: bytes | None = store.read(location)
-            except StoreNotFound:
-                data = None
-            store.write(location, change(data))
+            rewrite(store, location, change)
 
     def exists(self, location: str) -> bool:
         return self.store_for(location).exists(location)

@@ -48,7 +48,7 @@ from vx_eval.serve.mixpeek_records import (
 )
 from vx_eval.serve.public import public_text
 from vx_eval.serve.records import Job, RunRequest
-from vx_eval.serve.runs_api import submit
+from vx_eval.serve.runs_api import cannot_keep, submit
 from vx_eval.serve.service import Service
 
 
@@ -93,11 +93,10 @@ def _keep(service: Service, record: Kept) -> None:
 
 
 def _kept(service: Service, kind: str, name: str) -> Kept | None:
+    """A kept record, or None where there is none or it cannot be read (a damaged record is not served)."""
     try:
         return Kept.model_validate_json(service.stores.read(_kept_at(service, kind, name)))
-    except StoreNotFound:
-        return None
-    except (StoreError, ValidationError):
+    except (StoreError, ValidationError):  # StoreNotFound among them
         return None
 
 
@@ -120,7 +119,7 @@ def create_dataset(
         except GoldenError as exc:
             return _invalid(["queries"], public_text(str(exc)))
         except StoreError as exc:
-            return JSONResponse({"detail": f"the server cannot keep the dataset: {public_text(str(exc))}"}, 507)
+            return cannot_keep("the dataset", exc)
         version = info.current
     else:  # every query skips: kept as Mixpeek keeps it, so that its run can say why it failed
         version = "skipped-only"
@@ -131,7 +130,7 @@ def create_dataset(
         _keep(service, record)
         _keep(service, record.model_copy(update={"name": given.dataset_name}))  # the dataset's newest version
     except StoreError as exc:
-        return JSONResponse({"detail": f"the server cannot keep the dataset: {public_text(str(exc))}"}, 507)
+        return cannot_keep("the dataset", exc)
     service.log.write(event="dataset kept", dataset=given.dataset_name, sha256=version, caller=who.kind, name=who.name)
     body = _dataset_view(given.dataset_name, record, len(queries) + len(skipped), version)
     body["queries"] = given.queries  # what the caller sent, given back as Mixpeek does
@@ -161,19 +160,13 @@ def list_datasets(
     page: Annotated[int, Query(ge=1)] = 1,
     page_size: Annotated[int, Query(ge=1, le=100)] = 20,
 ) -> Response:
-    names = [n for n in service.datasets.names() if _kept(service, "datasets", n) is not None]
-    shown = []
-    for name in names[(page - 1) * page_size : page * page_size]:
-        found = _one_dataset(service, name)
-        if found is not None:
-            shown.append(found)
-    return JSONResponse({"datasets": shown, "total": len(names), "page": page, "page_size": page_size})
+    records = {n: r for n in service.datasets.names() if (r := _kept(service, "datasets", n)) is not None}
+    shown = [_one_dataset(service, n, records[n]) for n in list(records)[(page - 1) * page_size : page * page_size]]
+    return JSONResponse({"datasets": shown, "total": len(records), "page": page, "page_size": page_size})
 
 
-def _one_dataset(service: Service, name: str) -> dict[str, Any] | None:
-    record = _kept(service, "datasets", name)
-    if record is None:
-        return None
+def _one_dataset(service: Service, name: str, record: Kept) -> dict[str, Any]:
+    """A dataset made through these routes, in Mixpeek's shape, from its kept `record`."""
     try:
         info = service.datasets.info(name)
         current = next(v for v in info.versions if v.sha256 == info.current)
@@ -184,10 +177,12 @@ def _one_dataset(service: Service, name: str) -> dict[str, Any] | None:
 
 
 def get_dataset(service: Served, _who: Annotated[Principal, Depends(allowed("dataset.list"))], name: str) -> Response:
-    found = _one_dataset(service, name)
-    if found is None:
+    record = _kept(service, "datasets", name)
+    if record is None:
         return JSONResponse({"detail": f"no dataset {name!r} created through /v1/retrievers/evaluations/datasets"}, 404)
-    return JSONResponse(found)  # the queries' text goes to admins only: GET /api/v1/datasets/{name}/rows
+    return JSONResponse(
+        _one_dataset(service, name, record)
+    )  # the queries' text goes to admins only: GET /api/v1/datasets/{name}/rows
 
 
 def _retriever(service: Service, retriever_id: str) -> tuple[str, str | None] | Response:
@@ -260,7 +255,7 @@ def _start(service: Service, who: Principal, retriever_id: str, body: StartEvalu
     try:
         _keep(service, record)
     except StoreError as exc:
-        return JSONResponse({"detail": f"the server cannot keep the evaluation: {public_text(str(exc))}"}, 507)
+        return cannot_keep("the evaluation", exc)
     answer = {"task_id": run_id, "evaluation_id": run_id, "task_type": "retriever.evaluation",
               "status": "failed" if job is None else STATUS.get(job.status, "failed"), "created_at": stamp}  # fmt: skip
     return JSONResponse(answer, status_code=202)

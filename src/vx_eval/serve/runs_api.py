@@ -45,7 +45,7 @@ def _invalid(field: str, message: str) -> Response:
     return JSONResponse({"detail": [{"loc": ["body", field], "msg": message, "type": "value_error"}]}, status_code=422)
 
 
-def _cannot_keep(what: str, exc: StoreError) -> Response:
+def cannot_keep(what: str, exc: StoreError) -> Response:
     """507 where the store or the jobs folder takes no more writes (a full disk, a read-only file system, no
     permission); 409 where a file already there is damaged."""
     if isinstance(exc, DamagedFile):
@@ -124,7 +124,7 @@ def submit(service: Service, who: Principal, run: RunRequest) -> tuple[Job, bool
         service.log.write(event="run refused: queue full", caller=who.kind, name=who.name)
         return JSONResponse({"detail": str(exc)}, status_code=429, headers={"Retry-After": str(exc.retry_after)})
     except StoreError as exc:
-        return _cannot_keep("the run", exc)
+        return cannot_keep("the run", exc)
     service.log.write(event="run started" if new else "run asked again", run=job.id, experiment=job.experiment,
                       target=job.target, caller=who.kind, name=who.name)  # fmt: skip
     return job, new
@@ -217,7 +217,7 @@ def keep_dataset(
     except GoldenError as exc:
         return _invalid(dataset.given_as, str(exc))
     except StoreError as exc:
-        return _cannot_keep("the dataset", exc)
+        return cannot_keep("the dataset", exc)
     service.log.write(event="dataset kept", dataset=info.name, sha256=info.current, caller=who.kind, name=who.name)
     return JSONResponse({**info.model_dump(), "left_out": [p.render() for p in left_out]}, status_code=201)
 

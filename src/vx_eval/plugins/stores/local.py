@@ -21,6 +21,7 @@ from vx_eval.plugin import (
     full_error,
     is_uri,
     local_folder,
+    rewrite,
     sweep,
 )
 
@@ -104,11 +105,7 @@ class LocalStore:
             path.parent.mkdir(parents=True, exist_ok=True)
             lock = FileLock(path.parent / f".{path.name}.lock", timeout=LOCK_WAIT_S, thread_local=False)
             with lock:
-                try:
-                    data: bytes | None = self.read(location)
-                except StoreNotFound:
-                    data = None
-                self.write(location, change(data))
+                rewrite(self, location, change)
         except Timeout:
             raise StoreBusy(f"{path} stayed locked by another writer for {LOCK_WAIT_S:.0f} s; try again") from None
         except PermissionError:
