@@ -141,7 +141,7 @@ def cranfield(folder: Path) -> Collection:
     return Collection(docs, queries, qrels)
 
 
-READERS = {"scifact": beir, "msmarco-dl19-5k": beir, "vaswani": vaswani, "cranfield": cranfield}
+READERS = {"scifact": beir, "msmarco-dl19-5k": beir, "vaswani": vaswani, "cranfield": cranfield, "nq-utd": beir}
 
 
 def slice_of(collection: Collection, humans: int, others: int, seed: int) -> tuple[list[str], list[str]]:

@@ -9,7 +9,9 @@ For each question, `human` is its measure under people's grades (on the `n` ques
 
 whose variance is Var(human - lam * judge_labelled) / n + lam^2 Var(judge_unlabelled) / N. `lam` is chosen to
 make that least (clipped to 0..1): near 1 where the judge tracks people, 0 where it does not, when the estimate
-is people's mean alone. Paired differences between two setups are the same estimate over per-question
+is people's mean alone. Each question's `lam` is tuned on the other fold of person-graded questions (cross-fitted),
+and the interval takes Student's t: so it covers 95% at 30 person-graded questions, where the papers' covers 93%.
+Paired differences between two setups are the same estimate over per-question
 differences.
 
 To order several setups, `ppi_order` gives every setup the same `lam`, tuned for the contrasts between them
@@ -31,6 +33,10 @@ from dataclasses import dataclass
 from statistics import NormalDist
 
 import numpy as np
+
+from vx_eval.core.optional import on_first_use
+
+_scipy_stats = on_first_use("scipy.stats")
 
 
 @dataclass(frozen=True)
@@ -65,6 +71,37 @@ class PPIEstimate:
         return max(2, math.ceil(self.rectifier_var / room))
 
 
+FOLDS = 2
+"""The folds `lam` is cross-fitted over: each person-graded question's weight is tuned on the others' folds, so
+that the weight never fits the very questions it corrects (`benchmarks/ppi_coverage.py --simulated`)."""
+
+
+def _tuned_lam(y: np.ndarray, f_n: np.ndarray, f_big: np.ndarray) -> float:
+    """PPI++'s weight: Cov(human, judge) / ((1 + n/N) Var(judge)), clipped to 0..1 (0 where too few to tell)."""
+    n, big = len(y), len(f_big)
+    if n < 2 or big == 0:
+        return 0.0
+    pooled = np.concatenate([f_n, f_big])
+    pooled_var = float(np.var(pooled, ddof=1))
+    covariance = float(np.cov(y, f_n, ddof=1)[0, 1])
+    return 0.0 if pooled_var == 0 else min(1.0, max(0.0, covariance / ((1 + n / big) * pooled_var)))
+
+
+def _cross_fitted(y: np.ndarray, f_n: np.ndarray, f_big: np.ndarray) -> np.ndarray:
+    """Each labelled question's weight, tuned on the labelled questions outside its fold (every `FOLDS`-th
+    question a fold) and on every judge-only question; the whole set's weight where a fold would hold under
+    two questions."""
+    n = len(y)
+    if n < 2 * FOLDS:
+        return np.full(n, _tuned_lam(y, f_n, f_big))
+    folds = np.arange(n) % FOLDS
+    lam = np.zeros(n)
+    for k in range(FOLDS):
+        rest = folds != k
+        lam[~rest] = _tuned_lam(y[rest], f_n[rest], f_big)
+    return lam
+
+
 def ppi_mean(
     human: np.ndarray,
     judge_labelled: np.ndarray,
@@ -73,11 +110,17 @@ def ppi_mean(
     *,
     tuned: bool = True,
 ) -> PPIEstimate:
-    """The prediction-powered mean and its `confidence` interval (normal, as the papers give it).
+    """The prediction-powered mean and its `confidence` interval.
 
     `human` and `judge_labelled` pair up question by question (people's and the judge's measure on the
     questions people graded, at least two); `judge_unlabelled` holds the judge's measure on the others.
-    `tuned` False keeps lam at 1 (the original PPI)."""
+    `tuned` False keeps lam at 1 (the original PPI).
+
+    The papers' interval (a normal quantile, lam tuned on the same questions it corrects) covers about 93% at 30
+    person-graded questions, not 95%: lam fitted to those questions makes their rectifier look less variable
+    than it is, and 30 questions' variance is itself unsure. Here lam is cross-fitted (`FOLDS`) and the
+    quantile is Student's t on n - 1 degrees of freedom; on simulated judges (biased, noisy, weak, flipping)
+    that covers 94.8% or more at n = 30, for intervals about 10% wider."""
     y = np.asarray(human, dtype=float)
     f_n = np.asarray(judge_labelled, dtype=float)
     f_big = np.asarray(judge_unlabelled, dtype=float)
@@ -85,19 +128,18 @@ def ppi_mean(
     if n < 2 or len(f_n) != n:
         raise ValueError(f"need at least two questions graded by both people and the judge, paired: {n}, {len(f_n)}")
     if big == 0:
-        lam = 0.0
+        lams = np.zeros(n)
     elif tuned:
-        pooled = np.concatenate([f_n, f_big])
-        pooled_var = float(np.var(pooled, ddof=1)) if len(pooled) > 1 else 0.0
-        covariance = float(np.cov(y, f_n, ddof=1)[0, 1]) if n > 1 else 0.0
-        lam = 0.0 if pooled_var == 0 else min(1.0, max(0.0, covariance / ((1 + n / big) * pooled_var)))
+        lams = _cross_fitted(y, f_n, f_big)
     else:
-        lam = 1.0
-    rectified = y - lam * f_n
-    mean = float(rectified.mean() + (lam * f_big.mean() if big else 0.0))
+        lams = np.ones(n)
+    lam = float(lams.mean())
+    # each question's own estimate of the mean, its fold's weight on the judge's error there: y - lam (f - mean(F))
+    rectified = y - lams * (f_n - (f_big.mean() if big else 0.0))
+    mean = float(rectified.mean())
     rectifier_var = float(np.var(rectified, ddof=1))
     judge_var = float(np.var(f_big, ddof=1)) if big > 1 else 0.0
-    half = NormalDist().inv_cdf(0.5 + confidence / 2) * math.sqrt(
+    half = float(_scipy_stats.t.ppf(0.5 + confidence / 2, n - 1)) * math.sqrt(
         rectifier_var / n + (lam**2 * judge_var / big if big else 0.0)
     )
     return PPIEstimate(mean, mean - half, mean + half, lam, n, big, rectifier_var, judge_var)
