@@ -84,7 +84,9 @@ def _caption(report: Report, width: int | None = None) -> str:
     note = timing_note(report)
     text = f"[lo–hi] 95% interval of {report.settings.primary}; ≈ a paired test cannot tell it from the leader"
     if report.judge and report.judge.circular:
-        text += f"; {CIRCULAR_MARK} ranked or embedded by the judge's own model or family (circular: never picked)"
+        fixed = report.picking.corrected
+        fate = "re-admitted by people's grades" if fixed is not None and fixed.readmitted else "never picked"
+        text += f"; {CIRCULAR_MARK} ranked or embedded by the judge's own model or family (circular: {fate})"
     if note:
         text += f"\ntimes: {note}"
     if width is None:

@@ -9,7 +9,7 @@ from vx_eval.core.measures import metrics
 
 if TYPE_CHECKING:
     from vx_eval.core.report.schema import Report
-    from vx_eval.core.report.views import Gullibility, JudgeInfo
+    from vx_eval.core.report.views import AgreementHere, Gullibility, JudgeInfo
     from vx_eval.core.usecases.plan import Plan
 
 SHARES = ("found", "hit", "recall", "p", "judged")
@@ -197,29 +197,56 @@ def sources_note(report: Report) -> str | None:
         )
     if judge is not None and judge.grades_from.judge:
         who = f"{judge.grades_from.judge:,} grades came from the {judge.judge} judge ({judge_line(judge)})"
-        agreed = judge.agreement
+        agreed, here = judge.agreement, here_line(judge.here)
+        if here is not None:
+            said.append(f"{who}, which {here}")
         if agreed is None or agreed.kappa_quadratic is None:
-            said.append(
-                f"{who}, whose agreement with people has not been measured here: `vx-eval judge check` on a config "
-                "whose golden file people graded measures it"
-            )
+            if here is None:
+                said.append(
+                    f"{who}, whose agreement with people has not been measured here: `vx-eval judge check` on a "
+                    "config whose golden file people graded measures it"
+                )
         else:
             kappa = (
                 f"weighted kappa {agreed.kappa_quadratic:.2f} (quadratic; the same grade on {agreed.exact or 0:.0%} "
                 f"of {agreed.pairs:,} pairs)"
             )
-            said.append(
-                f"{who}, whose agreement with people has not been measured on this data; on {agreed.golden} "
-                f"vx-eval's own check measured {kappa}: `vx-eval judge check` on a config whose golden file your "
-                "people graded measures it here"
-                if agreed.shipped
-                else f"{who}, which agreed with people at {kappa} on {agreed.golden} when `vx-eval judge check` "
-                f"measured it ({agreed.checked_at[:10]})"
-            )
+            when = "vx-eval's own check" if agreed.shipped else f"`vx-eval judge check` ({agreed.checked_at[:10]})"
+            if here is not None:  # this run's own measure said first; the check's is from elsewhere
+                said.append(f"measured elsewhere, not on this run: on {agreed.golden} {when} measured {kappa}")
+            elif agreed.shipped:
+                said.append(
+                    f"{who}, whose agreement with people has not been measured on this data; on {agreed.golden} "
+                    f"vx-eval's own check measured {kappa} (measured elsewhere): `vx-eval judge check` on a config "
+                    "whose golden file your people graded, or people grading some of this run's questions, "
+                    "measures it here"
+                )
+            else:
+                said.append(
+                    f"{who}, which agreed with people at {kappa} on {agreed.golden} when `vx-eval judge check` "
+                    f"measured it ({agreed.checked_at[:10]})"
+                )
             fooled = gullibility_line(agreed.gullibility)
             if fooled:
                 said.append(fooled)
     return "; ".join(said) + "." if said else None
+
+
+def here_line(here: AgreementHere | None) -> str | None:
+    """How far the judge agreed with people on this run's own person-graded questions, in words."""
+    if here is None or here.kappa_quadratic is None:
+        return None
+    tau = ""
+    if here.tau is not None:
+        interval = f" [{here.tau_low:+.2f}, {here.tau_high:+.2f}]" if here.tau_low is not None else ""
+        tau = f"; Kendall's tau {here.tau:+.2f}{interval} between the {here.setups} setups' order by DCG@10 on "
+        tau += "people's grades and on the judge's"
+    return (
+        f"agreed with people on this run's {here.questions} person-graded questions at weighted kappa "
+        f"{here.kappa_quadratic:.2f} (quadratic; the same grade on {here.exact or 0:.0%} of {here.pairs:,} pairs"
+        + (f", {here.assumed_zero:,} of them unjudged by people and counted 0" if here.assumed_zero else "")
+        + f"){tau} (measured here)"
+    )
 
 
 def gullibility_line(found: Gullibility | None) -> str | None:
@@ -268,11 +295,21 @@ def circular_note(report: Report) -> str | None:
     kin = f" or another {judge.family} model" if judge.family else ""
     wrote = [f for f in judge.writer_families if f != judge.family]
     by_writer = f", or a {' or '.join(wrote)} model like the one that drafted the questions," if wrote else ""
-    return (
+    said = (
         f"the judge's model ({judge.model}){kin}{by_writer} also ranks or embeds {n} setup{'s' if n > 1 else ''} "
         f"({shown}): a judge grading its own family's ranking favours it (Clarke & Dietz 2024), as do questions a "
-        "model of the family wrote, so their scores are circular; they are ranked last, marked ○, and left out of "
-        "the picks. A judge and a writer of another family compare them fairly."
+        "model of the family wrote, so their scores by the judge alone are circular"
+    )
+    fixed = report.picking.corrected
+    if fixed is not None and fixed.readmitted:
+        return (
+            f"{said}; people graded {fixed.labelled} of the questions, and their grades correct the judge's bias on "
+            f"every setup (prediction-powered), so {len(fixed.readmitted)} of them, marked ○, are ranked and "
+            f"pickable with the rest on the corrected {fixed.measure}."
+        )
+    return (
+        f"{said}; they are ranked last, marked ○, and left out of the picks. A judge and a writer of another "
+        "family compare them fairly, as do people grading some of the questions."
     )
 
 

@@ -6,7 +6,7 @@ whatever the judge's bias; each lead says about how many questions people would 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import replace
 
 import numpy as np
@@ -52,12 +52,14 @@ def corrected(
     measure: str,
     depth: int,
     threshold: int = 1,
+    related: Collection[str] = (),
 ) -> Corrected | None:
     """The corrected means of `keys`, the best (the judge's unless people's grades overturn it: `guarded_order`)
     and its leads over the others. `questions` are the run's, the first `labelled`
     as people graded them (the rest are read through the judge's grades alone); `judged` holds the judge's
     grades by question index, people's questions included. None where fewer than two questions were graded by
-    both, or none by the judge alone."""
+    both, or none by the judge alone. `related`: the setups the judge is related to, corrected like the rest
+    (people's grades remove its bias on them too) and listed as re-admitted."""
     by_key = {r.setup.key: r for r in runs if r.results}
     keys = [k for k in keys if k in by_key]
     if labelled < 2 or len(questions) <= labelled or leader not in keys or len(keys) < 2:
@@ -79,7 +81,8 @@ def corrected(
     # the judge's order unless people's grades overturn it (`guarded_order`)
     people_l, judge_l, judge_u = (np.stack([values[k][part] for k in keys]) for part in range(3))
     order = guarded_order(people_l, judge_l, judge_u)
-    best = max(zip(keys, order, strict=True), key=lambda kv: (kv[1], kv[0] == leader))[0]
+    ordered = [k for k, _ in sorted(zip(keys, order, strict=True), key=lambda kv: (-kv[1], kv[0] != leader))]
+    best = ordered[0]
     return Corrected(
         measure=measure,
         labelled=labelled,
@@ -88,4 +91,6 @@ def corrected(
         setups=means,
         leads=_leads(values, best, labelled),
         best=best,
+        order=ordered,
+        readmitted=[k for k in keys if k in related],
     )

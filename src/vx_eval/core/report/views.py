@@ -217,6 +217,27 @@ class MeasuredAgreement(Frozen):
     """How easily the same check fooled it with stuffed passages (None: not probed)."""
 
 
+class AgreementHere(Frozen):
+    """How far the judge agreed with people on this run's own person-graded questions (`core.judging.here`):
+    the pairs both graded and the order both give the setups. Measured here, unlike `MeasuredAgreement`."""
+
+    questions: int
+    """People's questions whose results the judge graded too."""
+    pairs: int
+    assumed_zero: int = 0
+    """Pairs whose unit people did not grade, counted as their 0 (as DCG counts it)."""
+    kappa_linear: float | None = None
+    kappa_quadratic: float | None = None
+    exact: float | None = None
+    setups: int = 0
+    tau: float | None = None
+    """Kendall's tau between the setups ordered by DCG@10 on people's grades and on the judge's (people's
+    questions only)."""
+    tau_low: float | None = None
+    tau_high: float | None = None
+    """Tau's 95% bootstrap interval over people's questions."""
+
+
 class JudgeNoise(Frozen):
     """How often each leader leads when the judge's grades are redrawn as people would likely have given
     them (from the judge's measured confusion with people): see `core.judging.noise`."""
@@ -255,6 +276,8 @@ class JudgeInfo(Frozen):
     """`vx-eval judge check` only: every (question id, unit, grade, raw answer)."""
     agreement: MeasuredAgreement | None = None
     """This judge's agreement with people where `vx-eval judge check` has measured it (None: never)."""
+    here: AgreementHere | None = None
+    """Its agreement with people on this run's own person-graded questions (None: people graded none, or all)."""
     circular: list[str] = Field(default_factory=list)
     """The setups the judge's own model, or a model of its family, ranks or embeds: grading them is circular
     (Clarke & Dietz 2024: a judge favours the ranker it is), so they are left out of the picks."""
@@ -323,6 +346,11 @@ class Corrected(Frozen):
     best: str
     """The setup first in the order the judge gives unless people's grades overturn it (`core.measures.ppi.
     guarded_order`): the run's `finds_the_most`."""
+    order: list[str] = Field(default_factory=list)
+    """Every corrected setup in that order, the best first: the table's order."""
+    readmitted: list[str] = Field(default_factory=list)
+    """Setups the judge is related to (`JudgeInfo.circular`), ranked and pickable all the same: people's
+    grades correct the judge's bias on them as on the rest."""
 
     def level_with_best(self) -> list[str]:
         """The corrected best and the setups whose lead interval holds 0: those people's grades cannot tell

@@ -94,9 +94,11 @@ def rank(setups: Sequence[SetupResult], settings: Settings, left_out: Collection
 
 
 def picked_by_people(ranked: Ranking, fixed: Corrected) -> Ranking:
-    """The ranking with its picks following people's correction of the judge (`core.judging.corrected`):
-    `finds_the_most` is the corrected best; a balance or time pick people's grades can tell from it (its lead
-    interval excludes 0) is made again, as the fastest of the setups they cannot (median time)."""
+    """The ranking following people's correction of the judge (`core.judging.corrected`): the table in the
+    corrected order (setups the judge is related to among the rest), the setups people's grades cannot tell
+    from the corrected best marked level with it, `finds_the_most` the corrected best, and a balance or time
+    pick people's grades can tell from it (its lead interval excludes 0), or slower than a re-admitted setup
+    level with it, made again as the fastest of the level setups (median time)."""
     level = fixed.level_with_best()
     by_key = {s.key: s for s in ranked.setups}
     timed = [k for k in level if k in by_key and by_key[k].times_ms.median is not None]
@@ -104,25 +106,74 @@ def picked_by_people(ranked: Ranking, fixed: Corrected) -> Ranking:
     chosen = {"finds_the_most": fixed.best}
     reasons = dict(ranked.picking.reasons)
     judged_best = ranked.picks.finds_the_most
-    if judged_best != fixed.best:
+    if judged_best != fixed.best or fixed.readmitted:
+        first = fixed.setups[fixed.best]
+        alone = (
+            f"; the judge alone put {judged_best} first"
+            if judged_best != fixed.best
+            else f"; {len(fixed.readmitted)} setups the judge is related to are ranked too"
+        )
         reasons["finds_the_most"] = PickReason(
-            text=f"the highest {fixed.measure} corrected by people's grades on {fixed.labelled} questions "
-            f"({fixed.setups[fixed.best].mean:.3f}); the judge alone put {judged_best} first",
+            text=f"first in the judge's order of the {len(fixed.order)} setups unless people's grades on "
+            f"{fixed.labelled} questions overturn it, {fixed.measure} corrected by them {first.mean:.3f} "
+            f"({first.low:.3f}–{first.high:.3f}){alone}",
             measure=fixed.measure,
         )
     for name in ("best_for_balance", "best_for_time"):
-        if getattr(ranked.picks, name) in level:
+        now = getattr(ranked.picks, name)
+        if now in level and not (fastest in fixed.readmitted and fastest != now and name == "best_for_time"):
             continue
         chosen[name] = fastest
+        why = (
+            f"the judge's own pick, {now}, is surely worse by people's correction"
+            if now not in level
+            else f"{fastest}, which the judge is related to, is re-admitted by people's grades"
+        )
         reasons[name] = PickReason(
             text=f"the fastest of the {len(level)} setups people's grades cannot tell from {fixed.best} "
-            f"(corrected {fixed.measure}); the judge's own pick, {getattr(ranked.picks, name)}, is surely worse "
-            "by people's correction",
+            f"(corrected {fixed.measure}); {why}",
             measure=fixed.measure,
         )
     picks_now = ranked.picks.model_copy(update=chosen)
-    picking = ranked.picking.model_copy(update={"corrected": fixed, "reasons": reasons})
-    return replace(ranked, picks=picks_now, picking=picking)
+    sure, needed = _sure_by_people(fixed, level)
+    # the judge's tie note spoke of the setups it could rank alone; with every setup re-admitted it no longer holds
+    note = None if fixed.readmitted else ranked.picking.note
+    picking = ranked.picking.model_copy(
+        update={"corrected": fixed, "reasons": reasons, "sure": sure, "questions_needed": needed, "note": note}
+    )
+    return replace(
+        ranked, setups=_in_corrected_order(ranked.setups, fixed, set(level)), picks=picks_now, picking=picking
+    )
+
+
+def _in_corrected_order(setups: Sequence[SetupResult], fixed: Corrected, level: Collection[str]) -> list[SetupResult]:
+    """The setups ranked in the corrected order (those it does not hold after, as they were), each marked
+    level with the best where people's grades cannot tell them apart."""
+    place = {k: i for i, k in enumerate(fixed.order)}
+    ordered = sorted(setups, key=lambda s: (place.get(s.key, len(place)), s.rank))
+    return [
+        s.model_copy(update={"rank": rank, "tied_with_best": s.key in level if s.key in place else s.tied_with_best})
+        for rank, s in enumerate(ordered, start=1)
+    ]
+
+
+def _sure_by_people(fixed: Corrected, level: Sequence[str]) -> tuple[str | None, int | None]:
+    """ "Not sure" in words where people's grades cannot tell the corrected best from some setup, with about
+    how many person-graded questions would tell it from the first of them; (None, None) where they can."""
+    others = [k for k in fixed.order if k in level and k != fixed.best]
+    if not others:
+        return None, None
+    runner = others[0]
+    settle = fixed.leads[runner].settle_with
+    shown = ", ".join(others[:3]) + (" …" if len(others) > 3 else "")
+    text = (
+        f"not sure: people's grades on {fixed.labelled} questions, correcting the judge's on {fixed.unlabelled}, "
+        f"cannot tell {fixed.best} from {len(others)} other setup{'s' if len(others) > 1 else ''} ({shown}) on "
+        f"corrected {fixed.measure}"
+    )
+    if settle is not None:
+        text += f"; about {settle} person-graded questions would tell it from {runner} at the difference seen"
+    return text + ".", settle
 
 
 def _fastest(picker: picks.Picker, group: Sequence[str]) -> str | None:

@@ -21,14 +21,12 @@ from vx_eval.core.golden.chunks import units_for
 from vx_eval.core.golden.human import with_page_grades
 from vx_eval.core.golden.sources import FileCorpus, read_golden
 from vx_eval.core.judging.check import measured
-from vx_eval.core.judging.corrected import corrected
-from vx_eval.core.judging.grading import GradeCache, grade_run, judge_maker, with_judged_grades
-from vx_eval.core.judging.noise import judge_noise, noise_words
+from vx_eval.core.judging.grading import judge_maker
 from vx_eval.core.measures import metrics
 from vx_eval.core.models.loading import own_models
 from vx_eval.core.report.saving import check_run_id, new_run_id, provenance, save_report
 from vx_eval.core.report.schema import CallCounts, Report, Settings, SetupResult, TargetInfo
-from vx_eval.core.report.views import JudgeInfo, Tuning
+from vx_eval.core.report.views import Tuning
 from vx_eval.core.run import assembly, ranking, scoring, tuning
 from vx_eval.core.run.checkpoints import Checkpoints, new_manifest, start_checkpoints
 from vx_eval.core.run.cluster import DaskExecutor
@@ -45,6 +43,7 @@ from vx_eval.core.run.targets import (
     run_models,
 )
 from vx_eval.core.stores import Stores
+from vx_eval.core.usecases.judging_stage import corrected_ranking, judge_stage, judged_ranking
 from vx_eval.core.usecases.plan import Plan, plan_run
 
 if TYPE_CHECKING:
@@ -52,9 +51,6 @@ if TYPE_CHECKING:
 
 
 THROUGHPUT_QUESTIONS = 50
-JUDGE_RIVALS = 4
-"""Setups level with the leader rescored under the judge's noise (the first four in rank order): each costs a
-scoring of every question per draw."""
 
 
 @dataclass(frozen=True)
@@ -212,53 +208,6 @@ def _throughput_pass(
         advance(1)
 
 
-@dataclass(frozen=True)
-class Judged:
-    """What the judge gave the run: the questions with its grades added (people's win), what the report says
-    of it, and its grades by question index (people's questions' results too, where some were judge-only)."""
-
-    questions: list[Question]
-    info: JudgeInfo | None = None
-    grades: dict[int, dict[str, int]] = field(default_factory=dict)
-
-
-def _judge(
-    experiment: Experiment,
-    plugins: Plugins,
-    options: RunOptions,
-    golden: GoldenSet,
-    labelled: int,
-    targets: list[Target],
-    runs: list[SetupRun],
-    executor: Executor,
-) -> Judged:
-    """The questions with the judge's grades added where the config names a judge (human labels win). Where
-    people graded some questions and the judge alone the others, the judge grades people's questions' results
-    too, so that its error can be measured and its measure corrected (`core.judging.corrected`)."""
-    ev = experiment.config.evaluation
-    if not ev.judge:
-        return Judged(list(golden.questions))
-    settings = experiment.judges.get(ev.judge)
-    make = judge_maker(plugins, ev.judge, settings)
-    cluster = executor.model_work()
-    mixed = labelled >= 2 and len(golden.questions) > labelled
-    with GradeCache(experiment.config.models.scores.with_name("grades.db")) as cache:
-        grading = grade_run(
-            runs,
-            list(golden.questions),
-            targets,
-            make(own_models(targets[0].models)),
-            ev.judge_depth,
-            cache,
-            options.progress,
-            everything=options.judge_everything,
-            on=cluster.judging(own_models(targets[0].models), ev.judge, settings) if cluster else None,
-            also=range(labelled) if mixed else (),
-        )
-    questions = [with_judged_grades(q, grading.judged.get(i, {})) for i, q in enumerate(golden.questions)]
-    return Judged(questions, grading.info, grading.judged)
-
-
 def _tune(
     experiment: Experiment,
     plugins: Plugins,
@@ -297,71 +246,6 @@ def _tune(
         extra.append(scoring.score_setup(run, questions, measures, settings))
         infos.append(tuned.info.model_copy(update={"timed": len(asked)}))
     return extra, Tuning(folds=tune.folds, hybrids=infos)
-
-
-def _judged_ranking(
-    ranked: ranking.Ranking,
-    runs: list[SetupRun],
-    questions: list[Question],
-    golden: GoldenSet,
-    judged: JudgeInfo | None,
-    settings: Settings,
-) -> ranking.Ranking:
-    """The ranking with how sure its pick is under the judge, where a judge graded and its agreement with
-    people was measured (`core.judging.noise`): the leader and the setups level with it (or, where none is,
-    the one ranked next) scored again with the judge's grades redrawn."""
-    best = ranked.picks.finds_the_most
-    if judged is None or judged.agreement is None or best is None:
-        return ranked
-    level = [s.key for s in ranked.setups if s.tied_with_best and s.key != best and s.key not in judged.circular]
-    following = [s.key for s in ranked.setups if s.key != best and s.pickable and s.key not in judged.circular]
-    contenders = [best, *(level or following)[: JUDGE_RIVALS if level else 1]]
-    noise = judge_noise(
-        runs,
-        questions,
-        golden.questions,
-        contenders,
-        ranked.picking.measure,
-        judged.agreement,
-        settings.depth,
-        settings.relevance_threshold,
-        seed=settings.seed,
-    )
-    if noise is None:
-        return ranked
-    picking = ranked.picking.model_copy(update={"judge_noise": noise, "judge_sure": noise_words(noise, best)})
-    return dataclasses.replace(ranked, picking=picking)
-
-
-def _corrected(
-    ranked: ranking.Ranking,
-    runs: list[SetupRun],
-    golden: GoldenSet,
-    labelled: int,
-    judging: Judged,
-    settings: Settings,
-) -> ranking.Ranking:
-    """The ranking with each pickable setup's measure corrected by people's grades, where a judge graded most
-    questions and people some (and graded people's questions' results too)."""
-    best = ranked.picks.finds_the_most
-    if judging.info is None or best is None or not judging.grades:
-        return ranked
-    circular = set(judging.info.circular)
-    keys = [s.key for s in ranked.setups if s.pickable and s.key not in circular]
-    fixed = corrected(
-        runs,
-        list(golden.questions),
-        labelled,
-        judging.grades,
-        keys,
-        best,
-        ranked.picking.measure,
-        settings.depth,
-        settings.relevance_threshold,
-    )
-    if fixed is None:
-        return ranked
-    return ranking.picked_by_people(ranked, fixed)
 
 
 def _with_calls(described: dict[str, TargetInfo], calls: dict[str, dict[str, int]]) -> dict[str, TargetInfo]:
@@ -428,7 +312,9 @@ def run_experiment(experiment: Experiment, plugins: Plugins, options: RunOptions
         golden, missing = against_targets(golden, targets, ev.relevance_field, ev.by_document, options.progress.note)
         searching = _search(experiment, plugins, stores, options, golden, targets, started, executor)
         runs, timed, checkpoints, started = searching.runs, searching.timed, searching.checkpoints, searching.started
-        judging = _judge(experiment, plugins, options, golden, labelled, targets, runs, executor)
+        judging = judge_stage(
+            experiment, plugins, options.progress, options.judge_everything, golden, labelled, targets, runs, executor
+        )
         questions, judged = judging.questions, judging.info
         if judged is not None:
             agreement = measured(stores, options.save_to or config.save_to, judged)
@@ -464,8 +350,8 @@ def run_experiment(experiment: Experiment, plugins: Plugins, options: RunOptions
         targets=described,
         missing=missing,
         settings=settings,
-        ranking=_corrected(
-            _judged_ranking(ranked, runs, questions, golden, judged, settings),
+        ranking=corrected_ranking(
+            judged_ranking(ranked, runs, questions, golden, judged, settings),
             runs,
             golden,
             labelled,
