@@ -360,9 +360,10 @@ def _kept(
     elif report.rankings is not None and not held(report):  # read without its rankings: read them now
         report = load_report(report.id, runs=runs)
     if golden is None:
-        kept = parse_golden(golden_bytes(stores, save_to, report), f"the golden file of run {report.id}")
+        where = f"the golden file of run {report.id}"
+        kept = parse_golden(golden_bytes(stores, save_to, report), where, judged=report.judge is not None)
     elif isinstance(golden, str | Path):
-        kept = read_golden(str(golden), stores)
+        kept = read_golden(str(golden), stores, judged=report.judge is not None)
     else:
         kept = golden_set(golden, queries)
     return report, stores, save_to, kept, searched_questions(report, kept)

@@ -32,7 +32,8 @@ def test_lint_reports_every_defect_on_every_line_at_once():
         "reference, hint, evidence, draft, type, metadata)",
         "g.jsonl:2: the same question as line 1",
         "g.jsonl:3: expected is empty: name the ids of the documents that answer it (or give a reference answer "
-        "to keep it unscored until it is labelled)",
+        "to keep it unscored until it is labelled, or name a judge in the config's evaluation.judge to grade its "
+        "results)",
         "g.jsonl:3: id 'q1' is already used on line 1",
         "g.jsonl:4:54: invalid JSON: Expecting property name enclosed in double quotes",
         "g.jsonl:5: question: Input should be a valid string (got 5)",
@@ -135,3 +136,13 @@ def test_a_golden_line_holding_a_line_separator_in_a_string_is_one_row():
     golden = parse_golden(raw, "g.jsonl")
     [only] = golden.questions
     assert only.question == "first\u2028second\x85third\u2029fourth?" and only.expected == ("d",)
+
+
+def test_a_question_with_no_expected_ids_waits_for_the_judge_where_one_grades_the_run():
+    """The docs' promise: rows with a question and no expected ids are graded by the run's judge; without a
+    judge they are a defect, as before."""
+    raw = b'{"id": "a", "question": "How do I wire money?", "expected": ["d1"]}\n{"id": "b", "question": "Fees?"}\n'
+    with pytest.raises(GoldenError, match="line|expected is empty"):
+        parse_golden(raw, "g.jsonl")
+    golden = parse_golden(raw, "g.jsonl", judged=True)
+    assert [q.id for q in golden.questions] == ["a"] and [q.id for q in golden.waiting] == ["b"]

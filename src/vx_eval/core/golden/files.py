@@ -66,18 +66,21 @@ class _Seen:
 
     ids: dict[str, int] = field(default_factory=dict)
     questions: dict[str, int] = field(default_factory=dict)
+    judged: bool = False
+    """A judge grades the run: a question with no expected ids waits for its grades, not an error."""
 
     def check(self, number: int, row: GoldenRow) -> list[Defect]:
         defects = []
         if row.question.strip():
             judged = [u for u in row.expected if u.strip()] or row.grades  # grades alone: judged, none relevant
-            if not judged and not (row.reference or "").strip():
+            if not judged and not (row.reference or "").strip() and not self.judged:
                 defects.append(
                     Defect(
                         number,
                         None,
-                        "expected is empty: name the ids of the documents that answer it "
-                        "(or give a reference answer to keep it unscored until it is labelled)",
+                        "expected is empty: name the ids of the documents that answer it (or give a reference "
+                        "answer to keep it unscored until it is labelled, or name a judge in the config's "
+                        "evaluation.judge to grade its results)",
                     )
                 )
             key = question_key(row.question)
@@ -96,8 +99,9 @@ class _Seen:
         return defects
 
 
-def lint(raw: bytes) -> tuple[list[Defect], list[tuple[int, GoldenRow]]]:
-    """Every defect on every line at once, and the rows that parsed, with their line numbers."""
+def lint(raw: bytes, *, judged: bool = False) -> tuple[list[Defect], list[tuple[int, GoldenRow]]]:
+    """Every defect on every line at once, and the rows that parsed, with their line numbers. `judged`: a
+    judge grades the run, so a question with no expected ids is no defect (it waits for the judge's grades)."""
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -105,7 +109,7 @@ def lint(raw: bytes) -> tuple[list[Defect], list[tuple[int, GoldenRow]]]:
         return [Defect(at, None, "not UTF-8 text; save the file as UTF-8")], []
     defects: list[Defect] = []
     rows: list[tuple[int, GoldenRow]] = []
-    seen = _Seen()
+    seen = _Seen(judged=judged)
     for number, line in enumerate(jsonl_lines(text), start=1):
         if not line.strip():
             continue
@@ -120,9 +124,10 @@ def lint(raw: bytes) -> tuple[list[Defect], list[tuple[int, GoldenRow]]]:
     return defects, rows
 
 
-def parse_golden(raw: bytes, source: str) -> GoldenSet:
-    """Parse golden bytes; every defect in the file is raised at once as one `GoldenError`."""
-    defects, rows = lint(raw)
+def parse_golden(raw: bytes, source: str, *, judged: bool = False) -> GoldenSet:
+    """Parse golden bytes; every defect in the file is raised at once as one `GoldenError`. `judged`: as in
+    `lint` (questions with no expected ids wait for the judge)."""
+    defects, rows = lint(raw, judged=judged)
     if defects:
         shown = [d.render(source) for d in defects[:50]]
         more = f"\n… and {len(defects) - 50} more" if len(defects) > 50 else ""

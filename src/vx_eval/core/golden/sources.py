@@ -33,9 +33,9 @@ def is_beir_folder(location: str) -> bool:
 # ---------------------------------------------------------------------------------------------- golden
 
 
-def read_golden(source: GoldenSource | str, stores: Stores) -> GoldenSet:
+def read_golden(source: GoldenSource | str, stores: Stores, *, judged: bool = False) -> GoldenSet:
     """Read golden questions from a JSONL file in any store, or import a BEIR folder's queries and qrels or a
-    TREC folder's topics and qrels."""
+    TREC folder's topics and qrels. `judged`: a judge grades the run (`parse_golden`)."""
     if isinstance(source, str):
         source = GoldenSource(path=source)
     beir = source.format == "beir" or (source.format == "auto" and is_beir_folder(source.path))
@@ -52,7 +52,7 @@ def read_golden(source: GoldenSource | str, stores: Stores) -> GoldenSet:
         raw, where = stores.read(source.path), source.path
     if source.limit is not None:
         raw, where = first_lines(raw, source.limit), f"{where} (first {source.limit})"
-    golden = parse_golden(raw, where)
+    golden = parse_golden(raw, where, judged=judged)
     return dataclasses.replace(golden, left_out=left_out) if left_out else golden
 
 

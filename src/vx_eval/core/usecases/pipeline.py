@@ -115,7 +115,9 @@ def _questions(experiment: Experiment, stores: Stores) -> tuple[GoldenSet, int]:
     questions people labelled."""
     ev = experiment.config.evaluation
     golden = experiment.questions or with_page_grades(
-        read_golden(experiment.config.golden_source, stores), experiment.config.golden_source, stores
+        read_golden(experiment.config.golden_source, stores, judged=bool(ev.judge)),
+        experiment.config.golden_source,
+        stores,
     )
     labelled = golden.labelled
     if ev.judge and golden.waiting:  # a judge grades their results: they are searched too

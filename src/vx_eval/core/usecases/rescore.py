@@ -160,7 +160,7 @@ def rescore(
 def kept_questions(report: Report, golden_raw: bytes, where: str) -> tuple[GoldenSet, list[Question]]:
     """The run's golden file (the exact bytes it read) and its questions in the order the run searched them."""
 
-    golden = parse_golden(golden_raw, where)
+    golden = parse_golden(golden_raw, where, judged=report.judge is not None)
     return golden, searched_questions(report, golden)
 
 
