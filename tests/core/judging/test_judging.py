@@ -160,7 +160,7 @@ def test_the_command_line_shows_the_graded_dashboard_and_judge_check_measures(ju
     code, out, err = call(capsys, "run", str(judged_project), "--html", str(page))
     kappa = f"{said['kappa_quadratic']:.2f}"
     said = " ".join(out.split())  # the store's check is from elsewhere (its golden file), this run's own measure first
-    assert f"measured elsewhere, not on this run: on golden.jsonl `vx-eval judge check` (" in said
+    assert "measured elsewhere, not on this run: on golden.jsonl `vx-eval judge check` (" in said
     assert f"measured weighted kappa {kappa}" in said and "this run's 5 person-graded questions" in said
     assert f"weighted kappa {kappa}" in page.read_text()
     code, _, err = call(capsys, "judge", "check", str(judged_project), "--judge", "oracle")
