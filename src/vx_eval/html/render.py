@@ -24,6 +24,7 @@ from vx_eval.html.view import (
     setup_views,
 )
 from vx_eval.views.format import (
+    audit_headline,
     circular_note,
     corpus_note,
     corrected_words,
@@ -31,6 +32,7 @@ from vx_eval.views.format import (
     meaning,
     measures_shown,
     sources_note,
+    suspect_lines,
     tie_notes,
     timing_note,
     tuning_notes,
@@ -309,6 +311,8 @@ def render_page(
             older=older,
             account=account,
             sources=sources_note(report),
+            audit_headline=audit_headline(report),
+            suspects=suspect_lines(report),
             corpus_note=corpus_note(report),
             start=start_form(account.start) if account and account.start else None,
             picks=_picks(report, by_key),

@@ -12,6 +12,7 @@ from rich.table import Table
 
 from vx_eval.core.optional import on_first_use
 from vx_eval.views.format import (
+    audit_headline,
     circular_note,
     corpus_note,
     fmt,
@@ -22,6 +23,7 @@ from vx_eval.views.format import (
     measures_shown,
     pick_doubts,
     sources_note,
+    suspect_lines,
     tie_notes,
     timing_note,
     tuning_notes,
@@ -199,6 +201,8 @@ def print_table(console: Console, report: Report, *, wide: bool = False) -> None
 def pick_lines(report: Report) -> list[str]:
     """Each pick and why: the measure that decided, the points, how much and how surely it is faster."""
     if report.best is None:
+        if report.judge is not None and report.judge.audit is not None and report.judge.audit.looks_wrong:
+            return ["[red]No picks: the golden file looks wrong (above); a pick on its labels would mean nothing.[/]"]
         return list(("[red]No setup can be picked: every setup failed.[/]",))
     picking = report.picking
     lines = [f"[yellow]note:[/] {escape(picking.note)}"] if picking and picking.note else []
@@ -320,6 +324,11 @@ def show_run(console: Console, report: Report, location: str | None, *, wide: bo
         console.print(line, highlight=False)
     for line in headroom_lines(report):
         console.print(line, highlight=False)
+    suspects = suspect_lines(report)
+    if suspects:
+        console.print(f"\n[yellow]{escape(suspects[0])}[/]", highlight=False)
+        for line in suspects[1:]:
+            console.print(f"  {escape(line)}", highlight=False)
     for sentences in tuning_notes(report):
         console.print("\n" + escape(" ".join(sentences)), highlight=False)
     if report.derived_from is not None:
@@ -330,7 +339,11 @@ def show_run(console: Console, report: Report, location: str | None, *, wide: bo
 
 
 def print_summary(console: Console, report: Report) -> None:
-    """What ran, the picks with their reasons, and what may overturn them (how sure, the times, the judge)."""
+    """What ran, the picks with their reasons, and what may overturn them (how sure, the times, the judge); first
+    of all, where the label audit found it, that the golden file looks wrong."""
+    wrong = audit_headline(report)
+    if wrong:
+        console.print(f"[bold red]{escape(wrong[0].upper() + wrong[1:])}.[/]", highlight=False)
     console.print(f"[bold]{escape(_title(report))}[/], ranked by {escape(report.settings.primary)}", highlight=False)
     for line in pick_lines(report):
         console.print(line, highlight=False)
@@ -371,9 +384,13 @@ def headroom_lines(report: Report) -> list[str]:
         shown = ", ".join(escape(q) for q in head.unfound) + (" …" if head.unfound_count > len(head.unfound) else "")
         threshold = report.settings.relevance_threshold
         what = f"a result graded {threshold} or more" if threshold > 1 else "a relevant result"
-        lines.append(
-            f"{head.unfound_count} questions for which no setup has {what} in its top 10 (check them first): {shown}"
-        )
+        line = f"{head.unfound_count} questions for which no setup has {what} in its top 10 (check them first): {shown}"
+        if report.judge is None:  # nothing says whether the setups or the labels are wrong: a judge would
+            line += (
+                "; with a judge (evaluation.judge: cross-encoder) the run says which of them other results answer "
+                "(probably mislabelled)"
+            )
+        lines.append(line)
     return lines
 
 

@@ -232,6 +232,45 @@ def sources_note(report: Report) -> str | None:
     return "; ".join(said) + "." if said else None
 
 
+AUDIT_SHOWN = 10
+"""Probably mislabelled questions listed on the command line and the page (the report keeps them all)."""
+
+
+def audit_headline(report: Report) -> str | None:
+    """The run's first line where the label audit found most labelled questions suspect (`core.judging.audit`)."""
+    audit = report.judge.audit if report.judge else None
+    if audit is None or not audit.looks_wrong:
+        return None
+    return (
+        f"the golden file looks wrong: for {audit.unfound} of its {audit.checked} labelled questions no setup returns "
+        f"what the labels name in its first 10, and for {audit.disputed} of those the judge grades the labelled "
+        f"documents below a result the setups returned (above them all for {audit.confirmed}); no picks are named. "
+        "Check the labels (and that they name this corpus's ids) first: the clearest cases are listed as probably "
+        "mislabelled"
+    )
+
+
+def suspect_lines(report: Report) -> list[str]:
+    """A heading, then each probably mislabelled question: its labels, and the result the judge graded highest
+    instead; nothing where none is."""
+    audit = report.judge.audit if report.judge else None
+    if audit is None or not audit.suspects:
+        return []
+    lines = [
+        f"Probably mislabelled ({len(audit.suspects)} of {audit.checked} labelled questions: no setup returns what "
+        "their labels name, the judge grades another result 2 or more):"
+    ]
+    for s in audit.suspects[:AUDIT_SHOWN]:
+        passage = f': "{s.passage}…"' if s.passage else ""
+        lines.append(
+            f'{s.id} "{s.question}": its labels name {", ".join(s.labels)}, which no setup returns in its first 10; '
+            f"the judge graded {s.unit} {s.grade} (returned by {s.found_by} setup{'s' * (s.found_by != 1)}){passage}"
+        )
+    if len(audit.suspects) > AUDIT_SHOWN:
+        lines.append(f"… and {len(audit.suspects) - AUDIT_SHOWN} more in the report (judge.audit.suspects)")
+    return lines
+
+
 def here_line(here: AgreementHere | None) -> str | None:
     """How far the judge agreed with people on this run's own person-graded questions, in words."""
     if here is None or here.kappa_quadratic is None:

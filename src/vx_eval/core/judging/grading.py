@@ -11,7 +11,7 @@ rerun, or a second run over the same results, asks the judge nothing again.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
@@ -256,6 +256,12 @@ class Grading:
 
     judged: dict[int, dict[str, int]]
     info: JudgeInfo
+    highest: dict[int, tuple[str, str]] = field(default_factory=dict)
+    """Per question index, the unit the judge graded highest (the first such in search order) and its text:
+    what a label audit shows (`core.judging.audit`)."""
+    labels: dict[int, dict[str, int]] = field(default_factory=dict)
+    """The judge's grades of the relevant units people's labels name, for the questions a label audit asked
+    (`labels_of`); never measures' grades (people's labels win)."""
 
 
 def grade_run(
@@ -269,25 +275,38 @@ def grade_run(
     everything: bool = False,
     on: GradeOn | None = None,
     also: Collection[int] = (),
+    labels_of: Collection[int] = (),
 ) -> Grading:
     """Grade every unlabelled (question, result) pair in the first `depth` places of every setup, and the
     labelled pairs of the questions `also` names (to measure the judge against people, `core.judging.corrected`).
     `everything`: grade every labelled pair too and list every verdict (to check the judge); `on`: where the
-    batches are graded, when not in this process (the run's cluster)."""
+    batches are graded, when not in this process (the run's cluster). `labels_of`: questions whose labelled
+    relevant units the judge grades too, wherever they ranked (`Grading.labels`, for `core.judging.audit`)."""
     pairs, human_kept = _to_grade(runs, questions, depth, everything, also)
-    texts = _passages(pairs, targets)
+    searched = next((r.setup.target for r in runs if r.error is None and r.results), None)
+    audited = {(searched, i): [u for u, g in questions[i].relevance().items() if g > 0] for i in labels_of if searched}
+    wanted = {k: list(dict.fromkeys([*pairs.get(k, []), *audited.get(k, [])])) for k in pairs.keys() | audited.keys()}
+    texts = _passages(wanted, targets)
     placed = [(i, u, texts[(t, u)]) for (t, i), units in pairs.items() for u in units if (t, u) in texts]
-    asked = [(questions[i].question, text) for i, _, text in placed]
+    on_labels = [(i, u, texts[(t, u)]) for (t, i), units in audited.items() for u in units if (t, u) in texts]
+    asked = [(questions[i].question, text) for i, _, text in placed + on_labels]
     graded = grade_pairs(judge, asked, cache, progress.start(f"Judging ({judge.name})", len(set(asked))), on=on)
     if graded.unparsable:
         progress.note(unreadable_note(judge.name, graded))
     judged: dict[int, dict[str, int]] = {}
     raw: dict[tuple[int, str], str] = {}
+    highest: dict[int, tuple[str, str]] = {}
     for i, u, text in placed:
         verdict = graded.verdicts[(questions[i].question, text)]
         raw[(i, u)] = verdict.raw
         if verdict.grade is not None:
             judged.setdefault(i, {})[u] = verdict.grade
+            if i not in highest or verdict.grade > judged[i][highest[i][0]]:
+                highest[i] = (u, text)
+    labels: dict[int, dict[str, int]] = {}
+    for i, u, text in on_labels:
+        if (grade := graded.verdicts[(questions[i].question, text)].grade) is not None:
+            labels.setdefault(i, {})[u] = grade
     verdicts = [
         (questions[i].id, u, g, raw.get((i, u))) for i, units in sorted(judged.items()) for u, g in units.items()
     ]
@@ -296,7 +315,7 @@ def grade_run(
     info = judge_info(
         judge,
         depth=depth,
-        pairs=len(set(asked)),
+        pairs=len({(questions[i].question, text) for i, _, text in placed}),  # the audit's pairs aside
         asked=graded.asked,
         from_cache=graded.cached,
         unparsable=graded.unparsable,
@@ -310,7 +329,7 @@ def grade_run(
         family=judge_family(judge, models),
         writer_families=writers,
     )
-    return Grading(judged, info)
+    return Grading(judged, info, highest, labels)
 
 
 def judge_run(

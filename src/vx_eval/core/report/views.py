@@ -238,6 +238,43 @@ class AgreementHere(Frozen):
     """Tau's 95% bootstrap interval over people's questions."""
 
 
+class Suspect(Frozen):
+    """A question whose labels probably name the wrong documents (`core.judging.audit`)."""
+
+    id: str
+    question: str
+    labels: list[str]
+    """The units its labels name as relevant (the first five)."""
+    label_grade: int | None = None
+    """The judge's highest grade of the labelled documents."""
+    unit: str
+    """The result the judge graded highest, none of its labels."""
+    grade: int
+    passage: str | None = None
+    """The start of that result's text, as the judge read it."""
+    found_by: int = 0
+    """Setups that returned it in their first 10."""
+
+
+class LabelAudit(Frozen):
+    """People's labels against every setup's results and the judge's grades: the questions no setup finds while
+    the judge grades another result 2 or more (`core.judging.audit`)."""
+
+    checked: int
+    """Person-labelled questions with a relevant label."""
+    unfound: int = 0
+    """Of those, the ones no setup returns a relevant label for in its first 10."""
+    disputed: int = 0
+    """Of those, the ones whose labelled documents the judge grades below a result some setup returned."""
+    confirmed: int = 0
+    """Of those, the ones whose labelled documents the judge grades above every result the setups returned."""
+    suspects: list[Suspect] = Field(default_factory=list)
+    """Disputed questions whose returned result the judge grades 2 or more: probably mislabelled."""
+    looks_wrong: bool = False
+    """Most checked questions unfound, and the judge's grades dispute their labels far more often than they
+    confirm them (`core.judging.audit`): the golden file looks wrong, and the run names no picks."""
+
+
 class JudgeNoise(Frozen):
     """How often each leader leads when the judge's grades are redrawn as people would likely have given
     them (from the judge's measured confusion with people): see `core.judging.noise`."""
@@ -278,6 +315,8 @@ class JudgeInfo(Frozen):
     """This judge's agreement with people where `vx-eval judge check` has measured it (None: never)."""
     here: AgreementHere | None = None
     """Its agreement with people on this run's own person-graded questions (None: people graded none, or all)."""
+    audit: LabelAudit | None = None
+    """People's labels audited against the setups' results and this judge's grades (None: people labelled none)."""
     circular: list[str] = Field(default_factory=list)
     """The setups the judge's own model, or a model of its family, ranks or embeds: grading them is circular
     (Clarke & Dietz 2024: a judge favours the ranker it is), so they are left out of the picks."""

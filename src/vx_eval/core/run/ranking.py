@@ -21,7 +21,7 @@ from vx_eval.core.report.schema import (
     TimeVersus,
     VsBest,
 )
-from vx_eval.core.report.views import Corrected
+from vx_eval.core.report.views import Corrected, LabelAudit
 
 DETECTABLE = (
     "the smallest mean difference in the primary measure a paired test on these questions would detect "
@@ -144,6 +144,17 @@ def picked_by_people(ranked: Ranking, fixed: Corrected) -> Ranking:
     return replace(
         ranked, setups=_in_corrected_order(ranked.setups, fixed, set(level)), picks=picks_now, picking=picking
     )
+
+
+def without_picks(ranked: Ranking, audit: LabelAudit) -> Ranking:
+    """The ranking with no picks: the golden file looks wrong (`core.judging.audit`), so none would mean anything."""
+    note = (
+        f"no picks: for {audit.unfound} of the {audit.checked} labelled questions no setup returns what the labels "
+        f"name, and the judge grades a returned result above the labelled documents for {audit.disputed} of them; "
+        "the golden file looks wrong, check its labels (and that they name this corpus's ids) first"
+    )
+    picking = ranked.picking.model_copy(update={"note": note, "reasons": {}, "sure": None, "questions_needed": None})
+    return replace(ranked, picks=Picks(), picking=picking)
 
 
 def _in_corrected_order(setups: Sequence[SetupResult], fixed: Corrected, level: Collection[str]) -> list[SetupResult]:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from vx_eval.core.config.experiment import Experiment
 from vx_eval.core.contracts.engine import Progress, Target
 from vx_eval.core.contracts.golden import GoldenSet, Question
+from vx_eval.core.judging.audit import label_audit, unfound_labelled
 from vx_eval.core.judging.corrected import corrected
 from vx_eval.core.judging.grading import GradeCache, grade_run, judge_maker, with_judged_grades
 from vx_eval.core.judging.here import agreement_here
@@ -74,12 +75,18 @@ def judge_stage(
             everything=everything,
             on=cluster.judging(own_models(targets[0].models), ev.judge, settings) if cluster else None,
             also=range(labelled) if mixed else (),
+            labels_of=unfound_labelled(runs, golden.questions, labelled, ev.relevance_threshold),
         )
     questions = [with_judged_grades(q, grading.judged.get(i, {})) for i, q in enumerate(golden.questions)]
     info = grading.info
     if mixed and info is not None:  # people graded part of the run: the judge's agreement measured on it
         here = agreement_here(runs, golden.questions, labelled, grading.judged, seed=ev.seed)
         info = info.model_copy(update={"here": here})
+    if info is not None:
+        threshold = ev.relevance_threshold
+        grades = grading.judged, grading.highest, grading.labels
+        audit = label_audit(runs, golden.questions, labelled, *grades, threshold=threshold)
+        info = info.model_copy(update={"audit": audit})
     return Judged(questions, info, grading.judged)
 
 
@@ -126,8 +133,11 @@ def corrected_ranking(
     settings: Settings,
 ) -> ranking.Ranking:
     """The ranking with each pickable setup's measure corrected by people's grades, where a judge graded most
-    questions and people some (and graded people's questions' results too)."""
+    questions and people some (and graded people's questions' results too); with no picks where the label
+    audit found the golden file looks wrong (`core.judging.audit`)."""
     best = ranked.picks.finds_the_most
+    if judging.info is not None and judging.info.audit is not None and judging.info.audit.looks_wrong:
+        return ranking.without_picks(ranked, judging.info.audit)
     if judging.info is None or best is None or not judging.grades:
         return ranked
     # people's grades remove the judge's bias (prediction-powered), so no setup is left out for its relation to
