@@ -196,7 +196,7 @@ def test_documents_alone_give_a_ranked_judged_report_and_a_config_that_repeats_i
     text = " ".join(out.split())
     assert f"help: {asked} questions" in text and "★" in text
     assert f"{asked} of the questions are drafts a model wrote" in text and "from the cross-encoder judge" in text
-    assert "scores are circular" in text and "○" in text
+    assert "scores by the judge alone are circular" in text and "○" in text
     assert "Page: " in err or "page.html" in err  # the page is written beside the report, and said
 
     code, out, err = call(capsys, "run", "saved.yaml", "--json")  # the configuration it printed, run again

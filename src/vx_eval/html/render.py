@@ -177,6 +177,15 @@ class PickCard:
     """Why, in words (how much and how surely faster), where the report says."""
 
 
+def _relations(report: Report) -> dict[str, str]:
+    """Each setup that stands in a relation to the judge: `circular` or `related` (a report from before
+    relations were told apart says circular for all)."""
+    judge = report.judge
+    if judge is None:
+        return {}
+    return {key: judge.relations.get(key, "circular") for key in judge.circular}
+
+
 def _picks(report: Report, by_key: dict[str, SetupView]) -> list[PickCard]:
     settings, chosen, picking = report.settings, dict(report.picks.items()), report.picking
     measure = picking.measure if picking else settings.primary
@@ -324,6 +333,7 @@ def render_page(
             judge_sure=report.picking.judge_sure if report.picking else None,
             corrected=corrected_words(report),
             circular_note=circular_note(report),
+            relations=_relations(report),
             scatter=_scatter(report, views, deciding),
             deciding_meaning=meaning(deciding),
             frontier=report.frontier,

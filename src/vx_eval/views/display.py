@@ -45,7 +45,18 @@ PICK_TEXT = {
 }
 PICK_MARK = {"finds_the_most": "★", "best_for_balance": "◆", "best_for_time": "⚡"}
 CIRCULAR_MARK = "○"
-"""A setup the judge's own model (or its family) ranks or embeds: its grades are circular, it is never picked."""
+"""A setup the judge's own model ranks or embeds: its grades are circular, it is never picked on them alone."""
+RELATED_MARK = "◌"
+"""A setup a model of the judge's family or training lineage ranks or embeds: related, never picked on the
+judge's grades alone."""
+
+
+def relation_mark(report: Report, key: str) -> str:
+    """○ or ◌ where the setup stands in a relation to the run's judge, else nothing."""
+    judge = report.judge
+    if judge is None or key not in judge.circular:
+        return ""
+    return RELATED_MARK if judge.relations.get(key) == "related" else CIRCULAR_MARK
 
 
 def _interval(metric: str, ci: tuple[float, float] | None) -> str:
@@ -61,7 +72,7 @@ def _marks(report: Report) -> dict[str, str]:
         if key:
             marks[key] = marks.get(key, "") + PICK_MARK[pick]
     for key in report.judge.circular if report.judge else ():
-        marks[key] = marks.get(key, "") + CIRCULAR_MARK
+        marks[key] = marks.get(key, "") + relation_mark(report, key)
     return marks
 
 
@@ -88,7 +99,10 @@ def _caption(report: Report, width: int | None = None) -> str:
     if report.judge and report.judge.circular:
         fixed = report.picking.corrected
         fate = "re-admitted by people's grades" if fixed is not None and fixed.readmitted else "never picked"
-        text += f"; {CIRCULAR_MARK} ranked or embedded by the judge's own model or family (circular: {fate})"
+        text += (
+            f"; {CIRCULAR_MARK} ranked or embedded by the judge's own model (circular), {RELATED_MARK} by a model of "
+            f"its family or lineage (related): {fate}"
+        )
     if note:
         text += f"\ntimes: {note}"
     if width is None:
@@ -249,7 +263,8 @@ def neighbour_lines(report: Report) -> list[str]:
                 lines.append(f"  {near.change} ({escape(near.key)}): failed")
                 continue
             change = f"{(value - base) * 100:+.1f} points" if is_share(primary) else f"{value - base:+.3f}"
-            circular = f", {CIRCULAR_MARK} circular" if report.judge and near.key in report.judge.circular else ""
+            mark = relation_mark(report, near.key)
+            circular = f", {mark} {'related' if mark == RELATED_MARK else 'circular'}" if mark else ""
             lines.append(
                 f"  {near.change} ({escape(near.key)}): {primary} {fmt(primary, value)} ({change}{circular}), "
                 f"median {fmt_ms(other.times_ms.median)} ms"

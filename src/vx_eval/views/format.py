@@ -334,21 +334,27 @@ def circular_note(report: Report) -> str | None:
     kin = f" or another {judge.family} model" if judge.family else ""
     wrote = [f for f in judge.writer_families if f != judge.family]
     by_writer = f", or a {' or '.join(wrote)} model like the one that drafted the questions," if wrote else ""
+    own = sum(1 for k in judge.circular if judge.relations.get(k, "circular") == "circular")
+    which = (
+        f" ({own} circular, the judge's own model in them; {n - own} related, by family or training lineage)"
+        if judge.relations and 0 < own < n
+        else (" (all related, by family or training lineage)" if judge.relations and own == 0 else "")
+    )
     said = (
         f"the judge's model ({judge.model}){kin}{by_writer} also ranks or embeds {n} setup{'s' if n > 1 else ''} "
-        f"({shown}): a judge grading its own family's ranking favours it (Clarke & Dietz 2024), as do questions a "
-        "model of the family wrote, so their scores by the judge alone are circular"
+        f"({shown}){which}: a judge grading its own family's ranking favours it (Clarke & Dietz 2024), as do "
+        "questions a model of the family wrote, so their scores by the judge alone are circular"
     )
     fixed = report.picking.corrected
     if fixed is not None and fixed.readmitted:
         return (
             f"{said}; people graded {fixed.labelled} of the questions, and their grades correct the judge's bias on "
-            f"every setup (prediction-powered), so {len(fixed.readmitted)} of them, marked ○, are ranked and "
+            f"every setup (prediction-powered), so {len(fixed.readmitted)} of them, marked ○ or ◌, are ranked and "
             f"pickable with the rest on the corrected {fixed.measure}."
         )
     return (
-        f"{said}; they are ranked last, marked ○, and left out of the picks. A judge and a writer of another "
-        "family compare them fairly, as do people grading some of the questions."
+        f"{said}; they are ranked last, marked ○ (circular) or ◌ (related), and left out of the picks. A judge and "
+        "a writer of another family compare them fairly, as do people grading some of the questions."
     )
 
 

@@ -10,8 +10,8 @@ from types import SimpleNamespace
 import numpy as np
 
 from vx_eval.core.contracts.golden import Question
-from vx_eval.core.judging.grading import circular_setups, writer_families
-from vx_eval.core.models.families import family_of
+from vx_eval.core.judging.grading import circular_setups, setup_relations, writer_families
+from vx_eval.core.models.families import families_of, family_of
 from vx_eval.core.report.picks import Scored, frontier
 from vx_eval.core.report.schema import Counts, Graded, PerQuestion, Settings, SetupResult, Times
 from vx_eval.core.run import assembly, ranking
@@ -77,6 +77,7 @@ def test_a_setup_the_judges_own_model_reranks_is_circular_ranked_last_and_never_
     models = SimpleNamespace(
         cache_space=lambda name: "ce" if name in ("ms-marco-minilm", "my-ce") else name,
         family=lambda name: family_of(name),
+        families=lambda name: families_of(name),
     )
     runs = [
         SimpleNamespace(setup=SimpleNamespace(key="hybrid_reranked.a", ranker="my-ce", models=())),  # renamed
@@ -86,6 +87,9 @@ def test_a_setup_the_judges_own_model_reranks_is_circular_ranked_last_and_never_
     ]
     circular = circular_setups(runs, judge, models)
     assert circular == ["dense.minilm", "hybrid_reranked.a"]
+    # the judge's own model under another name is circular; a model of its family, related
+    relations = setup_relations(runs, judge, models)
+    assert relations == {"dense.minilm": "related", "hybrid_reranked.a": "circular"}
     assert circular_setups(runs, SimpleNamespace(describe=lambda: {"model": "qwen2.5-7b"}), models) == []
     # questions a BGE model drafted favour the setups a BGE model embeds or reranks: circular too
     qwen = SimpleNamespace(describe=lambda: {"model": "qwen2.5-7b"})
@@ -171,3 +175,14 @@ def test_picks_follow_peoples_correction_of_the_judge():
     assert "the judge alone put hybrid.a first" in reasons["finds_the_most"].text
     assert "keyword.a, is surely worse" in reasons["best_for_time"].text
     assert fixed_ranking.picking.corrected == fixed
+
+
+def test_families_by_lineage_not_only_by_name():
+    """multilingual-e5-small is an E5 model initialised from Multilingual-MiniLM: related to a MiniLM judge,
+    which its name alone does not say; all-mpnet-base-v2 shares all-MiniLM's training pairs."""
+    assert "MiniLM" in families_of("intfloat/multilingual-e5-small") and family_of("multilingual-e5-small") == "E5"
+    assert families_of("sentence-transformers/all-mpnet-base-v2") & families_of("all-MiniLM-L6-v2")
+    assert not families_of("bge-small") & families_of("ms-marco-minilm")
+    judge = SimpleNamespace(describe=lambda: {"judge": "cross-encoder", "model": "ms-marco-minilm"})
+    runs = [SimpleNamespace(setup=SimpleNamespace(key="dense.e5", ranker=None, models=("multilingual-e5-small",)))]
+    assert setup_relations(runs, judge, None) == {"dense.e5": "related"}

@@ -107,7 +107,12 @@ def test_peoples_grades_re_admit_the_setups_the_judge_is_related_to(tmp_path, pl
     console = Console(record=True, width=240)
     show_run(console, report, None)
     said = " ".join(console.export_text().split())
-    assert "circular: re-admitted by people's grades" in said
+    assert "(related): re-admitted by people's grades" in said
     assert "are ranked and pickable with the rest on the corrected" in said
     assert "which agreed with people on this run's 30 person-graded questions at weighted kappa" in said
     assert "measured elsewhere, not on this run: on TREC DL 2019" in said
+    # every MiniLM setup is related (the judge's family), none circular: no setup reranks with the judge's model
+    assert set(report.judge.relations) == related and set(report.judge.relations.values()) == {"related"}
+    assert "◌" in said and "(all related, by family or training lineage)" in said
+    page = page_for(report, Stores(plugins), str(tmp_path / "runs"))
+    assert page.count('class="relation related"') == len(related)

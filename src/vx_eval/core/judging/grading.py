@@ -22,9 +22,9 @@ from vx_eval.core.contracts.judge import GradeOn, Judge, Verdict
 from vx_eval.core.errors import ConfigError
 from vx_eval.core.golden.units import PAGE, document_of, judge
 from vx_eval.core.models.cache import KeyedCache, pair_key
-from vx_eval.core.models.families import family_of
+from vx_eval.core.models.families import families_of, family_of
 from vx_eval.core.models.loading import own_models
-from vx_eval.core.report.views import GradesFrom, JudgeInfo
+from vx_eval.core.report.views import GradesFrom, JudgeInfo, Relation
 
 if TYPE_CHECKING:
     from vx_eval.core.contracts.engine import Document, Progress, Target
@@ -203,14 +203,15 @@ def writer_families(questions: Sequence[Question], models: Models | None) -> lis
     return sorted(f for f in found if f)
 
 
-def circular_setups(
+def setup_relations(
     runs: Sequence[SetupResults], judge: Judge, models: Models | None, writers: Collection[str] = ()
-) -> list[str]:
-    """The setups a model of the judge's own ranks or embeds: the judge's model itself under whatever name
-    (`Models.cache_space` tells two names of one model apart from two models), or one of its family
-    (`judge_family`: a bi-encoder distilled from the cross-encoder judge's base model, another size of the
-    chat judge's model); and those a model of a family in `writers` (the families that drafted the questions,
-    `writer_families`) ranks or embeds: a model finds what its own family wrote."""
+) -> dict[str, Relation]:
+    """How each setup stands to the judge, where it does: `circular` where the judge's own model ranks or embeds
+    it under whatever name (`Models.cache_space` tells two names of one model apart from two models); `related`
+    where a model of a family the judge's model belongs to by base model or training lineage (`Models.families`:
+    a bi-encoder distilled from the cross-encoder judge's base, another size of the chat judge's model) ranks or
+    embeds it, or a model of a family in `writers` (the families that drafted the questions,
+    `writer_families`): a model finds what its own family wrote."""
     model = judge.describe().get("model")
     if not isinstance(model, str) or not model:
         model = ""
@@ -218,17 +219,27 @@ def circular_setups(
     def space(name: str) -> str:
         return str(models.cache_space(name)) if models is not None else name
 
-    def kin(name: str) -> str | None:
-        return models.family(name) if models is not None else family_of(name)
+    def kin(name: str) -> frozenset[str]:
+        return models.families(name) if models is not None else families_of(name)
 
     mine = space(model) if model else None
-    families = set(writers) | ({family} if (family := judge_family(judge, models)) else set())
-    out = set()
+    families = set(writers) | (set(kin(model)) if model else set())
+    out: dict[str, Relation] = {}
     for run in runs:
         used = [m for m in (run.setup.ranker, *run.setup.models) if m]
-        if any(space(m) == mine for m in used) or any(kin(m) in families for m in used):
-            out.add(run.setup.key)
-    return sorted(out)
+        if any(space(m) == mine for m in used):
+            out[run.setup.key] = "circular"
+        elif any(kin(m) & families for m in used):
+            out[run.setup.key] = "related"
+    return dict(sorted(out.items()))
+
+
+def circular_setups(
+    runs: Sequence[SetupResults], judge: Judge, models: Models | None, writers: Collection[str] = ()
+) -> list[str]:
+    """The setups the judge grades unfairly alone, circular or related (`setup_relations`): left out of the
+    picks unless people's grades correct the judge."""
+    return list(setup_relations(runs, judge, models, writers))
 
 
 def _to_grade(
@@ -312,6 +323,7 @@ def grade_run(
     ]
     models = own_models(targets[0].models) if targets else None
     writers = writer_families(questions, models)
+    relations = setup_relations(runs, judge, models, writers)
     info = judge_info(
         judge,
         depth=depth,
@@ -325,7 +337,8 @@ def grade_run(
         ),
         not_found=sum(len(units) for units in pairs.values()) - len(asked),
         verdicts=verdicts if everything else None,
-        circular=circular_setups(runs, judge, models, writers),
+        circular=list(relations),
+        relations=relations,
         family=judge_family(judge, models),
         writer_families=writers,
     )

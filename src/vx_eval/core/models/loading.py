@@ -27,7 +27,7 @@ from vx_eval.core.contracts.models import (
 )
 from vx_eval.core.errors import EngineError, did_you_mean, quoted
 from vx_eval.core.models.cache import KeyedCache, pair_key
-from vx_eval.core.models.families import family_of
+from vx_eval.core.models.families import families_of, family_of
 from vx_eval.core.models.served import cache_space, load_served
 from vx_eval.core.optional import on_first_use
 
@@ -294,6 +294,18 @@ class Models:
             plugin = self.registry.get(name)
             return getattr(plugin, "family", None) or family_of(name, plugin.label)
         return family_of(name)
+
+    def families(self, name: str) -> frozenset[str]:
+        """Every family model `name` belongs to by base model or training lineage (`core.models.families`): its
+        plugin's `family` and `lineage`, and what its names tell."""
+        if name in self.endpoints:
+            endpoint = self.endpoints[name]
+            return families_of(endpoint.model, endpoint.label)
+        if name in self.registry:
+            plugin = self.registry.get(name)
+            said = {getattr(plugin, "family", None), *getattr(plugin, "lineage", ())}
+            return frozenset(f for f in said if f) | families_of(name, plugin.label)
+        return families_of(name)
 
     def cache_space(self, name: str) -> str:
         """Where what model `name` computed is kept by content: a served model's provider, model and size

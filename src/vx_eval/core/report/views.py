@@ -180,6 +180,10 @@ class GradesFrom(Frozen):
     judge: int = 0
 
 
+Relation = Literal["circular", "related"]
+"""How a setup stands to the run's judge (`core.judging.grading.setup_relations`)."""
+
+
 class Gullibility(Frozen):
     """How easily the judge is fooled (`core.judging.gullible`): unrelated passages it graded below 2, graded
     again with the question's words and an instruction to rate it relevant pasted in."""
@@ -319,7 +323,11 @@ class JudgeInfo(Frozen):
     """People's labels audited against the setups' results and this judge's grades (None: people labelled none)."""
     circular: list[str] = Field(default_factory=list)
     """The setups the judge's own model, or a model of its family, ranks or embeds: grading them is circular
-    (Clarke & Dietz 2024: a judge favours the ranker it is), so they are left out of the picks."""
+    (Clarke & Dietz 2024: a judge favours the ranker it is), so they are left out of the picks (unless people's
+    grades correct the judge: `Corrected.readmitted`). `relations` says which is which."""
+    relations: dict[str, Relation] = Field(default_factory=dict)
+    """Each of `circular`: `circular` where the judge's own model ranks or embeds it, `related` where a model
+    sharing a family or training lineage with the judge's (or the questions' writer's) does."""
     family: str | None = None
     """The judge's model family (`core.models.families`), where its name tells it."""
     writer_families: list[str] = Field(default_factory=list)

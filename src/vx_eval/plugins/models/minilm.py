@@ -93,6 +93,8 @@ class MiniLM:
     name: ClassVar[str] = "minilm"
     kind: ClassVar[str] = DENSE
     label: ClassVar[str] = "MiniLM"
+    lineage: ClassVar[tuple[str, ...]] = ("MiniLM", "sentence-transformers 1B pairs")
+    """Distilled from microsoft/MiniLM-L12-H384 and trained on sentence-transformers' billion pairs."""
 
     def load(self, settings: ModelSettings) -> SentenceTransformerEncoder:
         try:
