@@ -97,7 +97,7 @@ def _caption(report: Report, width: int | None = None) -> str:
     note = timing_note(report)
     text = f"[lo–hi] 95% interval of {report.settings.primary}; ≈ a paired test cannot tell it from the leader"
     if report.judge and report.judge.circular:
-        fixed = report.picking.corrected
+        fixed = report.picking.corrected if report.picking else None
         fate = "re-admitted by people's grades" if fixed is not None and fixed.readmitted else "never picked"
         text += (
             f"; {CIRCULAR_MARK} ranked or embedded by the judge's own model (circular), {RELATED_MARK} by a model of "

@@ -345,7 +345,7 @@ def circular_note(report: Report) -> str | None:
         f"({shown}){which}: a judge grading its own family's ranking favours it (Clarke & Dietz 2024), as do "
         "questions a model of the family wrote, so their scores by the judge alone are circular"
     )
-    fixed = report.picking.corrected
+    fixed = report.picking.corrected if report.picking else None
     if fixed is not None and fixed.readmitted:
         return (
             f"{said}; people graded {fixed.labelled} of the questions, and their grades correct the judge's bias on "

@@ -26,7 +26,10 @@ DRAWS = 1000
 
 def _dcg(run: SetupResults, questions: Sequence[Question]) -> np.ndarray:
     judged = [read_results(run.results[i], q) for i, q in enumerate(questions)]
-    return np.nan_to_num(np.asarray(metrics.parse("dcg@10").compute(metrics.Batch.of(judged)), dtype=float))
+    values: np.ndarray = np.nan_to_num(
+        np.asarray(metrics.parse("dcg@10").compute(metrics.Batch.of(judged)), dtype=float)
+    )
+    return values
 
 
 def _tau_interval(human: np.ndarray, judged: np.ndarray, seed: int) -> tuple[float | None, float | None]:
