@@ -399,13 +399,12 @@ def headroom_lines(report: Report) -> list[str]:
         shown = ", ".join(escape(q) for q in head.unfound) + (" …" if head.unfound_count > len(head.unfound) else "")
         threshold = report.settings.relevance_threshold
         what = f"a result graded {threshold} or more" if threshold > 1 else "a relevant result"
-        line = f"{head.unfound_count} questions for which no setup has {what} in its top 10 (check them first): {shown}"
-        if report.judge is None:  # nothing says whether the setups or the labels are wrong: a judge would
-            line += (
-                "; with a judge (evaluation.judge: cross-encoder) the run says which of them other results answer "
-                "(probably mislabelled)"
-            )
-        lines.append(line)
+        # nothing says whether the setups or the labels are wrong: a judge would
+        hint = "" if report.judge else "; a judge, evaluation.judge: cross-encoder, says which are probably mislabelled"
+        lines.append(
+            f"{head.unfound_count} questions for which no setup has {what} in its top 10 (check them first{hint}): "
+            f"{shown}"
+        )
     return lines
 
 

@@ -44,6 +44,44 @@ def unfound_labelled(
     ]
 
 
+def _unfound(
+    scored: Sequence[SetupResults],
+    i: int,
+    q: Question,
+    relevant: set[str],
+    judged: Mapping[str, int],
+    highest: tuple[str, str] | None,
+    on_labels: Mapping[str, int],
+) -> tuple[str | None, Suspect | None] | None:
+    """What the judge says of a question no setup finds: `disputed` (its labels graded below a returned result),
+    `confirmed` (above them all) or neither, and the suspect where disputed by a result graded 2 or more; None
+    where the judge could not grade its labelled documents."""
+    labels = q.relevance()
+    others = {u: g for u, g in judged.items() if u not in labels}
+    top = max(others.values(), default=None)
+    on_label = max((g for u, g in on_labels.items() if u in relevant), default=None)
+    if on_label is None:
+        return None
+    dispute = (
+        "disputed" if top is not None and on_label < top else "confirmed" if top is None or on_label > top else None
+    )
+    if dispute != "disputed" or top is None or top < SUSPECT_GRADE:
+        return dispute, None
+    unit, text = highest or ("", "")
+    if others.get(unit) != top:  # the highest graded was a labelled unit further down: name the other
+        unit, text = next(u for u, g in others.items() if g == top), ""
+    return dispute, Suspect(
+        id=q.id,
+        question=q.question,
+        labels=sorted(relevant)[:5],
+        label_grade=on_label,
+        unit=unit,
+        grade=top,
+        passage=" ".join(text.split())[:PASSAGE_CHARS] or None,
+        found_by=sum(unit in read_results(r.results[i], q).ranked[:DEPTH] for r in scored),
+    )
+
+
 def label_audit(
     runs: Sequence[SetupResults],
     questions: Sequence[Question],
@@ -68,37 +106,21 @@ def label_audit(
     checked = unfound = disputed = confirmed = 0
     suspects = []
     for i, q in enumerate(questions[:labelled]):
-        labels, relevant = q.relevance(), _relevant(q, threshold)
+        relevant = _relevant(q, threshold)
         if not relevant:
             continue  # judged with nothing relevant: there is nothing for a setup to find
         checked += 1
         if _found(scored, i, q, relevant):
             continue
         unfound += 1
-        others = {u: g for u, g in judged.get(i, {}).items() if u not in labels}
-        top = max(others.values(), default=None)
-        on_label = max((g for u, g in on_labels.get(i, {}).items() if u in relevant), default=None)
-        if on_label is None:
+        said = _unfound(scored, i, q, relevant, judged.get(i, {}), highest.get(i), on_labels.get(i, {}))
+        if said is None:
             continue  # the judge could not read the labelled documents (not in the index): no dispute to tell
-        disputed += top is not None and on_label < top
-        confirmed += top is None or on_label > top
-        if top is None or top < SUSPECT_GRADE or on_label >= top:
-            continue
-        unit, text = highest.get(i, ("", ""))
-        if others.get(unit) != top:  # the highest graded was a labelled unit further down: name the other
-            unit, text = next(u for u, g in others.items() if g == top), ""
-        suspects.append(
-            Suspect(
-                id=q.id,
-                question=q.question,
-                labels=sorted(relevant)[:5],
-                label_grade=on_label,
-                unit=unit,
-                grade=top,
-                passage=" ".join(text.split())[:PASSAGE_CHARS] or None,
-                found_by=sum(unit in read_results(r.results[i], q).ranked[:DEPTH] for r in scored),
-            )
-        )
+        dispute, suspect = said
+        disputed += dispute == "disputed"
+        confirmed += dispute == "confirmed"
+        if suspect is not None:
+            suspects.append(suspect)
     # most questions unfound, and the judge's grades speak against the labels far more often than for them: a
     # weak judge grading the labelled documents and the results alike (0 and 0, typically) says nothing either way
     wrong = unfound * 2 > checked and disputed >= 3 and disputed > 2 * confirmed and disputed * 3 >= unfound

@@ -42,6 +42,11 @@ def _leads(values: Mapping[str, tuple[np.ndarray, ...]], best: str, labelled: in
     return leads
 
 
+def _in_order(keys: Sequence[str], scores: np.ndarray, leader: str) -> list[str]:
+    """The keys by score, highest first, the judge's leader first among equals."""
+    return [k for k, _ in sorted(zip(keys, scores, strict=True), key=lambda kv: (-kv[1], kv[0] != leader))]
+
+
 def corrected(
     runs: Sequence[SetupResults],
     questions: Sequence[Question],
@@ -81,7 +86,7 @@ def corrected(
     # the judge's order unless people's grades overturn it (`guarded_order`)
     people_l, judge_l, judge_u = (np.stack([values[k][part] for k in keys]) for part in range(3))
     order = guarded_order(people_l, judge_l, judge_u)
-    ordered = [k for k, _ in sorted(zip(keys, order, strict=True), key=lambda kv: (-kv[1], kv[0] != leader))]
+    ordered = _in_order(keys, order, leader)
     best = ordered[0]
     return Corrected(
         measure=measure,

@@ -275,6 +275,46 @@ class Grading:
     (`labels_of`); never measures' grades (people's labels win)."""
 
 
+Placed = list[tuple[int, str, str]]
+"""(question index, unit, the text the judge reads) for each pair to grade."""
+
+
+def _placed(
+    runs: Sequence[SetupResults],
+    questions: Sequence[Question],
+    pairs: dict[tuple[str, int], list[str]],
+    targets: Sequence[Target],
+    labels_of: Collection[int],
+) -> tuple[Placed, Placed]:
+    """The pairs to grade with their texts, and the labelled units of the questions `labels_of` names (read from
+    the first target a setup searched), each where its text was found."""
+    searched = next((r.setup.target for r in runs if r.error is None and r.results), None)
+    audited = {(searched, i): [u for u, g in questions[i].relevance().items() if g > 0] for i in labels_of if searched}
+    wanted = {k: list(dict.fromkeys([*pairs.get(k, []), *audited.get(k, [])])) for k in pairs.keys() | audited.keys()}
+    texts = _passages(wanted, targets)
+    placed = [(i, u, texts[(t, u)]) for (t, i), units in pairs.items() for u in units if (t, u) in texts]
+    on_labels = [(i, u, texts[(t, u)]) for (t, i), units in audited.items() for u in units if (t, u) in texts]
+    return placed, on_labels
+
+
+def _read_verdicts(
+    placed: Placed, questions: Sequence[Question], graded: Graded
+) -> tuple[dict[int, dict[str, int]], dict[tuple[int, str], str], dict[int, tuple[str, str]]]:
+    """The judge's grades by question index and unit, its raw answers, and the unit it graded highest per
+    question (the first such) with its text."""
+    judged: dict[int, dict[str, int]] = {}
+    raw: dict[tuple[int, str], str] = {}
+    highest: dict[int, tuple[str, str]] = {}
+    for i, u, text in placed:
+        verdict = graded.verdicts[(questions[i].question, text)]
+        raw[(i, u)] = verdict.raw
+        if verdict.grade is not None:
+            judged.setdefault(i, {})[u] = verdict.grade
+            if i not in highest or verdict.grade > judged[i][highest[i][0]]:
+                highest[i] = (u, text)
+    return judged, raw, highest
+
+
 def grade_run(
     runs: Sequence[SetupResults],
     questions: Sequence[Question],
@@ -294,26 +334,12 @@ def grade_run(
     batches are graded, when not in this process (the run's cluster). `labels_of`: questions whose labelled
     relevant units the judge grades too, wherever they ranked (`Grading.labels`, for `core.judging.audit`)."""
     pairs, human_kept = _to_grade(runs, questions, depth, everything, also)
-    searched = next((r.setup.target for r in runs if r.error is None and r.results), None)
-    audited = {(searched, i): [u for u, g in questions[i].relevance().items() if g > 0] for i in labels_of if searched}
-    wanted = {k: list(dict.fromkeys([*pairs.get(k, []), *audited.get(k, [])])) for k in pairs.keys() | audited.keys()}
-    texts = _passages(wanted, targets)
-    placed = [(i, u, texts[(t, u)]) for (t, i), units in pairs.items() for u in units if (t, u) in texts]
-    on_labels = [(i, u, texts[(t, u)]) for (t, i), units in audited.items() for u in units if (t, u) in texts]
+    placed, on_labels = _placed(runs, questions, pairs, targets, labels_of)
     asked = [(questions[i].question, text) for i, _, text in placed + on_labels]
     graded = grade_pairs(judge, asked, cache, progress.start(f"Judging ({judge.name})", len(set(asked))), on=on)
     if graded.unparsable:
         progress.note(unreadable_note(judge.name, graded))
-    judged: dict[int, dict[str, int]] = {}
-    raw: dict[tuple[int, str], str] = {}
-    highest: dict[int, tuple[str, str]] = {}
-    for i, u, text in placed:
-        verdict = graded.verdicts[(questions[i].question, text)]
-        raw[(i, u)] = verdict.raw
-        if verdict.grade is not None:
-            judged.setdefault(i, {})[u] = verdict.grade
-            if i not in highest or verdict.grade > judged[i][highest[i][0]]:
-                highest[i] = (u, text)
+    judged, raw, highest = _read_verdicts(placed, questions, graded)
     labels: dict[int, dict[str, int]] = {}
     for i, u, text in on_labels:
         if (grade := graded.verdicts[(questions[i].question, text)].grade) is not None:
@@ -335,7 +361,7 @@ def grade_run(
             human=human_kept,
             judge=sum(1 for i, g in judged.items() for u in g if u not in questions[i].relevance()),
         ),
-        not_found=sum(len(units) for units in pairs.values()) - len(asked),
+        not_found=sum(len(units) for units in pairs.values()) - len(placed),
         verdicts=verdicts if everything else None,
         circular=list(relations),
         relations=relations,
