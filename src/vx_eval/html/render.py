@@ -181,9 +181,7 @@ def _relations(report: Report) -> dict[str, str]:
     """Each setup that stands in a relation to the judge: `circular` or `related` (a report from before
     relations were told apart says circular for all)."""
     judge = report.judge
-    if judge is None:
-        return {}
-    return {key: judge.relations.get(key, "circular") for key in judge.circular}
+    return {key: relation for key in judge.circular if (relation := judge.relation(key))} if judge else {}
 
 
 def _picks(report: Report, by_key: dict[str, SetupView]) -> list[PickCard]:

@@ -53,10 +53,8 @@ judge's grades alone."""
 
 def relation_mark(report: Report, key: str) -> str:
     """○ or ◌ where the setup stands in a relation to the run's judge, else nothing."""
-    judge = report.judge
-    if judge is None or key not in judge.circular:
-        return ""
-    return RELATED_MARK if judge.relations.get(key) == "related" else CIRCULAR_MARK
+    relation = report.judge.relation(key) if report.judge else None
+    return {"circular": CIRCULAR_MARK, "related": RELATED_MARK, None: ""}[relation]
 
 
 def _interval(metric: str, ci: tuple[float, float] | None) -> str:
@@ -215,7 +213,7 @@ def print_table(console: Console, report: Report, *, wide: bool = False) -> None
 def pick_lines(report: Report) -> list[str]:
     """Each pick and why: the measure that decided, the points, how much and how surely it is faster."""
     if report.best is None:
-        if report.judge is not None and report.judge.audit is not None and report.judge.audit.looks_wrong:
+        if report.judge is not None and report.judge.golden_looks_wrong():
             return ["[red]No picks: the golden file looks wrong (above); a pick on its labels would mean nothing.[/]"]
         return list(("[red]No setup can be picked: every setup failed.[/]",))
     picking = report.picking

@@ -239,7 +239,7 @@ AUDIT_SHOWN = 10
 def audit_headline(report: Report) -> str | None:
     """The run's first line where the label audit found most labelled questions suspect (`core.judging.audit`)."""
     audit = report.judge.audit if report.judge else None
-    if audit is None or not audit.looks_wrong:
+    if audit is None or not audit.looks_wrong:  # the judge's golden_looks_wrong, with the audit to word
         return None
     return (
         f"the golden file looks wrong: for {audit.unfound} of its {audit.checked} labelled questions no setup returns "
@@ -334,7 +334,7 @@ def circular_note(report: Report) -> str | None:
     kin = f" or another {judge.family} model" if judge.family else ""
     wrote = [f for f in judge.writer_families if f != judge.family]
     by_writer = f", or a {' or '.join(wrote)} model like the one that drafted the questions," if wrote else ""
-    own = sum(1 for k in judge.circular if judge.relations.get(k, "circular") == "circular")
+    own = sum(1 for k in judge.circular if judge.relation(k) == "circular")
     which = (
         f" ({own} circular, the judge's own model in them; {n - own} related, by family or training lineage)"
         if judge.relations and 0 < own < n

@@ -7,7 +7,7 @@ shifted by an id mapping, a split read against the wrong corpus), and no pick on
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 from vx_eval.core.contracts.engine import SetupResults
 from vx_eval.core.contracts.golden import Question
@@ -86,14 +86,16 @@ def label_audit(
     runs: Sequence[SetupResults],
     questions: Sequence[Question],
     labelled: int,
+    unfound: Collection[int],
     judged: Mapping[int, Mapping[str, int]],
     highest: Mapping[int, tuple[str, str]],
     on_labels: Mapping[int, Mapping[str, int]],
     threshold: int = 1,
 ) -> LabelAudit | None:
     """The first `labelled` of `questions` (people's) audited against every setup's first 10 results and the
-    judge's grades: `judged` (of the results, by question index), `highest` (the result it graded highest per
-    question, with its text) and `on_labels` (of the labelled documents of the questions no setup finds).
+    judge's grades: `unfound` (the questions no setup finds, `unfound_labelled`), `judged` (the judge's grades of
+    the results, by question index), `highest` (the result it graded highest per question, with its text) and
+    `on_labels` (its grades of the labelled documents of the unfound questions).
 
     A question no setup finds is disputed where the judge grades its labelled documents below a result a setup
     returned, confirmed where above them all; probably mislabelled where disputed and that result is graded 2 or
@@ -103,16 +105,13 @@ def label_audit(
     scored = [r for r in runs if r.error is None and r.results]
     if not scored or labelled == 0:
         return None
-    checked = unfound = disputed = confirmed = 0
+    # judged with nothing relevant: there is nothing for a setup to find
+    checked = sum(1 for q in questions[:labelled] if _relevant(q, threshold))
+    disputed = confirmed = 0
     suspects = []
-    for i, q in enumerate(questions[:labelled]):
+    for i in sorted(unfound):
+        q = questions[i]
         relevant = _relevant(q, threshold)
-        if not relevant:
-            continue  # judged with nothing relevant: there is nothing for a setup to find
-        checked += 1
-        if _found(scored, i, q, relevant):
-            continue
-        unfound += 1
         said = _unfound(scored, i, q, relevant, judged.get(i, {}), highest.get(i), on_labels.get(i, {}))
         if said is None:
             continue  # the judge could not read the labelled documents (not in the index): no dispute to tell
@@ -123,10 +122,11 @@ def label_audit(
             suspects.append(suspect)
     # most questions unfound, and the judge's grades speak against the labels far more often than for them: a
     # weak judge grading the labelled documents and the results alike (0 and 0, typically) says nothing either way
-    wrong = unfound * 2 > checked and disputed >= 3 and disputed > 2 * confirmed and disputed * 3 >= unfound
+    missed = len(unfound)
+    wrong = missed * 2 > checked and disputed >= 3 and disputed > 2 * confirmed and disputed * 3 >= missed
     return LabelAudit(
         checked=checked,
-        unfound=unfound,
+        unfound=missed,
         disputed=disputed,
         confirmed=confirmed,
         suspects=suspects,

@@ -19,9 +19,15 @@ from vx_eval.core.measures.ppi import guarded_order, ppi_mean
 from vx_eval.core.report.views import Corrected, CorrectedLead, CorrectedMean
 
 
-def _values(
-    run: SetupResults, rows: Sequence[tuple[int, Question]], scorer: metrics.Measure, depth: int, threshold: int
+def per_question(
+    run: SetupResults,
+    rows: Sequence[tuple[int, Question]],
+    scorer: metrics.Measure,
+    depth: float = float("inf"),
+    threshold: int = 1,
 ) -> np.ndarray:
+    """`scorer` on each (question index, question) of `rows`, read against the question's grades (0 where the
+    measure is undefined)."""
     judged = [judge(run.results[i], q, threshold) for i, q in rows]
     values = np.asarray(scorer.compute(metrics.Batch.of(judged, depth)), dtype=float)
     out: np.ndarray = np.nan_to_num(values)
@@ -77,7 +83,8 @@ def corrected(
     alone = by_judge[labelled:]
     by_judge = by_judge[:labelled]
     values = {
-        k: tuple(_values(by_key[k], rows, scorer, depth, threshold) for rows in (people, by_judge, alone)) for k in keys
+        k: tuple(per_question(by_key[k], rows, scorer, depth, threshold) for rows in (people, by_judge, alone))
+        for k in keys
     }
     means = {}
     for k, (y, f_n, f_big) in values.items():

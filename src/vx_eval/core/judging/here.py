@@ -15,8 +15,8 @@ import numpy as np
 
 from vx_eval.core.contracts.engine import SetupResults
 from vx_eval.core.contracts.golden import Question
-from vx_eval.core.golden.units import judge as read_results
 from vx_eval.core.judging.check import agreement, same_order
+from vx_eval.core.judging.corrected import per_question
 from vx_eval.core.measures import metrics
 from vx_eval.core.report.views import AgreementHere
 
@@ -25,11 +25,7 @@ DRAWS = 1000
 
 
 def _dcg(run: SetupResults, questions: Sequence[Question]) -> np.ndarray:
-    judged = [read_results(run.results[i], q) for i, q in enumerate(questions)]
-    values: np.ndarray = np.nan_to_num(
-        np.asarray(metrics.parse("dcg@10").compute(metrics.Batch.of(judged)), dtype=float)
-    )
-    return values
+    return per_question(run, list(enumerate(questions)), metrics.parse("dcg@10"))
 
 
 def _tau_interval(human: np.ndarray, judged: np.ndarray, seed: int) -> tuple[float | None, float | None]:

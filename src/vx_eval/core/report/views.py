@@ -321,6 +321,16 @@ class JudgeInfo(Frozen):
     """Its agreement with people on this run's own person-graded questions (None: people graded none, or all)."""
     audit: LabelAudit | None = None
     """People's labels audited against the setups' results and this judge's grades (None: people labelled none)."""
+
+    def relation(self, key: str) -> Relation | None:
+        """How setup `key` stands to the judge (None: not at all); a report from before relations were told
+        apart says circular for every setup it left out."""
+        return self.relations.get(key, "circular") if key in self.circular else None
+
+    def golden_looks_wrong(self) -> bool:
+        """The label audit found most labelled questions disputed: the run names no picks."""
+        return self.audit is not None and self.audit.looks_wrong
+
     circular: list[str] = Field(default_factory=list)
     """The setups the judge's own model, or a model of its family, ranks or embeds: grading them is circular
     (Clarke & Dietz 2024: a judge favours the ranker it is), so they are left out of the picks (unless people's

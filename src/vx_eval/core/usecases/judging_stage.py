@@ -75,7 +75,7 @@ def judge_stage(
             everything=everything,
             on=cluster.judging(own_models(targets[0].models), ev.judge, settings) if cluster else None,
             also=range(labelled) if mixed else (),
-            labels_of=unfound_labelled(runs, golden.questions, labelled, ev.relevance_threshold),
+            labels_of=(unfound := unfound_labelled(runs, golden.questions, labelled, ev.relevance_threshold)),
         )
     questions = [with_judged_grades(q, grading.judged.get(i, {})) for i, q in enumerate(golden.questions)]
     info = grading.info
@@ -83,9 +83,8 @@ def judge_stage(
         here = agreement_here(runs, golden.questions, labelled, grading.judged, seed=ev.seed)
         info = info.model_copy(update={"here": here})
     if info is not None:
-        threshold = ev.relevance_threshold
         grades = grading.judged, grading.highest, grading.labels
-        audit = label_audit(runs, golden.questions, labelled, *grades, threshold=threshold)
+        audit = label_audit(runs, golden.questions, labelled, unfound, *grades, threshold=ev.relevance_threshold)
         info = info.model_copy(update={"audit": audit})
     return Judged(questions, info, grading.judged)
 
@@ -136,7 +135,7 @@ def corrected_ranking(
     questions and people some (and graded people's questions' results too); with no picks where the label
     audit found the golden file looks wrong (`core.judging.audit`)."""
     best = ranked.picks.finds_the_most
-    if judging.info is not None and judging.info.audit is not None and judging.info.audit.looks_wrong:
+    if judging.info is not None and judging.info.audit is not None and judging.info.golden_looks_wrong():
         return ranking.without_picks(ranked, judging.info.audit)
     if judging.info is None or best is None or not judging.grades:
         return ranked
